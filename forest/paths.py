@@ -1,0 +1,28 @@
+"""Materialized paths ('1/5/12/': ids from the root down, each followed by '/')."""
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def path_ids(path: str) -> list[int]:
+    return [int(part) for part in path.split("/") if part]
+
+
+def child_path(parent_path: str | None, node_id: int) -> str:
+    return f"{parent_path or ''}{node_id}/"
+
+
+def common_ancestor_path(paths: Sequence[str]) -> str:
+    """Path of the lowest common ancestor, compared id by id (so '1/5/' never matches '1/50/').
+
+    Returns '' when the nodes lie in different trees.
+    """
+    if not paths:
+        return ""
+    split = [path_ids(p) for p in paths]
+    prefix: list[int] = []
+    for ids in zip(*split):
+        if any(i != ids[0] for i in ids):
+            break
+        prefix.append(ids[0])
+    return "".join(f"{i}/" for i in prefix)

@@ -1,0 +1,110 @@
+"""Plain records returned by the engine; every face serializes them with to_dict()."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LEAF = "LEAF_CHUNK"
+SUMMARY = "SUMMARY_NODE"
+
+
+@dataclass
+class MemoryNode:
+    id: int
+    archive_id: int
+    parent_id: int | None
+    path: str
+    depth: int
+    node_type: str
+    content: str
+    summary: str
+    summary_source: str
+    leaf_index: int | None
+    char_start: int | None
+    first_leaf: int | None
+    last_leaf: int | None
+    merge_order: int | None
+    merge_similarity: float | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "MemoryNode":
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.node_type == LEAF
+
+    def to_dict(self, with_content: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if not with_content:
+            data.pop("content")
+        return data
+
+
+@dataclass
+class Archive:
+    id: int
+    model_id: str
+    name: str
+    source: str | None
+    status: str
+    created_at: str
+    settings: dict[str, Any]
+    leaves: int = 0
+    nodes: int = 0
+    roots: int = 0
+    depth: int = 0
+    chars: int = 0
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "Archive":
+        keys = row.keys()
+        extra = {k: row[k] or 0 for k in ("leaves", "nodes", "roots", "depth", "chars") if k in keys}
+        return cls(id=row["id"], model_id=row["model_id"], name=row["name"], source=row["source"],
+                   status=row["status"], created_at=row["created_at"],
+                   settings=json.loads(row["settings"] or "{}"), **extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ScoredNode:
+    """A node with its relevance to a query (0-1, reranker scale)."""
+
+    node: MemoryNode
+    relevance_score: float
+
+    def to_dict(self, with_content: bool = True) -> dict[str, Any]:
+        return {**self.node.to_dict(with_content), "relevance_score": self.relevance_score}
+
+
+@dataclass
+class Representative:
+    """One entry of retrieve_from_memory: a single hit, or the LCA standing for several hits."""
+
+    node: MemoryNode
+    kind: str                 # "hit" or "lca"
+    score: float              # best vector similarity (0-1 scale) among the hits it stands for
+    hit_ids: list[int]
+    hint: str
+
+    def to_dict(self, with_content: bool = False) -> dict[str, Any]:
+        return {**self.node.to_dict(with_content), "kind": self.kind, "score": self.score,
+                "hit_ids": self.hit_ids, "hint": self.hint}
+
+
+@dataclass
+class ContextResult:
+    question: str
+    budget_tokens: int
+    used_tokens: int
+    leaves: list[ScoredNode] = field(default_factory=list)
+    explored: list[int] = field(default_factory=list)   # summary nodes drilled into, in order
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.question, "budget_tokens": self.budget_tokens,
+                "used_tokens": self.used_tokens, "explored": self.explored,
+                "leaves": [leaf.to_dict() for leaf in self.leaves]}

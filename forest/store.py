@@ -1,0 +1,140 @@
+"""SQL over archives and memory_nodes. Every read that takes a model_id filters by it and sees
+only archives whose build completed (status 'ready')."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any, Iterable, Sequence
+
+from forest.db import Database
+from forest.errors import NotFound
+from forest.records import Archive, MemoryNode
+
+NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
+                "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity")
+_VISIBLE = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
+_STATS = """
+    SELECT a.*, s.leaves, s.nodes, s.roots, s.depth, s.chars FROM archives a
+    LEFT JOIN (SELECT archive_id,
+                      SUM(node_type = 'LEAF_CHUNK') AS leaves, COUNT(*) AS nodes,
+                      SUM(parent_id IS NULL) AS roots, MAX(depth) AS depth,
+                      SUM(CASE WHEN node_type = 'LEAF_CHUNK' THEN length(content) END) AS chars
+               FROM memory_nodes GROUP BY archive_id) s ON s.archive_id = a.id
+"""
+
+
+class ForestStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- archives -------------------------------------------------------------------------
+    def create_archive(self, model_id: str, name: str, source: str | None, settings: dict[str, Any]) -> int:
+        with self.db.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings) "
+                "VALUES (?, ?, ?, 'building', ?, ?, ?)",
+                (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings)))
+            return int(cursor.lastrowid)
+
+    def set_status(self, archive_id: int, status: str, error: str | None = None) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE archives SET status = ?, error = ?, updated_at = "
+                         "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?", (status, error, archive_id))
+
+    def delete_archive_rows(self, archive_id: int) -> None:
+        with self.db.transaction() as conn:
+            # Children first is not needed: ON DELETE CASCADE from archives removes every node.
+            conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
+
+    def archive(self, model_id: str, archive_id: int) -> Archive:
+        row = self.db.query_one(_STATS + " WHERE a.id = ? AND a.model_id = ? AND a.status = 'ready'",
+                                (archive_id, model_id))
+        if row is None:
+            raise NotFound(f"archive {archive_id} not found for model_id {model_id!r}")
+        return Archive.from_row(row)
+
+    def archives(self, model_id: str) -> list[Archive]:
+        rows = self.db.query(_STATS + " WHERE a.model_id = ? AND a.status = 'ready' ORDER BY a.id", (model_id,))
+        return [Archive.from_row(r) for r in rows]
+
+    def all_archives(self) -> list[dict[str, Any]]:
+        """Every archive of every model_id and status (for doctor)."""
+        return [dict(r) for r in self.db.query(
+            "SELECT id, model_id, name, status, builder_pid, builder_host, updated_at FROM archives ORDER BY id")]
+
+    def model_ids(self) -> list[str]:
+        return [r[0] for r in self.db.query(
+            "SELECT DISTINCT model_id FROM archives WHERE status = 'ready' ORDER BY model_id")]
+
+    def has_unfinished(self, model_id: str) -> bool:
+        return self.db.query_one("SELECT 1 FROM archives WHERE model_id = ? AND status != 'ready' LIMIT 1",
+                                 (model_id,)) is not None
+
+    # --- nodes ----------------------------------------------------------------------------
+    def allocate_and_insert(self, archive_id: int, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert nodes whose ids are offsets (0..len-1) from a base allocated here; returns the base.
+
+        Rows may refer to each other through 'parent_offset'; paths are built from offsets too, so
+        the whole tree lands in one transaction with its final ids.
+        """
+        with self.db.transaction() as conn:
+            seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'").fetchone()
+            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_nodes").fetchone()[0]
+            base = max(seq[0] if seq else 0, top) + 1
+            conn.executemany(
+                "INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, node_type, content, summary, "
+                "summary_source, leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((base + r["offset"], archive_id,
+                  None if r["parent_offset"] is None else base + r["parent_offset"],
+                  "".join(f"{base + o}/" for o in r["path_offsets"]), r["depth"], r["node_type"],
+                  r["content"], r["summary"], r["summary_source"], r.get("leaf_index"), r.get("char_start"),
+                  r["first_leaf"], r["last_leaf"], r.get("merge_order"), r.get("merge_similarity"))
+                 # parents before children: a parent's offset is always higher than its children's
+                 for r in sorted(rows, key=lambda r: -r["offset"])))
+            return base
+
+    def node(self, model_id: str, node_id: int) -> MemoryNode:
+        row = self.db.query_one(f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
+                                (model_id, node_id))
+        if row is None:
+            raise NotFound(f"node {node_id} not found for model_id {model_id!r}")
+        return MemoryNode.from_row(row)
+
+    def nodes(self, model_id: str, node_ids: Iterable[int]) -> dict[int, MemoryNode]:
+        ids = list(dict.fromkeys(int(i) for i in node_ids))
+        found: dict[int, MemoryNode] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.query(
+                f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.id IN ({','.join('?' * len(chunk))})",
+                (model_id, *chunk))
+            found.update((r["id"], MemoryNode.from_row(r)) for r in rows)
+        return found
+
+    def children(self, model_id: str, node_id: int) -> list[MemoryNode]:
+        rows = self.db.query(
+            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.parent_id = ? ORDER BY n.first_leaf, n.id",
+            (model_id, node_id))
+        return [MemoryNode.from_row(r) for r in rows]
+
+    def node_by_path(self, model_id: str, archive_id: int, path: str) -> MemoryNode | None:
+        row = self.db.query_one(
+            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? AND n.path = ?",
+            (model_id, archive_id, path))
+        return MemoryNode.from_row(row) if row else None
+
+    def archive_nodes(self, model_id: str, archive_id: int) -> list[MemoryNode]:
+        self.archive(model_id, archive_id)  # NotFound for other model_ids and unfinished builds
+        rows = self.db.query(
+            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "
+            "ORDER BY n.depth, n.first_leaf, n.id", (model_id, archive_id))
+        return [MemoryNode.from_row(r) for r in rows]
+
+    def archive_node_ids(self, archive_id: int) -> list[int]:
+        return [r[0] for r in self.db.query("SELECT id FROM memory_nodes WHERE archive_id = ?", (archive_id,))]
+
+
+def _prefixed() -> str:
+    return ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))

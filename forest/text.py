@@ -1,0 +1,82 @@
+"""Language-aware text helpers shared by the summarizer, reranker and token budgeting.
+
+CJK text has no spaces, so it is tokenized into character bigrams; everything else into
+lower-cased word tokens.
+"""
+from __future__ import annotations
+
+import re
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？；])|\n{2,}")
+
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as is are was were be been being
+    this that these those it its into than then there their they them we our you your he she his
+    her i me my do does did done have has had not no nor so such can could would should will may
+    might must shall what which who whom whose when where why how all any both each few more most
+    other some only own same too very just also about above after again against below between
+    during before under over out up down off once here further while because until s t
+    的 了 是 在 和 与 及 或 而 也 就 都 这 那 一个 我们 你们 他们 它们 之 其 为 以 于 对 从""".split()
+)
+
+
+def is_cjk_char(ch: str) -> bool:
+    return bool(_CJK_RUN.fullmatch(ch))
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of non-space characters that are CJK (decides how to tokenize and count)."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return 0.0
+    return sum(1 for c in chars if is_cjk_char(c)) / len(chars)
+
+
+def tokenize(text: str) -> list[str]:
+    """Word tokens (lower-cased) plus CJK character bigrams, in order of appearance."""
+    tokens: list[str] = []
+    for match in _WORD.finditer(text):
+        piece = match.group(0)
+        if _CJK_RUN.search(piece):
+            for part in re.split(f"([{_CJK}]+)", piece):
+                if not part:
+                    continue
+                if _CJK_RUN.fullmatch(part):
+                    tokens.extend(part[i : i + 2] for i in range(max(1, len(part) - 1)))
+                else:
+                    tokens.append(part.lower())
+        else:
+            tokens.append(piece.lower())
+    return tokens
+
+
+def content_terms(text: str) -> list[str]:
+    """Tokens that carry meaning: stopwords and one-letter latin tokens dropped."""
+    return [t for t in tokenize(text) if t not in STOPWORDS and (len(t) > 1 or is_cjk_char(t))]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (Latin and CJK punctuation); paragraph breaks always end a sentence."""
+    pieces = _SENTENCE_END.split(text.strip())
+    return [" ".join(p.split()) for p in pieces if p and p.strip()]
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough LLM token count: about 4 characters per token for Latin text, 1 per CJK character."""
+    cjk = len(_CJK_RUN.findall(text)) and sum(len(run) for run in _CJK_RUN.findall(text))
+    other = len(text) - cjk
+    return cjk + (other + 3) // 4
+
+
+def truncate(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary for Latin text, with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if cjk_ratio(cut) < 0.5 and " " in cut[limit // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:") + "…"
