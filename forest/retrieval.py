@@ -55,9 +55,8 @@ class Retriever:
                                                       HINT_LEAF if node.is_leaf else HINT_SUMMARY))
                 continue
             lca = self._lowest_common_ancestor(model_id, archive_id, [m.node for m in members])
-            kind = "lca" if lca.id not in ids else "hit"
             hint = HINT_LCA.format(n=len(ids), ids=", ".join(map(str, ids)))
-            representatives.append(Representative(lca, kind, best, ids, hint))
+            representatives.append(Representative(lca, "lca", best, ids, hint))
         representatives.sort(key=lambda r: -r.score)
         return representatives
 

@@ -34,8 +34,15 @@ def _no_progress(_: Progress) -> None:
 
 
 class MemoryForest:
-    def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
+    def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
+                 reranker: Reranker | None = None, summarizer: Summarizer | None = None,
+                 vectors: VectorStore | None = None, **overrides: Any) -> None:
+        """Parts not given are built from the settings on first use (see forest.components)."""
         self.settings = (settings or load_settings()).replace(**overrides)
+        for name, part in (("embedder", embedder), ("reranker", reranker), ("summarizer", summarizer),
+                           ("vectors", vectors)):
+            if part is not None:
+                self.__dict__[name] = part  # takes precedence over the cached_property
         self.db = Database(self.settings.sqlite_path)
         self.store = ForestStore(self.db)
         self._build_lock = threading.Lock()

