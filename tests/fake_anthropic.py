@@ -1,0 +1,68 @@
+"""A local HTTP server that speaks the Anthropic Messages API (POST /v1/messages), so the real
+`anthropic` client can be tested offline. Replies come from a script, or from a default that
+answers the seed's summary prompts with a valid JSON summary."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeAnthropic:
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self.script: list = []  # each item: reply text, or (status, error message)
+        handler = self._handler()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "FakeAnthropic":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def default_reply(prompt: str) -> str:
+        body = json.loads(prompt[: prompt.rindex("}") + 1])
+        data = body["input_data"]
+        source = data.get("text") or " / ".join(data.get("child_summaries", []))
+        return json.dumps({"summary": "CLAUDE: " + " ".join(source.split())[:150]}, ensure_ascii=False)
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                request = json.loads(self.rfile.read(length))
+                if self.path != "/v1/messages" or not (self.headers.get("x-api-key") or self.headers.get("authorization")):
+                    return self._send(404 if self.path != "/v1/messages" else 401,
+                                      {"type": "error", "error": {"type": "not_found_error", "message": "no"}})
+                fake.requests.append(request)
+                prompt = request["messages"][-1]["content"]
+                item = fake.script.pop(0) if fake.script else fake.default_reply(prompt)
+                if isinstance(item, tuple):
+                    status, message = item
+                    return self._send(status, {"type": "error", "error": {"type": "api_error", "message": message}})
+                self._send(200, {
+                    "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
+                    "model": request["model"], "content": [{"type": "text", "text": item}],
+                    "stop_reason": "end_turn", "stop_sequence": None,
+                    "usage": {"input_tokens": len(prompt) // 4, "output_tokens": len(item) // 4}})
+
+            def _send(self, status, payload):
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

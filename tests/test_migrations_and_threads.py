@@ -1,0 +1,70 @@
+"""Schema migrations upgrade old stores; many readers and one writer share one MemoryForest."""
+import sqlite3
+import threading
+
+from conftest import topic_text
+from forest.db import Database
+from forest.migrations import LATEST_VERSION
+
+
+def test_a_store_made_by_schema_1_is_upgraded_and_keeps_working(tmp_path, make_forest):
+    data_dir = tmp_path / "old"
+    old = Database(data_dir / "forest.sqlite3", upto_version=1)
+    with old.transaction() as conn:
+        conn.execute("INSERT INTO archives (id, model_id, name, status) VALUES (1, 'm', 'old', 'ready')")
+        conn.execute("INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, node_type, content, summary, "
+                     "leaf_index) VALUES (1, 1, NULL, '1/', 0, 'LEAF_CHUNK', 'old text', 'old summary', 0)")
+    assert old.schema_version == 1
+    old.close()
+
+    forest = make_forest(data_dir=data_dir)
+    assert forest.db.schema_version == LATEST_VERSION
+    node = forest.node("m", 1)
+    assert (node.content, node.summary_source, node.first_leaf, node.last_leaf) == ("old text", "unknown", 0, 0)
+    assert [a.name for a in forest.archives("m")] == ["old"]
+    # New builds never reuse old ids.
+    new = forest.ingest_text("m", "new", topic_text("jazz"))
+    assert min(n.id for n in forest.tree("m", new.id)) > 1
+
+
+def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path):
+    path = tmp_path / "future.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {LATEST_VERSION + 5}")
+    import pytest
+
+    from forest import ForestError
+
+    with pytest.raises(ForestError, match="newer version of forest"):
+        Database(path)
+
+
+def test_readers_keep_working_while_one_thread_builds(forest):
+    first = forest.ingest_text("m", "first", topic_text("volcanoes"))
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    reads = {"n": 0}
+
+    def reader():
+        try:
+            while not stop.is_set():
+                assert forest.retrieve("m", "volcano eruption forecast", top_k=4)
+                assert forest.tree("m", first.id)
+                assert [a.status for a in forest.archives("m")] == ["ready"] * len(forest.archives("m"))
+                reads["n"] += 1
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        second = forest.ingest_text("m", "second", topic_text("jazz", "photosynthesis"))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not errors, errors
+    assert reads["n"] > 0
+    assert {a.id for a in forest.archives("m")} == {first.id, second.id}
+    assert forest.doctor().healthy
