@@ -1,0 +1,55 @@
+"""Synthetic documents for benchmarks: vectors drift along the document like topics in a paper,
+and the "models" are instant, so timings measure the engine, not the models."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from forest.embedders import Embedder
+from forest.summarizers import Summary, Summarizer
+
+DIM = 384
+
+
+def drifting_vectors(n: int, seed: int = 0, drift: float = 0.3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    steps = rng.normal(size=(n, DIM)) * drift
+    steps[0] = rng.normal(size=DIM)
+    walk = np.cumsum(steps, axis=0)
+    return (walk / np.linalg.norm(walk, axis=1, keepdims=True)).astype(np.float32)
+
+
+class SyntheticEmbedder(Embedder):
+    """Leaf texts 'leaf <i> ...' get the i-th drifting vector; any other text a hashed random one."""
+
+    name = "bench/synthetic"
+    dim = DIM
+
+    def __init__(self, leaf_vectors: np.ndarray) -> None:
+        self.leaf_vectors = leaf_vectors
+
+    def _embed(self, texts, is_query):
+        rows = np.empty((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            if text.startswith("leaf "):
+                rows[row] = self.leaf_vectors[int(text.split()[1])]
+            else:
+                seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+                rows[row] = np.random.default_rng(seed).normal(size=DIM)
+        return rows
+
+
+class HeadSummarizer(Summarizer):
+    """No model call: the first 200 characters."""
+
+    def summarize_leaf(self, text):
+        return Summary(text[:200], "bench:head")
+
+    def summarize_parent(self, child_summaries):
+        return Summary(" | ".join(child_summaries)[:200], "bench:head")
+
+
+def synthetic_text(n: int) -> str:
+    """n paragraphs of ~90 characters; with chunk_size 100 each paragraph is one leaf."""
+    return "\n\n".join(f"leaf {i} of the synthetic document, about topic {i // 50} and its details." for i in range(n))
