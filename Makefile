@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: setup
-	$(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false
+	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.headless true --browser.gatherUsageStats false
 
 test: setup
 	$(BIN)/python -m pytest -q
