@@ -121,6 +121,9 @@ class MemoryForest:
     def delete_archive(self, model_id: str, archive_id: int) -> None:
         self.store.archive(_check_model_id(model_id), archive_id)  # NotFound across model_ids
         with self._build_lock:
+            # Hidden first: if the process dies between the two stores, doctor finds a
+            # non-ready archive and finishes the job instead of re-embedding it.
+            self.store.set_status(archive_id, "failed", "being deleted")
             self.vectors.delete(model_id, self.store.archive_node_ids(archive_id))
             self.store.delete_archive_rows(archive_id)
 

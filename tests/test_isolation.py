@@ -43,3 +43,16 @@ def test_every_read_path_is_isolated_by_model_id(forest):
     assert set(forest.vectors.ids("alice")).isdisjoint(bob_ids)
     assert set(forest.vectors.ids("bob")) == set(bob_ids)
     assert forest.model_ids() == ["alice", "bob"]
+
+
+def test_delete_removes_the_archive_from_both_stores(forest):
+    keep = forest.ingest_text("m", "keep", topic_text("jazz"))
+    gone = forest.ingest_text("m", "gone", topic_text("volcanoes"))
+    gone_ids = [n.id for n in forest.tree("m", gone.id)]
+    forest.delete_archive("m", gone.id)
+    assert [a.id for a in forest.archives("m")] == [keep.id]
+    assert forest.db.query("SELECT COUNT(*) FROM memory_nodes WHERE archive_id = ?", (gone.id,))[0][0] == 0
+    assert set(forest.vectors.ids("m")).isdisjoint(gone_ids)
+    with pytest.raises(NotFound):
+        forest.node("m", gone_ids[0])
+    assert forest.doctor().healthy
