@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 from forest.config import load_settings
@@ -117,7 +118,7 @@ def _cmd_ingest(forest: MemoryForest, args) -> int:
         raise ForestError("--name needs exactly one PATH")
     made = []
     for path in args.paths:
-        with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=str(path)) as bar:
+        with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(path).name) as bar:
             archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
                                          threshold=args.threshold, progress=bar.update)
         made.append(archive.to_dict())
