@@ -7,12 +7,12 @@ similarities can be put on one 0-1 scale whichever model is in use (E5's cosines
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
 
 ProgressFn = Callable[[int, int], None]
+QUERY_CACHE_SIZE = 512
 
 
 class Embedder(ABC):
@@ -37,11 +37,13 @@ class Embedder(ABC):
         return _normalize(rows[[index[t] for t in texts]]) if texts else rows
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._cached_query(text).copy()
-
-    @lru_cache(maxsize=512)
-    def _cached_query(self, text: str) -> np.ndarray:
-        return _normalize(self._embed([text], True))[0]
+        """Cached: the agent loop and reranking embed the same question again and again."""
+        cache: dict[str, np.ndarray] = self.__dict__.setdefault("_query_cache", {})
+        if text not in cache:
+            if len(cache) >= QUERY_CACHE_SIZE:
+                cache.pop(next(iter(cache)))  # oldest first
+            cache[text] = _normalize(self._embed([text], True))[0]
+        return cache[text].copy()
 
     def calibrate(self, cosine: np.ndarray | float) -> np.ndarray | float:
         """Cosine to a 0-1 relevance scale: the floor maps to 0, identical texts to 1."""

@@ -66,7 +66,7 @@ def split_sentences(text: str) -> list[str]:
 
 def estimate_tokens(text: str) -> int:
     """Rough LLM token count: about 4 characters per token for Latin text, 1 per CJK character."""
-    cjk = len(_CJK_RUN.findall(text)) and sum(len(run) for run in _CJK_RUN.findall(text))
+    cjk = sum(len(run) for run in _CJK_RUN.findall(text))
     other = len(text) - cjk
     return cjk + (other + 3) // 4
 

@@ -1,5 +1,4 @@
 """Configuration precedence, and the workbench skeleton under Streamlit's AppTest."""
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
