@@ -8,8 +8,9 @@ Any failure (or Ctrl-C) removes what was written; a killed process leaves a 'bui
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -53,12 +54,8 @@ class ArchiveBuilder:
     def build(self, archive_id: int, model_id: str, chunks: list[Chunk], params: BuildParams,
               progress: ProgressFn) -> None:
         """Fill the 'building' archive `archive_id`; on any failure remove everything written."""
-        written_ids: list[int] = []
-        try:
+        with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
             self._build(archive_id, model_id, chunks, params, progress, written_ids)
-        except BaseException as exc:
-            self._discard(archive_id, model_id, written_ids, exc)
-            raise
 
     def _build(self, archive_id, model_id, chunks, params, progress, written_ids) -> None:
         n = len(chunks)
@@ -91,27 +88,40 @@ class ArchiveBuilder:
 
         rows = _node_rows(chunks, merges, texts, summaries)
         progress(Progress("store", 0, len(rows), "writing nodes"))
-        base = self.store.allocate_and_insert(archive_id, rows)
-        ids = [base + r["offset"] for r in rows]
-        written_ids.extend(ids)
         vectors = np.vstack([leaf_vectors, parent_vectors]) if merges else leaf_vectors
-        metadatas = [{"model_id": model_id, "archive_id": archive_id, "node_type": r["node_type"],
-                      "depth": r["depth"]} for r in rows]
-        self.vectors.upsert(model_id, ids, vectors, metadatas)
-        self.store.set_status(archive_id, "ready")
+        write_archive(self.store, self.vectors, archive_id, model_id, rows, vectors, written_ids)
         progress(Progress("store", len(rows), len(rows), "ready"))
 
-    def _discard(self, archive_id: int, model_id: str, written_ids: list[int], cause: BaseException) -> None:
+
+def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, model_id: str,
+                  rows: list[dict], node_vectors: np.ndarray, written_ids: list[int]) -> None:
+    """Nodes in one transaction, then their vectors (row order), then the archive becomes 'ready'."""
+    base = store.allocate_and_insert(archive_id, rows)
+    ids = [base + r["offset"] for r in rows]
+    written_ids.extend(ids)
+    metadatas = [{"model_id": model_id, "archive_id": archive_id, "node_type": r["node_type"],
+                  "depth": r["depth"]} for r in rows]
+    vectors.upsert(model_id, ids, node_vectors, metadatas)
+    store.set_status(archive_id, "ready")
+
+
+@contextmanager
+def all_or_nothing(store: ForestStore, vectors: VectorStore, archive_id: int, model_id: str) -> Iterator[list[int]]:
+    """Yields the list of node ids written so far; on any failure removes them and the archive."""
+    written_ids: list[int] = []
+    try:
+        yield written_ids
+    except BaseException as cause:
         try:
-            ids = written_ids or self.store.archive_node_ids(archive_id)
-            self.vectors.delete(model_id, ids)
-            self.store.delete_archive_rows(archive_id)
+            vectors.delete(model_id, written_ids or store.archive_node_ids(archive_id))
+            store.delete_archive_rows(archive_id)
         except Exception as exc:  # leave a 'failed' row for `forest doctor --repair`
             log.error("could not remove the failed build of archive %s: %s", archive_id, exc)
             try:
-                self.store.set_status(archive_id, "failed", f"{type(cause).__name__}: {cause}")
+                store.set_status(archive_id, "failed", f"{type(cause).__name__}: {cause}")
             except Exception:
                 pass
+        raise
 
 
 def _node_rows(chunks: list[Chunk], merges: list[Merge], texts: list[str], summaries: list) -> list[dict]:

@@ -70,6 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
     delete.add_argument("--model-id", required=True)
 
+    export = sub.add_parser("export", parents=[common], help="write an archive to one JSON file")
+    export.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
+    export.add_argument("--model-id", required=True)
+    export.add_argument("--vectors", action="store_true", help="include the vectors (reused by the same embedder)")
+    export.add_argument("-o", "--output", help="file to write (default: stdout)")
+
+    import_ = sub.add_parser("import", parents=[common], help="recreate an exported archive, ids remapped")
+    import_.add_argument("file", metavar="FILE")
+    import_.add_argument("--model-id", required=True)
+    import_.add_argument("--name", help="archive name (default: the exported one)")
+
     doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
 
@@ -184,6 +195,28 @@ def _cmd_delete(forest, args) -> int:
     return _emit(args, {"deleted": args.archive_id}, lambda d: f"deleted archive {d['deleted']}\n")
 
 
+def _cmd_export(forest, args) -> int:
+    document = forest.export_archive(args.model_id, args.archive_id, with_vectors=args.vectors)
+    text = json.dumps(document, ensure_ascii=False)
+    if not args.output:
+        sys.stdout.write(text + "\n")
+        return 0
+    Path(args.output).write_text(text, encoding="utf-8")
+    return _emit(args, {"archive_id": args.archive_id, "file": args.output, "nodes": len(document["nodes"])},
+                 lambda d: f"exported archive {d['archive_id']} ({d['nodes']} nodes) to {d['file']}\n")
+
+
+def _cmd_import(forest, args) -> int:
+    try:
+        document = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ForestError(f"{args.file}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ForestError(f"{args.file}: not a JSON export ({exc})") from None
+    archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()
+    return _emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
+
+
 def _cmd_doctor(forest, args) -> int:
     report = forest.doctor(repair_drift=args.repair).to_dict()
 
@@ -238,7 +271,8 @@ class _ProgressBar:
 
 
 COMMANDS = {"ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
-            "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "doctor": _cmd_doctor}
+            "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
+            "import": _cmd_import, "doctor": _cmd_doctor}
 
 if __name__ == "__main__":
     sys.exit(main())

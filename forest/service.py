@@ -127,6 +127,22 @@ class MemoryForest:
             self.vectors.delete(model_id, self.store.archive_node_ids(archive_id))
             self.store.delete_archive_rows(archive_id)
 
+    def export_archive(self, model_id: str, archive_id: int, with_vectors: bool = False) -> dict[str, Any]:
+        """One JSON-ready document holding the archive (and, on request, its vectors)."""
+        from forest.archive_io import export_archive
+
+        return export_archive(self.store, self.vectors, self.embedder.name, _check_model_id(model_id),
+                              archive_id, with_vectors)
+
+    def import_archive(self, model_id: str, document: Any, name: str | None = None) -> Archive:
+        """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid."""
+        from forest.archive_io import import_archive
+
+        with self._build_lock:
+            archive_id = import_archive(self.store, self.vectors, self.embedder, _check_model_id(model_id),
+                                        document, name)
+        return self.store.archive(model_id, archive_id)
+
     # --- reading ----------------------------------------------------------------------------
     def archives(self, model_id: str) -> list[Archive]:
         return self.store.archives(_check_model_id(model_id))
