@@ -58,15 +58,9 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
         kids = sorted(children.get(ref, []), key=lambda r: by_ref[r]["first_leaf"])
         content[ref] = by_ref[ref]["content"] if by_ref[ref]["node_type"] == LEAF else \
             SEPARATOR.join(content[k] for k in kids)
-    rows = []
-    for ref in order:
-        chain = [ref]
-        while by_ref[chain[-1]]["parent_ref"] is not None:
-            chain.append(by_ref[chain[-1]]["parent_ref"])
-        parent = by_ref[ref]["parent_ref"]
-        rows.append({"offset": offset[ref], "parent_offset": None if parent is None else offset[parent],
-                     "path_offsets": [offset[r] for r in reversed(chain)], "depth": len(chain) - 1,
-                     "content": content[ref], **{k: by_ref[ref].get(k) for k in _CARRIED}})
+    rows = [{"offset": offset[ref],
+             "parent_offset": None if by_ref[ref]["parent_ref"] is None else offset[by_ref[ref]["parent_ref"]],
+             "content": content[ref], **{k: by_ref[ref].get(k) for k in _CARRIED}} for ref in order]
 
     shipped = document.get("vectors") if document.get("embedder") == embedder.name else None
     if shipped and all(str(ref) in shipped for ref in order):

@@ -16,6 +16,7 @@ import numpy as np
 
 from forest.chunking import Chunk
 from forest.embedders import Embedder
+from forest.paths import positions_from_parents
 from forest.records import LEAF, SUMMARY
 from forest.store import ForestStore
 from forest.summarizers import Summarizer
@@ -95,7 +96,12 @@ class ArchiveBuilder:
 
 def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, model_id: str,
                   rows: list[dict], node_vectors: np.ndarray, written_ids: list[int]) -> None:
-    """Nodes in one transaction, then their vectors (row order), then the archive becomes 'ready'."""
+    """Nodes in one transaction, then their vectors (row order), then the archive becomes 'ready'.
+
+    Row i has offset i and names its parent by offset; paths and depths are derived here.
+    """
+    paths, depths = positions_from_parents([r["parent_offset"] for r in rows])
+    rows = [{**r, "path_offsets": path, "depth": depth} for r, path, depth in zip(rows, paths, depths)]
     base = store.allocate_and_insert(archive_id, rows)
     ids = [base + r["offset"] for r in rows]
     written_ids.extend(ids)
@@ -127,21 +133,11 @@ def all_or_nothing(store: ForestStore, vectors: VectorStore, archive_id: int, mo
 def _node_rows(chunks: list[Chunk], merges: list[Merge], texts: list[str], summaries: list) -> list[dict]:
     n = len(chunks)
     shape = layout(n, merges)
-    path_offsets: list[list[int]] = [[] for _ in texts]
-    for root in shape.roots:
-        stack = [root]
-        path_offsets[root] = [root]
-        while stack:
-            node = stack.pop()
-            for child in shape.children[node]:
-                path_offsets[child] = path_offsets[node] + [child]
-                stack.append(child)
     rows = []
     for i in range(len(texts)):
         merge = merges[i - n] if i >= n else None
         rows.append({
-            "offset": i, "parent_offset": shape.parent[i], "path_offsets": path_offsets[i],
-            "depth": shape.depth[i], "node_type": LEAF if merge is None else SUMMARY,
+            "offset": i, "parent_offset": shape.parent[i], "node_type": LEAF if merge is None else SUMMARY,
             "content": texts[i], "summary": summaries[i].text, "summary_source": summaries[i].source,
             "leaf_index": i if merge is None else None,
             "char_start": chunks[i].char_start if merge is None else None,

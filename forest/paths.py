@@ -12,6 +12,24 @@ def child_path(parent_path: str | None, node_id: int) -> str:
     return f"{parent_path or ''}{node_id}/"
 
 
+def positions_from_parents(parents: Sequence[int | None]) -> tuple[list[list[int]], list[int]]:
+    """Path (item offsets, root first) and depth of every item, from each item's parent offset.
+
+    A parent always has a higher offset than its children (builds and imports number them so),
+    which lets one backward pass place every item.
+    """
+    paths: list[list[int]] = [[] for _ in parents]
+    for item in range(len(parents) - 1, -1, -1):
+        parent = parents[item]
+        if parent is None:
+            paths[item] = [item]
+        elif parent <= item:
+            raise ValueError(f"item {item} has parent {parent}; parents must come after their children")
+        else:
+            paths[item] = paths[parent] + [item]
+    return paths, [len(path) - 1 for path in paths]
+
+
 def common_ancestor_path(paths: Sequence[str]) -> str:
     """Path of the lowest common ancestor, compared id by id (so '1/5/' never matches '1/50/').
 

@@ -17,7 +17,7 @@ from forest.config import Settings, load_settings
 from forest.db import Database
 from forest.doctor import DoctorReport, examine, repair
 from forest.embedders import Embedder
-from forest.errors import InvalidInput
+from forest.errors import ConfigError, InvalidInput
 from forest.records import Archive, ContextResult, MemoryNode, Representative, ScoredNode
 from forest.rerankers import Reranker
 from forest.retrieval import Retriever
@@ -94,7 +94,7 @@ class MemoryForest:
         try:
             run = self.settings.replace(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                                         merge_threshold=threshold)
-        except Exception as exc:
+        except ConfigError as exc:  # a bad per-call chunk size or overlap is the caller's input
             raise InvalidInput(str(exc)) from None
         progress = progress or _no_progress
         chunks = chunk_text(text, run.chunk_size, run.chunk_overlap)

@@ -13,6 +13,7 @@ from forest.records import Archive, MemoryNode
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
                 "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity")
+_NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
 _VISIBLE = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
 _STATS = """
     SELECT a.*, s.leaves, s.nodes, s.roots, s.depth, s.chars FROM archives a
@@ -96,7 +97,7 @@ class ForestStore:
             return base
 
     def node(self, model_id: str, node_id: int) -> MemoryNode:
-        row = self.db.query_one(f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
+        row = self.db.query_one(f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
                                 (model_id, node_id))
         if row is None:
             raise NotFound(f"node {node_id} not found for model_id {model_id!r}")
@@ -108,27 +109,27 @@ class ForestStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             rows = self.db.query(
-                f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.id IN ({','.join('?' * len(chunk))})",
+                f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.id IN ({','.join('?' * len(chunk))})",
                 (model_id, *chunk))
             found.update((r["id"], MemoryNode.from_row(r)) for r in rows)
         return found
 
     def children(self, model_id: str, node_id: int) -> list[MemoryNode]:
         rows = self.db.query(
-            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.parent_id = ? ORDER BY n.first_leaf, n.id",
+            f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.parent_id = ? ORDER BY n.first_leaf, n.id",
             (model_id, node_id))
         return [MemoryNode.from_row(r) for r in rows]
 
     def node_by_path(self, model_id: str, archive_id: int, path: str) -> MemoryNode | None:
         row = self.db.query_one(
-            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? AND n.path = ?",
+            f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? AND n.path = ?",
             (model_id, archive_id, path))
         return MemoryNode.from_row(row) if row else None
 
     def archive_nodes(self, model_id: str, archive_id: int) -> list[MemoryNode]:
         self.archive(model_id, archive_id)  # NotFound for other model_ids and unfinished builds
         rows = self.db.query(
-            f"SELECT {_prefixed()} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "
+            f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "
             "ORDER BY n.depth, n.first_leaf, n.id", (model_id, archive_id))
         return [MemoryNode.from_row(r) for r in rows]
 
@@ -136,5 +137,3 @@ class ForestStore:
         return [r[0] for r in self.db.query("SELECT id FROM memory_nodes WHERE archive_id = ?", (archive_id,))]
 
 
-def _prefixed() -> str:
-    return ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))

@@ -23,6 +23,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from forest.paths import positions_from_parents
+
 SEPARATOR = "\n---\n"
 
 
@@ -118,11 +120,4 @@ def layout(n_items: int, merges: Sequence[Merge], leaf_ranges: Sequence[tuple[in
         children[m.parent] = [m.left, m.right]
         first[m.parent], last[m.parent] = first[m.left], last[m.right]
     roots = sorted((i for i in range(total) if parent[i] is None), key=lambda i: first[i])
-    depth = [0] * total
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        for child in children[node]:
-            depth[child] = depth[node] + 1
-            stack.append(child)
-    return Layout(parent, children, depth, roots, first, last)
+    return Layout(parent, children, positions_from_parents(parent)[1], roots, first, last)
