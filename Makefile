@@ -24,6 +24,9 @@ bench: setup
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_retrieve.py
 	$(BIN)/python bench/bench_embed.py
+	$(BIN)/python bench/bench_pdf_ingest.py
+	$(BIN)/python bench/eval_qasper.py
+	$(BIN)/python bench/eval_pdf_route.py
 
 clean:
 	rm -rf $(VENV)

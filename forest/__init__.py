@@ -3,4 +3,4 @@ from forest.config import Settings, load_settings
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
 
-__all__ = ["MemoryForest", "Settings", "load_settings", "ForestError", "InvalidInput", "NotFound", "ConfigError"]
+__all__ = ["ConfigError", "ForestError", "InvalidInput", "MemoryForest", "NotFound", "Settings", "load_settings"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from forest.build import all_or_nothing, write_archive
+from forest.build import all_or_nothing, embedding_text, write_archive
 from forest.embedders import Embedder
 from forest.errors import InvalidInput
 from forest.records import LEAF, SUMMARY
@@ -22,7 +22,7 @@ from forest.vectors import VectorStore
 FORMAT = "memory-forest-archive"
 VERSION = 1
 _CARRIED = ("node_type", "summary", "summary_source", "leaf_index", "char_start", "first_leaf", "last_leaf",
-            "merge_order", "merge_similarity")
+            "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind")
 
 
 def export_archive(store: ForestStore, vectors: VectorStore, embedder_name: str, model_id: str,
@@ -68,7 +68,7 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
         if node_vectors.shape[1] != embedder.dim:
             raise InvalidInput(f"the exported vectors have {node_vectors.shape[1]} dimensions, expected {embedder.dim}")
     else:
-        node_vectors = embedder.embed_passages([r["content"] if r["node_type"] == LEAF else r["summary"] for r in rows])
+        node_vectors = embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"]) for r in rows])
 
     meta = document["archive"]
     archive_id = store.create_archive(model_id, (name or meta.get("name") or "imported").strip(),

@@ -7,8 +7,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from forest.config import load_settings
 from forest.errors import ForestError
@@ -35,10 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
                      parents=[common])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ingest = sub.add_parser("ingest", parents=[common], help="build an archive from each file (.txt, .md)")
+    ingest = sub.add_parser("ingest", parents=[common], help="build an archive from each file (.pdf, .txt, .md)")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--model-id", required=True)
     ingest.add_argument("--name", help="archive name (default: the file name; only with one PATH)")
+    ingest.add_argument("--append-to", type=int, metavar="ARCHIVE_ID",
+                        help="add the files to this archive instead of building new ones")
     ingest.add_argument("--chunk-size", type=int)
     ingest.add_argument("--threshold", type=float, help="merge similarity threshold (0-1 scale)")
     ingest.add_argument("--no-progress", action="store_true")
@@ -80,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("file", metavar="FILE")
     import_.add_argument("--model-id", required=True)
     import_.add_argument("--name", help="archive name (default: the exported one)")
+
+    merge = sub.add_parser("merge-archives", parents=[common],
+                           help="list archives whose trees are similar; --join puts them under one super-root")
+    merge.add_argument("--model-id", required=True)
+    merge.add_argument("--threshold", type=float, default=0.0,
+                       help="list pairs at least this similar (0-1 scale; default 0: all, best first)")
+    merge.add_argument("--join", type=int, nargs="+", metavar="ARCHIVE_ID",
+                       help="join these archives (the first one absorbs the others)")
+    merge.add_argument("--name", help="name of the joined archive (default: the first one's)")
 
     doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
@@ -125,17 +137,38 @@ def _emit(args: argparse.Namespace, data: Any, as_text) -> int:
 
 
 def _cmd_ingest(forest: MemoryForest, args) -> int:
-    if args.name and len(args.paths) > 1:
-        raise ForestError("--name needs exactly one PATH")
+    if args.name and (len(args.paths) > 1 or args.append_to is not None):
+        raise ForestError("--name needs exactly one PATH and no --append-to")
     made = []
     for path in args.paths:
         with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(path).name) as bar:
-            archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
-                                         threshold=args.threshold, progress=bar.update)
+            if args.append_to is not None:
+                archive = forest.append_file(path, args.model_id, args.append_to, progress=bar.update)
+            else:
+                archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
+                                             threshold=args.threshold, progress=bar.update)
         made.append(archive.to_dict())
     return _emit(args, made, lambda rows: "".join(
         f"archive {a['id']} '{a['name']}': {a['leaves']} leaves, {a['nodes']} nodes, "
         f"{a['roots']} root(s), depth {a['depth']}\n" for a in rows))
+
+
+def _cmd_merge_archives(forest: MemoryForest, args) -> int:
+    if args.join:
+        archive = forest.join_archives(args.model_id, args.join, name=args.name)
+        return _emit(args, archive.to_dict(), lambda a: (
+            f"joined into archive {a['id']} '{a['name']}': {a['leaves']} leaves, {a['nodes']} nodes, "
+            f"{a['roots']} root(s), depth {a['depth']}\n"))
+    pairs = [p.to_dict() for p in forest.similar_archives(args.model_id, args.threshold)]
+
+    def text(rows: list[dict]) -> str:
+        if not rows:
+            return "no pair of archives is that similar\n"
+        lines = [f"{r['similarity']:.3f}  {r['archive_ids'][0]} '{r['names'][0]}' + "
+                 f"{r['archive_ids'][1]} '{r['names'][1]}'" for r in rows]
+        return "\n".join(lines) + "\njoin with: forest merge-archives --model-id M --join ID ID ...\n"
+
+    return _emit(args, pairs, text)
 
 
 def _cmd_archives(forest, args) -> int:
@@ -155,8 +188,12 @@ def _cmd_tree(forest, args) -> int:
         lines: list[str] = []
 
         def walk(node: dict) -> None:
-            where = f"leaf {node['leaf_index']}" if node["leaf_index"] is not None else \
-                f"merge {node['merge_order']} sim={node['merge_similarity']:.3f}"
+            if node["leaf_index"] is not None:
+                where = f"leaf {node['leaf_index']}" + (f", {node['citation']}" if node["citation"] else "")
+            elif node["merge_similarity"] is None:
+                where = f"merge {node['merge_order']}, joined archives"
+            else:
+                where = f"merge {node['merge_order']} sim={node['merge_similarity']:.3f}"
             lines.append(f"{'  ' * node['depth']}[{node['id']}] {node['node_type']} ({where}) {node['summary'][:90]}")
             for child in sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"]):
                 walk(child)
@@ -185,8 +222,9 @@ def _cmd_explore(forest, args) -> int:
 def _cmd_context(forest, args) -> int:
     result = forest.context(args.model_id, args.question, args.budget).to_dict()
     return _emit(args, result, lambda r: "".join(
-        f"--- [{leaf['id']}] leaf {leaf['leaf_index']} of archive {leaf['archive_id']} "
-        f"(relevance {leaf['relevance_score']:.3f})\n{leaf['content']}\n" for leaf in r["leaves"])
+        f"--- [{leaf['id']}] leaf {leaf['leaf_index']} of archive {leaf['archive_id']}"
+        f"{', ' + leaf['citation'] if leaf['citation'] else ''} (relevance {leaf['relevance_score']:.3f})\n"
+        f"{leaf['content']}\n" for leaf in r["leaves"])
         + f"--- {r['used_tokens']} of {r['budget_tokens']} tokens\n")
 
 
@@ -272,7 +310,7 @@ class _ProgressBar:
 
 COMMANDS = {"ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
-            "import": _cmd_import, "doctor": _cmd_doctor}
+            "import": _cmd_import, "merge-archives": _cmd_merge_archives, "doctor": _cmd_doctor}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from forest.errors import ConfigError
 
@@ -48,6 +49,7 @@ class Settings:
     context_budget_tokens: int = 2000
     # Limits.
     max_document_chars: int = 5_000_000
+    max_file_mb: float = 100.0
 
     def __post_init__(self) -> None:
         if self.chunk_size < 50:
@@ -62,6 +64,8 @@ class Settings:
             raise ConfigError(f"summarizer must be 'auto', 'textrank' or 'claude', got {self.summarizer!r}")
         if self.top_k < 1 or self.embed_batch_size < 1:
             raise ConfigError("top_k and embed_batch_size must be positive")
+        if self.max_file_mb <= 0:
+            raise ConfigError("max_file_mb must be positive")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
 
@@ -73,7 +77,7 @@ class Settings:
     def chroma_path(self) -> Path:
         return Path(self.data_dir) / "chroma"
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def describe(self) -> dict[str, Any]:

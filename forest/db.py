@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from forest.errors import ForestError
 from forest.migrations import LATEST_VERSION, MIGRATIONS

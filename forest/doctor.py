@@ -10,6 +10,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from forest.build import embedding_text, vector_metadata
 from forest.db import Database
 from forest.embedders import Embedder
 from forest.paths import child_path
@@ -125,11 +126,9 @@ def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: s
         chunk = ids[start : start + 256]
         rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary FROM memory_nodes "
                         f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        texts = [r["content"] if r["node_type"] == "LEAF_CHUNK" else (r["summary"] or r["content"][:1000])
-                 for r in rows]
+        texts = [embedding_text(r["node_type"], r["content"], r["summary"]) for r in rows]
         vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
-                       [{"model_id": model_id, "archive_id": r["archive_id"], "node_type": r["node_type"],
-                         "depth": r["depth"]} for r in rows])
+                       [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
 
 
 def _rebuild_paths(db: Database) -> None:

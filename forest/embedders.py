@@ -7,7 +7,7 @@ similarities can be put on one 0-1 scale whichever model is in use (E5's cosines
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

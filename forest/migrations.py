@@ -48,6 +48,17 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE memory_nodes ADD COLUMN last_leaf INTEGER;
     UPDATE memory_nodes SET first_leaf = leaf_index, last_leaf = leaf_index WHERE node_type = 'LEAF_CHUNK';
     """),
+    (3, """
+    -- Where a node's text sits in its source, so answers cite "p. 7, §3.2". Summary nodes carry
+    -- the page range of their leaves, and the section when all their leaves share one.
+    ALTER TABLE memory_nodes ADD COLUMN section TEXT;
+    ALTER TABLE memory_nodes ADD COLUMN page_start INTEGER;
+    ALTER TABLE memory_nodes ADD COLUMN page_end INTEGER;
+    ALTER TABLE memory_nodes ADD COLUMN chunk_kind TEXT;   -- leaves: 'text' or 'caption'
+    UPDATE memory_nodes SET chunk_kind = 'text' WHERE node_type = 'LEAF_CHUNK';
+    -- The budgeted context reads the leaves under a node by their leaf range.
+    CREATE INDEX idx_nodes_archive_leaf ON memory_nodes (archive_id, leaf_index);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

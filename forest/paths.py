@@ -1,7 +1,7 @@
 """Materialized paths ('1/5/12/': ids from the root down, each followed by '/')."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def path_ids(path: str) -> list[int]:

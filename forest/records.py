@@ -6,6 +6,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from forest.document import cite
+
 LEAF = "LEAF_CHUNK"
 SUMMARY = "SUMMARY_NODE"
 
@@ -27,17 +29,27 @@ class MemoryNode:
     last_leaf: int | None
     merge_order: int | None
     merge_similarity: float | None
+    section: str | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    chunk_kind: str | None = None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> "MemoryNode":
+    def from_row(cls, row: sqlite3.Row) -> MemoryNode:
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
     @property
     def is_leaf(self) -> bool:
         return self.node_type == LEAF
 
+    @property
+    def citation(self) -> str:
+        """'p. 7, §3.2 Model' (empty when the source had neither pages nor sections)."""
+        return cite(self.page_start, self.page_end, self.section)
+
     def to_dict(self, with_content: bool = True) -> dict[str, Any]:
         data = asdict(self)
+        data["citation"] = self.citation
         if not with_content:
             data.pop("content")
         return data
@@ -59,7 +71,7 @@ class Archive:
     chars: int = 0
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> "Archive":
+    def from_row(cls, row: sqlite3.Row) -> Archive:
         keys = row.keys()
         extra = {k: row[k] or 0 for k in ("leaves", "nodes", "roots", "depth", "chars") if k in keys}
         return cls(id=row["id"], model_id=row["model_id"], name=row["name"], source=row["source"],

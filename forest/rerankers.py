@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forest.embedders import Embedder
-from forest.text import content_terms
+from forest.text import content_terms, term_coverage
 
 
 @dataclass(frozen=True)
@@ -54,16 +54,9 @@ class EmbeddingLexicalReranker(Reranker):
         vectors = np.stack([c.vector if c.vector is not None else computed[c.id] for c in candidates])
         semantic = np.atleast_1d(self.embedder.calibrate(vectors @ query_vector))
         terms = set(content_terms(query))
-        lexical = [_coverage(terms, c.text) for c in candidates]
+        lexical = [term_coverage(terms, c.text) for c in candidates]
         w = self.semantic_weight
         return [round(float(w * s + (1 - w) * lex), 6) for s, lex in zip(semantic, lexical)]
-
-
-def _coverage(query_terms: set[str], text: str) -> float:
-    """Share of the query's content words that occur in the text."""
-    if not query_terms:
-        return 0.0
-    return len(query_terms & set(content_terms(text))) / len(query_terms)
 
 
 class CrossEncoderReranker(Reranker):

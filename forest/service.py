@@ -12,13 +12,21 @@ from typing import Any
 
 from forest import components
 from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
-from forest.chunking import chunk_text
+from forest.chunking import Chunk, chunk_document
 from forest.config import Settings, load_settings
 from forest.db import Database
 from forest.doctor import DoctorReport, examine, repair
+from forest.document import Document
 from forest.embedders import Embedder
 from forest.errors import ConfigError, InvalidInput
-from forest.records import Archive, ContextResult, MemoryNode, Representative, ScoredNode
+from forest.grow import ArchivePair, append_to_archive, join_archives, similar_archives
+from forest.records import (
+    Archive,
+    ContextResult,
+    MemoryNode,
+    Representative,
+    ScoredNode,
+)
 from forest.rerankers import Reranker
 from forest.retrieval import Retriever
 from forest.store import ForestStore
@@ -77,46 +85,102 @@ class MemoryForest:
 
     # --- writing ----------------------------------------------------------------------------
     def ingest_text(self, model_id: str, name: str, text: str, *, source: str | None = None,
-                    chunk_size: int | None = None, chunk_overlap: int | None = None,
-                    threshold: float | None = None, progress: ProgressFn | None = None) -> Archive:
-        """Build one archive (one tree, or several roots if merging stops early) from `text`."""
-        model_id = _check_model_id(model_id)
-        name = (name or "").strip()
-        if not name:
-            raise InvalidInput("the archive needs a name")
+                    **options: Any) -> Archive:
+        """Build one archive from text or Markdown (headings become sections)."""
+        from ingest import text_document
+
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(f"document {name!r} is empty: there is nothing to remember")
-        if len(text) > self.settings.max_document_chars:
-            raise InvalidInput(f"document {name!r} has {len(text):,} characters, over the limit of "
-                               f"{self.settings.max_document_chars:,} (setting max_document_chars)")
-        if chunk_size is not None and chunk_overlap is None and self.settings.chunk_overlap >= chunk_size:
-            chunk_overlap = chunk_size // 10
-        try:
-            run = self.settings.replace(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                                        merge_threshold=threshold)
-        except ConfigError as exc:  # a bad per-call chunk size or overlap is the caller's input
-            raise InvalidInput(str(exc)) from None
+        self._check_size(name, text)
+        return self.ingest_document(model_id, text_document(name, text, source), **options)
+
+    def ingest_file(self, path: str | Path, model_id: str, *, name: str | None = None,
+                    progress: ProgressFn | None = None, **options: Any) -> Archive:
+        """Build one archive from a .pdf, .txt or .md file, reporting every stage to `progress`."""
+        model_id = _check_model_id(model_id)
+        document = self._load(path, progress)
+        return self.ingest_document(model_id, document, name=name, progress=progress, **options)
+
+    def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
+                        chunk_size: int | None = None, chunk_overlap: int | None = None,
+                        threshold: float | None = None, progress: ProgressFn | None = None) -> Archive:
+        """Build one archive (one tree, or several roots if merging stops early) from `document`."""
+        model_id = _check_model_id(model_id)
+        name = (name or document.name or "").strip()
+        if not name:
+            raise InvalidInput("the archive needs a name")
+        run = self._run_settings(chunk_size, chunk_overlap, threshold)
         progress = progress or _no_progress
-        chunks = chunk_text(text, run.chunk_size, run.chunk_overlap)
-        progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
-        if not chunks:
-            raise InvalidInput(f"document {name!r} has no text to chunk")
+        chunks = self._chunks(document, run, progress)
         params = BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size)
         recorded = {"chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
-                    "embedder": self.embedder.name}
+                    "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
         builder = ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
         with self._build_lock:
-            archive_id = self.store.create_archive(model_id, name, source, recorded)
+            archive_id = self.store.create_archive(model_id, name, document.source, recorded)
             builder.build(archive_id, model_id, chunks, params, progress)
         return self.store.archive(model_id, archive_id)
 
-    def ingest_file(self, path: str | Path, model_id: str, *, name: str | None = None,
-                    **options: Any) -> Archive:
+    def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
+                    progress: ProgressFn | None = None) -> Archive:
+        """Add a document to an existing archive without rebuilding it (see forest.grow)."""
+        model_id = _check_model_id(model_id)
+        self.store.archive(model_id, archive_id)
+        return self.append_document(model_id, archive_id, self._load(path, progress), progress=progress)
+
+    def append_document(self, model_id: str, archive_id: int, document: Document, *,
+                        progress: ProgressFn | None = None) -> Archive:
+        model_id = _check_model_id(model_id)
+        archive = self.store.archive(model_id, archive_id)
+        recorded = archive.settings
+        run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
+                                 recorded.get("merge_threshold"))
+        if recorded.get("embedder", self.embedder.name) != self.embedder.name:
+            raise ConfigError(f"archive {archive_id} was built with {recorded['embedder']}, "
+                              f"this forest embeds with {self.embedder.name}")
+        progress = progress or _no_progress
+        chunks = self._chunks(document, run, progress)
+        params = BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size)
+        with self._build_lock:
+            append_to_archive(self.store, self.vectors, self.embedder, self.summarizer, model_id, archive_id,
+                              chunks, _document_entry(document, archive.leaves, len(chunks)), params, progress)
+        return self.store.archive(model_id, archive_id)
+
+    def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:
         from ingest import load_document
 
-        document = load_document(path, max_bytes=self.settings.max_document_chars * 4)
-        return self.ingest_text(model_id, name or document.name, document.text, source=document.source, **options)
+        report = progress or _no_progress
+        document = load_document(path, max_bytes=int(self.settings.max_file_mb * 1_000_000),
+                                 on_page=lambda done, total: report(Progress("parse", done, total, "pages")))
+        self._check_size(document.name, document.text)
+        report(Progress("parse", 1, 1, f"{len(document.passages)} passages"))
+        return document
+
+    def _check_size(self, name: str, text: str) -> None:
+        if len(text) > self.settings.max_document_chars:
+            raise InvalidInput(f"document {name!r} has {len(text):,} characters, over the limit of "
+                               f"{self.settings.max_document_chars:,} (setting max_document_chars)")
+
+    def _run_settings(self, chunk_size: int | None, chunk_overlap: int | None,
+                      threshold: float | None) -> Settings:
+        if chunk_size is not None and chunk_overlap is None and self.settings.chunk_overlap >= chunk_size:
+            chunk_overlap = chunk_size // 10
+        try:
+            return self.settings.replace(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                                         merge_threshold=threshold)
+        except ConfigError as exc:  # a bad per-call chunk size or overlap is the caller's input
+            raise InvalidInput(str(exc)) from None
+
+    @staticmethod
+    def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
+        if not document.passages or not document.text.strip():
+            raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
+        chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
+        progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
+        if not chunks:
+            raise InvalidInput(f"document {document.name!r} has no text to chunk")
+        return chunks
 
     def delete_archive(self, model_id: str, archive_id: int) -> None:
         self.store.archive(_check_model_id(model_id), archive_id)  # NotFound across model_ids
@@ -141,6 +205,20 @@ class MemoryForest:
         with self._build_lock:
             archive_id = import_archive(self.store, self.vectors, self.embedder, _check_model_id(model_id),
                                         document, name)
+        return self.store.archive(model_id, archive_id)
+
+    def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
+        """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
+        if not 0 <= threshold <= 1:
+            raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
+        return similar_archives(self.store, self.vectors, self.embedder, _check_model_id(model_id), threshold)
+
+    def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:
+        """Put the trees of several archives under one new super-root, in the first archive."""
+        model_id = _check_model_id(model_id)
+        with self._build_lock:
+            archive_id = join_archives(self.store, self.vectors, self.embedder, self.summarizer, model_id,
+                                       archive_ids, name)
         return self.store.archive(model_id, archive_id)
 
     # --- reading ----------------------------------------------------------------------------
@@ -183,7 +261,7 @@ class MemoryForest:
         if budget < 1:
             raise InvalidInput(f"the token budget must be positive, got {budget}")
         return self.retriever.context(_check_model_id(model_id), _check_query(question), budget,
-                                      self._top_k(top_k), self.settings.drill_threshold)
+                                      self._top_k(top_k))
 
     # --- maintenance ------------------------------------------------------------------------
     def doctor(self, repair_drift: bool = False) -> DoctorReport:
@@ -201,6 +279,12 @@ class MemoryForest:
         if not 1 <= top_k <= 200:
             raise InvalidInput(f"top_k must be between 1 and 200, got {top_k}")
         return top_k
+
+
+def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[str, Any]:
+    """What the archive records about each document it holds (appends add more)."""
+    return {"name": document.name, "title": document.title, "source": document.source,
+            "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1}
 
 
 def _check_model_id(model_id: str) -> str:

@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from forest.db import Database
 from forest.errors import NotFound
 from forest.records import Archive, MemoryNode
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
-                "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity")
+                "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity, "
+                "section, page_start, page_end, chunk_kind")
+# Written by allocate_and_insert besides id, archive_id, parent_id, path and depth.
+_ROW_FIELDS = ("node_type", "content", "summary", "summary_source", "leaf_index", "char_start", "first_leaf",
+               "last_leaf", "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind")
 _NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
 _VISIBLE = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
 _STATS = """
@@ -23,6 +28,29 @@ _STATS = """
                       SUM(CASE WHEN node_type = 'LEAF_CHUNK' THEN length(content) END) AS chars
                FROM memory_nodes GROUP BY archive_id) s ON s.archive_id = a.id
 """
+
+
+def _reserve(conn, count: int) -> int:
+    seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'").fetchone()
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_nodes").fetchone()[0]
+    base = max(seq[0] if seq else 0, top) + 1
+    if seq is None:
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('memory_nodes', ?)", (base + count - 1,))
+    else:
+        conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'memory_nodes'", (base + count - 1,))
+    return base
+
+
+def _insert_rows(conn, archive_id: int, rows: Sequence[dict[str, Any]], base: int) -> None:
+    conn.executemany(
+        f"INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, {', '.join(_ROW_FIELDS)}) "
+        f"VALUES (?, ?, ?, ?, ?, {', '.join('?' * len(_ROW_FIELDS))})",
+        ((base + r["offset"], archive_id,
+          None if r["parent_offset"] is None else base + r["parent_offset"],
+          "".join(f"{base + o}/" for o in r["path_offsets"]), r["depth"],
+          *(r.get(name) for name in _ROW_FIELDS))
+         # parents before children: a parent's offset is always higher than its children's
+         for r in sorted(rows, key=lambda r: -r["offset"])))
 
 
 class ForestStore:
@@ -80,21 +108,50 @@ class ForestStore:
         the whole tree lands in one transaction with its final ids.
         """
         with self.db.transaction() as conn:
-            seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'").fetchone()
-            top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_nodes").fetchone()[0]
-            base = max(seq[0] if seq else 0, top) + 1
-            conn.executemany(
-                "INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, node_type, content, summary, "
-                "summary_source, leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((base + r["offset"], archive_id,
-                  None if r["parent_offset"] is None else base + r["parent_offset"],
-                  "".join(f"{base + o}/" for o in r["path_offsets"]), r["depth"], r["node_type"],
-                  r["content"], r["summary"], r["summary_source"], r.get("leaf_index"), r.get("char_start"),
-                  r["first_leaf"], r["last_leaf"], r.get("merge_order"), r.get("merge_similarity"))
-                 # parents before children: a parent's offset is always higher than its children's
-                 for r in sorted(rows, key=lambda r: -r["offset"])))
+            base = _reserve(conn, len(rows))
+            _insert_rows(conn, archive_id, rows, base)
             return base
+
+    def reserve_ids(self, count: int) -> int:
+        """Reserve `count` node ids (base .. base+count-1) that no other writer will get, so vectors
+        can be stored under them before their rows exist (invisible until then)."""
+        with self.db.transaction() as conn:
+            return _reserve(conn, count)
+
+    def graft(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
+              adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = ()) -> None:
+        """In one transaction: insert `rows` (ids reserved from `base`), then hang each existing
+        root under a new parent: (root id, new parent id, new parent path). The root's whole
+        subtree gets the parent's path in front of its paths and its depths shifted.
+
+        `renumber` (archive id, leaf shift, merge shift) moves another archive's nodes into this one
+        first, after this archive's leaves and merges (archive joining).
+        """
+        with self.db.transaction() as conn:
+            for other, shift, merge_shift in renumber:
+                conn.execute("UPDATE memory_nodes SET archive_id = ?, leaf_index = leaf_index + ?, "
+                             "first_leaf = first_leaf + ?, last_leaf = last_leaf + ?, "
+                             "merge_order = merge_order + ? WHERE archive_id = ?",
+                             (archive_id, shift, shift, shift, merge_shift, other))
+                conn.execute("DELETE FROM archives WHERE id = ?", (other,))
+            _insert_rows(conn, archive_id, rows, base)
+            for root_id, parent_id, parent_path in adoptions:
+                root_path = f"{root_id}/"
+                conn.execute(
+                    "UPDATE memory_nodes SET path = ? || path, depth = depth + ? "
+                    "WHERE archive_id = ? AND substr(path, 1, ?) = ?",
+                    (parent_path, parent_path.count("/"), archive_id, len(root_path), root_path))
+                conn.execute("UPDATE memory_nodes SET parent_id = ? WHERE id = ?", (parent_id, root_id))
+            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
+                         (archive_id,))
+
+    def rename_archive(self, archive_id: int, name: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE archives SET name = ? WHERE id = ?", (name, archive_id))
+
+    def update_settings(self, archive_id: int, settings: dict[str, Any]) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE archives SET settings = ? WHERE id = ?", (json.dumps(settings), archive_id))
 
     def node(self, model_id: str, node_id: int) -> MemoryNode:
         row = self.db.query_one(f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
@@ -125,6 +182,13 @@ class ForestStore:
             f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? AND n.path = ?",
             (model_id, archive_id, path))
         return MemoryNode.from_row(row) if row else None
+
+    def leaves_between(self, model_id: str, archive_id: int, first_leaf: int, last_leaf: int) -> list[MemoryNode]:
+        rows = self.db.query(
+            f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "
+            "AND n.node_type = 'LEAF_CHUNK' AND n.leaf_index BETWEEN ? AND ? ORDER BY n.leaf_index",
+            (model_id, archive_id, first_leaf, last_leaf))
+        return [MemoryNode.from_row(r) for r in rows]
 
     def archive_nodes(self, model_id: str, archive_id: int) -> list[MemoryNode]:
         self.archive(model_id, archive_id)  # NotFound for other model_ids and unfinished builds

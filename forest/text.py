@@ -13,13 +13,7 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？；])|\n{2,}")
 
 STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from as is are was were be been being
-    this that these those it its into than then there their they them we our you your he she his
-    her i me my do does did done have has had not no nor so such can could would should will may
-    might must shall what which who whom whose when where why how all any both each few more most
-    other some only own same too very just also about above after again against below between
-    during before under over out up down off once here further while because until s t
-    的 了 是 在 和 与 及 或 而 也 就 都 这 那 一个 我们 你们 他们 它们 之 其 为 以 于 对 从""".split()
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "into", "than", "then", "there", "their", "they", "them", "we", "our", "you", "your", "he", "she", "his", "her", "i", "me", "my", "do", "does", "did", "done", "have", "has", "had", "not", "no", "nor", "so", "such", "can", "could", "would", "should", "will", "may", "might", "must", "shall", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "only", "own", "same", "too", "very", "just", "also", "about", "above", "after", "again", "against", "below", "between", "during", "before", "under", "over", "out", "up", "down", "off", "once", "here", "further", "while", "because", "until", "s", "t", "的", "了", "是", "在", "和", "与", "及", "或", "而", "也", "就", "都", "这", "那", "一个", "我们", "你们", "他们", "它们", "之", "其", "为", "以", "于", "对", "从"]
 )
 
 
@@ -80,3 +74,10 @@ def truncate(text: str, limit: int) -> str:
     if cjk_ratio(cut) < 0.5 and " " in cut[limit // 2 :]:
         cut = cut[: cut.rfind(" ")]
     return cut.rstrip(" ,;:") + "…"
+
+
+def term_coverage(query_terms: set[str], text: str) -> float:
+    """Share of the query's content words that occur in the text."""
+    if not query_terms:
+        return 0.0
+    return len(query_terms & set(content_terms(text))) / len(query_terms)

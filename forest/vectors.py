@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,10 @@ class VectorStore(ABC):
 
     @abstractmethod
     def get_vectors(self, model_id: str, ids: Sequence[int]) -> dict[int, np.ndarray]: ...
+
+    @abstractmethod
+    def update_metadata(self, model_id: str, ids: Sequence[int], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace the metadata of existing vectors (when nodes move: appends, archive merges)."""
 
     @abstractmethod
     def delete(self, model_id: str, ids: Sequence[int]) -> None: ...
@@ -124,6 +129,14 @@ class ChromaVectorStore(VectorStore):
             for i, emb in zip(got["ids"], got["embeddings"]):
                 found[int(i)] = np.asarray(emb, dtype=np.float32)
         return found
+
+    def update_metadata(self, model_id, ids, metadatas):
+        coll = self._collection(model_id, create=False)
+        if coll is None or len(ids) == 0:
+            return
+        for start in range(0, len(ids), self.max_batch):
+            stop = start + self.max_batch
+            coll.update(ids=[str(i) for i in ids[start:stop]], metadatas=list(metadatas[start:stop]))
 
     def delete(self, model_id, ids):
         coll = self._collection(model_id, create=False)

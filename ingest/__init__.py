@@ -1,4 +1,4 @@
-"""Document loaders: files in, plain text with provenance out (no knowledge of the forest)."""
-from ingest.loaders import Document, SUPPORTED_SUFFIXES, load_document
+"""Document loaders: files in, forest.document.Document (passages with pages and sections) out."""
+from ingest.loaders import SUPPORTED_SUFFIXES, load_document, text_document
 
-__all__ = ["Document", "SUPPORTED_SUFFIXES", "load_document"]
+__all__ = ["SUPPORTED_SUFFIXES", "load_document", "text_document"]

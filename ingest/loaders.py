@@ -1,22 +1,23 @@
-"""Reads .txt and .md files as text; every problem is one clear ValueError-derived message."""
+"""Files to Documents: .pdf (ingest.pdf), .txt and .md (ingest.markdown).
+
+Every problem with a file is one InvalidInput with a message a person can act on.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
+from forest.document import Document
 from forest.errors import InvalidInput
+from ingest.markdown import read_markdown
+from ingest.pdf import read_pdf
 
-SUPPORTED_SUFFIXES = (".txt", ".md")
-
-
-@dataclass(frozen=True)
-class Document:
-    name: str
-    text: str
-    source: str
+SUPPORTED_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 
 
-def load_document(path: str | Path, max_bytes: int | None = None) -> Document:
+def load_document(path: str | Path, max_bytes: int | None = None,
+                  on_page: Callable[[int, int], None] | None = None) -> Document:
+    """Read one file; `on_page(done, total)` reports parsing progress (PDF pages)."""
     path = Path(path)
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
@@ -25,8 +26,23 @@ def load_document(path: str | Path, max_bytes: int | None = None) -> Document:
         raise InvalidInput(f"{path}: unsupported file type {suffix or '(none)'}; "
                            f"supported: {', '.join(SUPPORTED_SUFFIXES)}")
     size = path.stat().st_size
+    if size == 0:
+        raise InvalidInput(f"{path}: the file is empty")
     if max_bytes is not None and size > max_bytes:
-        raise InvalidInput(f"{path}: {size:,} bytes is over the limit of {max_bytes:,} bytes")
+        raise InvalidInput(f"{path}: {size / 1e6:,.1f} MB is over the limit of {max_bytes / 1e6:,.1f} MB "
+                           "(setting max_file_mb)")
+    if suffix == ".pdf":
+        return read_pdf(path, on_page)
+    return text_document(path.stem, _read_text(path), str(path.resolve()))
+
+
+def text_document(name: str, text: str, source: str | None = None) -> Document:
+    """Text or Markdown: headings become sections; no pages."""
+    title, passages, headings = read_markdown(text)
+    return Document(name=name, source=source, passages=passages, title=title, headings=headings)
+
+
+def _read_text(path: Path) -> str:
     raw = path.read_bytes()
     if b"\x00" in raw[:8192]:
         raise InvalidInput(f"{path}: looks like a binary file, not text")
@@ -36,4 +52,4 @@ def load_document(path: str | Path, max_bytes: int | None = None) -> Document:
         raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); convert it to UTF-8 first") from None
     if not text.strip():
         raise InvalidInput(f"{path}: the file is empty")
-    return Document(name=path.stem, text=text, source=str(path.resolve()))
+    return text

@@ -114,3 +114,10 @@ def forest_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FOREST_", "CHROMA_", "ANTHROPIC_"))}
     env.update({"FOREST_DATA_DIR": str(data_dir), **extra})
     return env
+
+
+def assert_store_empty(forest: MemoryForest) -> None:
+    """No archive, node or vector anywhere: what a refused or failed ingest must leave."""
+    assert forest.db.query("SELECT COUNT(*) FROM archives")[0][0] == 0
+    assert forest.db.query("SELECT COUNT(*) FROM memory_nodes")[0][0] == 0
+    assert all(not forest.vectors.ids(m) for m in forest.vectors.model_ids())

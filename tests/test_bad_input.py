@@ -1,14 +1,8 @@
 """Bad input: one clear error, and nothing stored (no archive row, node or vector)."""
 import pytest
 
-from conftest import topic_text
+from conftest import assert_store_empty, topic_text
 from forest import ConfigError, InvalidInput, load_settings
-
-
-def assert_store_empty(forest):
-    assert forest.db.query("SELECT COUNT(*) FROM archives")[0][0] == 0
-    assert forest.db.query("SELECT COUNT(*) FROM memory_nodes")[0][0] == 0
-    assert all(not forest.vectors.ids(m) for m in forest.vectors.model_ids())
 
 
 @pytest.mark.parametrize("text, message", [
@@ -42,7 +36,8 @@ def test_oversize_document_is_refused(make_forest):
 
 
 @pytest.mark.parametrize("name, content, message", [
-    ("notes.pdf", b"%PDF-1.4", "unsupported file type"),
+    ("notes.docx", b"PK\x03\x04", "unsupported file type"),
+    ("blank.txt", b"  \n\n ", "empty"),
     ("binary.txt", b"\x00\x01\x02abc", "binary"),
     ("latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"), "not UTF-8"),
     ("empty.md", b"", "empty"),

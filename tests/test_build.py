@@ -6,9 +6,11 @@ from conftest import topic_text
 from forest.records import LEAF, SUMMARY
 from forest.summarizers import EXTRACTIVE_LABEL
 from forest.tree_builder import SEPARATOR
+from ingest import text_document
 
 
 def assert_tree_invariants(forest, model_id, archive_id, text):
+    text = text_document("doc", text).text  # char_start counts in the parsed document's text
     nodes = {n.id: n for n in forest.tree(model_id, archive_id)}
     children = {}
     for n in nodes.values():

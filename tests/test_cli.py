@@ -91,3 +91,33 @@ def test_other_model_ids_see_nothing_through_the_cli(store):
     done = run(data_dir, "tree", str(archive["id"]), "--model-id", "intruder", ok=False)
     assert done.returncode == 1 and "not found" in done.stderr
     assert json.loads(run(data_dir, "retrieve", "volcano", "--model-id", "intruder", "--json").stdout) == []
+
+
+def test_pdf_ingest_append_and_merge_archives(tmp_path):
+    import pdf_factory
+
+    data_dir = tmp_path / "store"
+    pdf = pdf_factory.two_column_paper(tmp_path / "pools.pdf")
+    [paper] = json.loads(run(data_dir, "ingest", str(pdf), "--model-id", "m", "--json").stdout)
+    assert paper["name"] == "pools" and paper["settings"]["documents"][0]["pages"] == 3
+    text = run(data_dir, "tree", str(paper["id"]), "--model-id", "m").stdout
+    assert "p. 1, §2.1 Sampling Protocol" in text
+    notes = tmp_path / "notes.md"
+    notes.write_text("## Jazz\n\n" + topic_text("jazz"), encoding="utf-8")
+    [grown] = json.loads(run(data_dir, "ingest", str(notes), "--model-id", "m", "--append-to", str(paper["id"]),
+                             "--json").stdout)
+    assert grown["id"] == paper["id"] and grown["leaves"] > paper["leaves"]
+    [other] = json.loads(run(data_dir, "ingest", str(notes), "--model-id", "m", "--name", "jazz", "--json").stdout)
+    pairs = json.loads(run(data_dir, "merge-archives", "--model-id", "m", "--json").stdout)
+    assert [sorted(p["archive_ids"]) for p in pairs] == [sorted([paper["id"], other["id"]])]
+    assert "join with" in run(data_dir, "merge-archives", "--model-id", "m").stdout
+    joined = json.loads(run(data_dir, "merge-archives", "--model-id", "m", "--join", str(paper["id"]),
+                            str(other["id"]), "--name", "everything", "--json").stdout)
+    assert (joined["name"], joined["roots"], joined["leaves"]) == ("everything", 1, grown["leaves"] + other["leaves"])
+    assert "joined archives" in run(data_dir, "tree", str(joined["id"]), "--model-id", "m").stdout
+    bad = tmp_path / "bad.pdf"
+    bad.write_text("not really a pdf", encoding="utf-8")
+    done = run(data_dir, "ingest", str(bad), "--model-id", "m", ok=False)
+    assert done.returncode != 0 and "not a PDF" in done.stderr and "Traceback" not in done.stderr
+    context = run(data_dir, "context", "how often was water temperature logged", "--model-id", "m").stdout
+    assert "§2.1 Sampling Protocol" in context

@@ -1,0 +1,173 @@
+"""Growing and reshaping stored trees: append a document to an archive, join archives.
+
+Append: the new chunks become leaves after the archive's last leaf, and merging resumes over the
+row [stored roots..., new leaves...] with the same rule as a build (average linkage of the leaf
+vectors, stored in Chroma, so nothing old is embedded again). A stored root can only gain a new
+parent, so every existing node keeps its id and its place; only its path gets the new
+ancestors in front and its depth grows.
+
+Join (seed 000 §7): archives of one model_id whose roots are similar hang under a new super-root
+in one archive.
+
+Write order, for both: the new nodes' vectors go in first under reserved ids (invisible without
+rows; `forest doctor` removes them if the process dies here), then one SQLite transaction adds
+the rows and re-parents the old roots, then the moved nodes' vector metadata is refreshed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn, Root, embedding_text, vector_metadata
+from forest.chunking import Chunk
+from forest.embedders import Embedder
+from forest.errors import InvalidInput
+from forest.paths import path_ids, positions_from_parents
+from forest.records import SUMMARY, MemoryNode
+from forest.store import ForestStore
+from forest.summarizers import Summarizer, Summary
+from forest.tree_builder import SEPARATOR, average_linkage
+from forest.vectors import VectorStore
+
+
+def append_to_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder, summarizer: Summarizer,
+                      model_id: str, archive_id: int, chunks: list[Chunk], document_entry: dict[str, Any],
+                      params: BuildParams, progress: ProgressFn) -> None:
+    nodes = store.archive_nodes(model_id, archive_id)
+    roots = _stored_roots(nodes, vectors, model_id)
+    first_leaf = max(n.last_leaf for n in nodes) + 1
+    merges_so_far = max((n.merge_order or 0 for n in nodes), default=0)
+    builder = ArchiveBuilder(store, vectors, embedder, summarizer)
+    growth = builder.grow(roots, chunks, first_leaf, params, progress)
+    growth.first_merge_order = merges_so_far + 1
+    rows, adoptions = growth.rows()
+    progress(Progress("store", 0, len(rows), "writing nodes"))
+    _write_growth(store, vectors, model_id, archive_id, rows, growth.new_vectors, adoptions)
+    archive = store.archive(model_id, archive_id)
+    store.update_settings(archive_id, {**archive.settings,
+                                       "documents": [*archive.settings.get("documents", []), document_entry]})
+    progress(Progress("store", len(rows), len(rows), "ready"))
+
+
+@dataclass(frozen=True)
+class ArchivePair:
+    left: int
+    right: int
+    left_name: str
+    right_name: str
+    similarity: float   # average linkage of their leaves, on the 0-1 calibrated scale
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"archive_ids": [self.left, self.right], "names": [self.left_name, self.right_name],
+                "similarity": self.similarity}
+
+
+def similar_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, model_id: str,
+                     threshold: float) -> list[ArchivePair]:
+    """Pairs of archives whose trees are about the same thing, most similar first.
+
+    Similarity is the tree builder's own: mean cosine between the leaves of one archive and the
+    leaves of the other, so "similar enough to merge" means the same inside and across trees.
+    """
+    archives = store.archives(model_id)
+    sums: dict[int, tuple[np.ndarray, int]] = {}
+    for archive in archives:
+        leaves = [n.id for n in store.archive_nodes(model_id, archive.id) if n.is_leaf]
+        stored = vectors.get_vectors(model_id, leaves)
+        if stored:
+            sums[archive.id] = (np.sum(list(stored.values()), axis=0), len(stored))
+    names = {a.id: a.name for a in archives}
+    pairs = []
+    for a, b in combinations(sorted(sums), 2):
+        similarity = float(embedder.calibrate(average_linkage(sums[a][0], sums[a][1], sums[b][0], sums[b][1])))
+        if similarity >= threshold:
+            pairs.append(ArchivePair(a, b, names[a], names[b], round(similarity, 4)))
+    return sorted(pairs, key=lambda p: -p.similarity)
+
+
+def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, summarizer: Summarizer,
+                  model_id: str, archive_ids: list[int], name: str | None = None) -> int:
+    """Hang the trees of `archive_ids` under one new super-root, in the first archive; the others
+    are absorbed (their nodes keep their ids). Returns the id of the joined archive."""
+    archive_ids = list(dict.fromkeys(int(a) for a in archive_ids))
+    if len(archive_ids) < 2:
+        raise InvalidInput("name at least two different archives to join")
+    archives = [store.archive(model_id, a) for a in archive_ids]  # NotFound across model_ids
+    target = archives[0]
+    roots: list[MemoryNode] = []
+    renumber: list[tuple[int, int, int]] = []
+    documents: list[dict[str, Any]] = []
+    shift = merges = 0
+    for archive in archives:
+        if archive.id != target.id:
+            renumber.append((archive.id, shift, merges))
+        nodes = store.archive_nodes(model_id, archive.id)
+        roots += sorted((n for n in nodes if n.parent_id is None), key=lambda n: n.first_leaf)
+        merges += max((n.merge_order or 0 for n in nodes), default=0)
+        for entry in archive.settings.get("documents") or [{"name": archive.name, "first_leaf": 0,
+                                                             "last_leaf": archive.leaves - 1}]:
+            documents.append({**entry, "first_leaf": entry["first_leaf"] + shift,
+                              "last_leaf": entry["last_leaf"] + shift})
+        shift += archive.leaves
+
+    summary = summarizer.summarize_parent([r.summary for r in roots])
+    sections = {r.section for r in roots}
+    row = {"offset": 0, "parent_offset": None, "node_type": SUMMARY, "content": SEPARATOR.join(r.content for r in roots),
+           "summary": summary.text, "summary_source": summary.source, "first_leaf": 0, "last_leaf": shift - 1,
+           "merge_order": merges + 1,
+           # pages of different documents do not make one range
+           "section": sections.pop() if len(sections) == 1 else None}
+    vector = embedder.embed_passages([embedding_text(SUMMARY, row["content"], summary.text)])
+    _write_growth(store, vectors, model_id, target.id, [row], vector, [(r.id, 0) for r in roots], renumber)
+    store.update_settings(target.id, {**target.settings, "documents": documents,
+                                      "joined": [a.name for a in archives]})
+    if name and name.strip():
+        store.rename_archive(target.id, name.strip())
+    return target.id
+
+
+def refresh_vector_metadata(store: ForestStore, vectors: VectorStore, model_id: str, archive_id: int) -> None:
+    nodes = store.archive_nodes(model_id, archive_id)
+    vectors.update_metadata(model_id, [n.id for n in nodes],
+                            [vector_metadata(model_id, archive_id, n.node_type, n.depth) for n in nodes])
+
+
+def _stored_roots(nodes: list[MemoryNode], vectors: VectorStore, model_id: str) -> list[Root]:
+    """The archive's roots in document order, each with the sum of its leaves' stored vectors."""
+    leaves = [n for n in nodes if n.is_leaf]
+    stored = vectors.get_vectors(model_id, [n.id for n in leaves])
+    missing = [n.id for n in leaves if n.id not in stored]
+    if missing:
+        raise InvalidInput(f"{len(missing)} leaves of this archive have no vector; run `forest doctor --repair` first")
+    sums: dict[int, np.ndarray] = {}
+    for leaf in leaves:
+        root_id = path_ids(leaf.path)[0]
+        sums[root_id] = sums.get(root_id, 0) + stored[leaf.id]
+    roots = sorted((n for n in nodes if n.parent_id is None), key=lambda n: n.first_leaf)
+    return [Root(sums[r.id], r.last_leaf - r.first_leaf + 1, r.content, Summary(r.summary, r.summary_source),
+                 r.first_leaf, r.last_leaf, {"section": r.section, "page_start": r.page_start,
+                                             "page_end": r.page_end}, node_id=r.id) for r in roots]
+
+
+def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archive_id: int,
+                  rows: list[dict], new_vectors: np.ndarray, adoptions: list[tuple[int, int]],
+                  renumber: list[tuple[int, int, int]] = ()) -> None:
+    """New rows (ids reserved, vectors first), stored roots re-parented: see the module docstring."""
+    paths, depths = positions_from_parents([r["parent_offset"] for r in rows])
+    rows = [{**r, "path_offsets": p, "depth": d} for r, p, d in zip(rows, paths, depths)]
+    base = store.reserve_ids(len(rows))
+    ids = [base + r["offset"] for r in rows]
+    path_of = {r["offset"]: "".join(f"{base + o}/" for o in r["path_offsets"]) for r in rows}
+    try:
+        vectors.upsert(model_id, ids, new_vectors,
+                       [vector_metadata(model_id, archive_id, r["node_type"], r["depth"]) for r in rows])
+        store.graft(archive_id, rows, base, [(root, base + parent, path_of[parent]) for root, parent in adoptions],
+                    renumber)
+    except BaseException:
+        vectors.delete(model_id, ids)  # the rows never landed: their vectors must not linger
+        raise
+    if adoptions:
+        refresh_vector_metadata(store, vectors, model_id, archive_id)
