@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="join these archives (the first one absorbs the others)")
     merge.add_argument("--name", help="name of the joined archive (default: the first one's)")
 
+    serve = sub.add_parser("serve", parents=[common], help="serve the tools over MCP (stdio or HTTP, with REST "
+                                                           "and an OpenAI-compatible endpoint)")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", help="HTTP bind address (default: server_host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default: server_port, 8765)")
+
     doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
 
@@ -169,6 +175,16 @@ def _cmd_merge_archives(forest: MemoryForest, args) -> int:
         return "\n".join(lines) + "\njoin with: forest merge-archives --model-id M --join ID ID ...\n"
 
     return _emit(args, pairs, text)
+
+
+def _cmd_serve(forest: MemoryForest, args) -> int:
+    from forest.server import serve_http, serve_stdio
+
+    if args.transport == "stdio":
+        serve_stdio(forest)
+    else:
+        serve_http(forest, args.host or forest.settings.server_host, args.port or forest.settings.server_port)
+    return 0
 
 
 def _cmd_archives(forest, args) -> int:
@@ -310,7 +326,8 @@ class _ProgressBar:
 
 COMMANDS = {"ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
-            "import": _cmd_import, "merge-archives": _cmd_merge_archives, "doctor": _cmd_doctor}
+            "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
+            "doctor": _cmd_doctor}
 
 if __name__ == "__main__":
     sys.exit(main())

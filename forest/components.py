@@ -1,4 +1,4 @@
-"""Builds the swappable parts (embedder, reranker, summarizer, vector store) from Settings.
+"""Builds the swappable parts (embedder, reranker, summarizer, agent policy, vector store) from Settings.
 
 The one place where configuration chooses implementations.
 """
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forest.config import Settings
 from forest.embedders import Embedder
@@ -13,6 +14,9 @@ from forest.errors import ConfigError
 from forest.rerankers import Reranker
 from forest.summarizers import Summarizer
 from forest.vectors import ChromaVectorStore, VectorStore
+
+if TYPE_CHECKING:
+    from forest.agent import Policy
 
 log = logging.getLogger("forest")
 
@@ -56,6 +60,17 @@ def make_summarizer(settings: Settings) -> Summarizer:
         client = ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
         return ClaudeSummarizer(client, settings.summary_max_chars)
     return TextRankSummarizer(settings.summary_max_chars)
+
+
+def make_policy(settings: Settings) -> Policy:
+    """The agent loop's decision maker: Claude when a key is set, else the deterministic policy."""
+    from forest.agent import ClaudePolicy, OfflinePolicy
+
+    if settings.anthropic_api_key:
+        from forest.llm import ClaudeJSON
+
+        return ClaudePolicy(ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries))
+    return OfflinePolicy()
 
 
 def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:

@@ -47,6 +47,10 @@ class Settings:
     top_k: int = 8
     drill_threshold: float = 0.3
     context_budget_tokens: int = 2000
+    # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
+    server_host: str = "127.0.0.1"
+    server_port: int = 8765
+    api_token: str | None = field(default=None, repr=False)  # required to bind off loopback
     # Limits.
     max_document_chars: int = 5_000_000
     max_file_mb: float = 100.0
@@ -85,6 +89,7 @@ class Settings:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         shown["data_dir"] = str(Path(self.data_dir).resolve())
         shown["anthropic_api_key"] = "set" if self.anthropic_api_key else None
+        shown["api_token"] = "set" if self.api_token else None
         shown["vector_store"] = (
             f"chroma server {self.chroma_host}:{self.chroma_port}"
             if self.chroma_host

@@ -34,3 +34,33 @@ def parent_summary_prompt(child_summaries: list[str], max_chars: int) -> str:
     prompt["input_data"]["child_summaries"] = list(child_summaries)
     prompt["constraints"]["max_length_chars"] = max_chars
     return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
+
+
+PROMPT_AGENTIC_REASONING_LOOP = {
+    "role": "你是一个名为'记忆森林'的智能研究代理。你的任务是基于一个结构化记忆系统来回答用户的问题。",
+    "goal": "根据下方提供的'上下文节点'，判断是否足以直接、完整地回答'用户查询'。如果信息充足，请直接回答；"
+            "如果信息是高层摘要且细节不足，请发出'EXPLORE'指令，以获取更深层次的信息。",
+    "input_data": {"user_query": "<USER_QUERY_TEXT>", "context_nodes": []},
+    "available_actions": [
+        {"action_name": "ANSWER", "description": "当且仅当上下文信息已足够全面回答用户问题时使用此操作。",
+         "output_payload": {"final_answer": "基于上下文生成的完整回答。"}},
+        {"action_name": "EXPLORE",
+         "description": "当上下文中的某个节点是'SUMMARY_NODE'类型，且其摘要表明需要更多细节才能回答问题时使用。一次只能探索一个节点。",
+         "output_payload": {"node_id_to_explore": "<选择一个需要深入的node_id>",
+                            "reasoning_for_exploration": "<简要说明为什么需要探索这个节点>"}},
+    ],
+    "output_format": {
+        "schema": "JSON", "description": "你的回答必须是以下两种JSON结构之一。",
+        "json_structure_options": [
+            {"action": "ANSWER", "payload": {"final_answer": "<string>"}},
+            {"action": "EXPLORE", "payload": {"node_id_to_explore": "<integer>", "reasoning_for_exploration": "<string>"}},
+        ],
+    },
+}
+
+
+def agent_loop_prompt(question: str, context_nodes: list[dict]) -> str:
+    prompt = json.loads(json.dumps(PROMPT_AGENTIC_REASONING_LOOP))
+    prompt["input_data"]["user_query"] = question
+    prompt["input_data"]["context_nodes"] = context_nodes
+    return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY

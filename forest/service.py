@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from forest import components
+from forest.agent import AgentLoop, AgentState
 from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
 from forest.chunking import Chunk, chunk_document
 from forest.config import Settings, load_settings
@@ -78,6 +79,11 @@ class MemoryForest:
     def summarizer(self) -> Summarizer:
         with self._init_lock:
             return components.make_summarizer(self.settings)
+
+    @cached_property
+    def agent(self) -> AgentLoop:
+        with self._init_lock:
+            return AgentLoop(self, components.make_policy(self.settings))
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -262,6 +268,13 @@ class MemoryForest:
             raise InvalidInput(f"the token budget must be positive, got {budget}")
         return self.retriever.context(_check_model_id(model_id), _check_query(question), budget,
                                       self._top_k(top_k))
+
+    def ask(self, model_id: str, question: str, top_k: int | None = None,
+            threshold: float | None = None) -> AgentState:
+        """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace."""
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
+        return self.agent.run(_check_model_id(model_id), _check_query(question), self._top_k(top_k), threshold)
 
     # --- maintenance ------------------------------------------------------------------------
     def doctor(self, repair_drift: bool = False) -> DoctorReport:

@@ -1,0 +1,325 @@
+"""Serving the tools: one MCP server definition, over stdio or streamable HTTP, with REST and an
+OpenAI-compatible chat endpoint next to MCP on the same HTTP app.
+
+HTTP routes:  /mcp (MCP streamable HTTP)  ·  GET|POST /tools/<name> (REST, JSON)  ·  /openapi.json
+              POST /v1/chat/completions, GET /v1/models (OpenAI-compatible)  ·  /health
+
+Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
+route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
+are refused. Errors are JSON with a message, never a traceback.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import ipaddress
+import json
+import logging
+import secrets
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from forest.errors import ConfigError, ForestError, NotFound
+from forest.service import MemoryForest
+from forest.tools import ForestTools, UnknownId
+
+log = logging.getLogger("forest.server")
+
+MAX_BODY_BYTES = 8_000_000
+INSTRUCTIONS = (
+    "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
+    "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "
+    "LEAF_CHUNK content is the source text, cite it with its 'citation' (page, section). "
+    "ask_memory runs the whole loop and returns an answer with cited nodes.")
+
+
+class CallLog:
+    """The latest tool calls with their timings (shown on the workbench's Server page)."""
+
+    def __init__(self, size: int = 200) -> None:
+        self._calls: deque[dict[str, Any]] = deque(maxlen=size)
+        self._lock = threading.Lock()
+
+    def add(self, **call: Any) -> None:
+        with self._lock:
+            self._calls.appendleft({"at": time.strftime("%H:%M:%S"), **call})
+
+    @contextmanager
+    def record(self, tool: str, model_id: str | None) -> Iterator[None]:
+        start, ok = time.perf_counter(), False
+        try:
+            yield
+            ok = True
+        finally:
+            self.add(tool=tool, model_id=model_id, ok=ok, ms=round((time.perf_counter() - start) * 1000, 1))
+
+    def latest(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._calls)
+
+
+def build_mcp(forest: MemoryForest, calls: CallLog | None = None) -> MCPServer:
+    """The one server definition: every tool of forest.tools, with its schema and description."""
+    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.3")
+    tools = ForestTools(forest)
+    for name in ForestTools.NAMES:
+        server.add_tool(_timed(getattr(tools, name), name, calls) if calls else getattr(tools, name), name=name)
+    return server
+
+
+def _timed(fn, name: str, calls: CallLog):
+    """The tool, recording each call's duration and outcome in `calls` (same signature for MCP)."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def run_async(*args, **kwargs):
+            with calls.record(name, kwargs.get("model_id")):
+                return await fn(*args, **kwargs)
+        return run_async
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with calls.record(name, kwargs.get("model_id")):
+            return fn(*args, **kwargs)
+    return run
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | None = None,
+                   calls: CallLog | None = None) -> Any:
+    """MCP, REST and OpenAI routes in one ASGI app, behind the token and size gate."""
+    token = token or forest.settings.api_token
+    if not is_loopback(host) and not token:
+        raise ConfigError(f"binding {host} (not loopback) needs an API token: set FOREST_API_TOKEN")
+    calls = calls or CallLog()
+    mcp = build_mcp(forest, calls)
+    security = (TransportSecuritySettings(enable_dns_rebinding_protection=False) if not is_loopback(host)
+                else None)
+    app: Starlette = mcp.streamable_http_app(host=host, transport_security=security,
+                                             max_request_body_size=MAX_BODY_BYTES)
+    rest = _Rest(mcp, forest)
+    app.router.routes.extend([
+        Route("/health", lambda request: JSONResponse({"status": "ok"})),
+        Route("/openapi.json", rest.openapi),
+        Route("/tools/{name}", rest.call, methods=["GET", "POST"]),
+        Route("/v1/models", rest.models),
+        Route("/v1/chat/completions", rest.chat, methods=["POST"]),
+    ])
+    app.state.calls = calls
+    return _Gate(app, token)
+
+
+class _Gate:
+    """ASGI middleware: bearer token on every route but /health; oversize bodies refused."""
+
+    def __init__(self, app, token: str | None) -> None:
+        self.app = app
+        self.token = token
+        self.state = app.state
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.token and scope.get("path") != "/health":
+            given = headers.get("authorization", "")
+            if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+                return await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                                          headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+        length = headers.get("content-length")
+        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return await JSONResponse({"error": f"request body over {MAX_BODY_BYTES:,} bytes"},
+                                      status_code=413)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+class _Rest:
+    """REST parity for the MCP tools, and the OpenAI-compatible chat endpoint."""
+
+    def __init__(self, mcp: MCPServer, forest: MemoryForest) -> None:
+        self.mcp = mcp
+        self.forest = forest
+
+    async def call(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ForestTools.NAMES:
+            return _error(404, f"no tool named {name!r}; see /openapi.json")
+        if request.method == "POST":
+            try:
+                args = await request.json()
+            except ValueError:
+                return _error(400, "the body must be a JSON object of arguments")
+            if not isinstance(args, dict):
+                return _error(400, "the body must be a JSON object of arguments")
+        else:
+            args = dict(request.query_params)
+        try:
+            result = await self.mcp.call_tool(name, args)
+        except UnexpectedToolError as exc:
+            log.error("tool %s crashed", name, exc_info=exc.__cause__)
+            return _error(500, f"internal error in {name}")
+        except ToolError as exc:
+            return _error(404 if isinstance(exc.__cause__, UnknownId) else 400, _tool_message(exc))
+        return JSONResponse(result.structured_content)
+
+    async def openapi(self, request: Request) -> Response:
+        paths: dict[str, Any] = {}
+        for tool in await self.mcp.list_tools():
+            schema = tool.input_schema
+            params = [{"name": key, "in": "query", "required": key in schema.get("required", []),
+                       "description": prop.get("description", ""), "schema": prop}
+                      for key, prop in schema.get("properties", {}).items()]
+            responses = {"200": {"description": "the tool's result (JSON)"},
+                         "400": {"description": "bad arguments"}, "404": {"description": "unknown id"}}
+            paths[f"/tools/{tool.name}"] = {
+                "get": {"operationId": tool.name, "summary": (tool.description or "").split(".")[0],
+                        "description": tool.description, "parameters": params, "responses": responses},
+                "post": {"operationId": f"{tool.name}_post", "description": tool.description,
+                         "requestBody": {"content": {"application/json": {"schema": schema}}},
+                         "responses": responses}}
+        return JSONResponse({"openapi": "3.1.0", "info": {"title": "Memory Forest tools", "version": "0.3"},
+                             "paths": paths})
+
+    async def models(self, request: Request) -> Response:
+        ids = await anyio.to_thread.run_sync(self.forest.model_ids)
+        return JSONResponse({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 0, "owned_by": "memory-forest"} for m in ids]})
+
+    async def chat(self, request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "the body must be JSON")
+        model_id, question, problem = _chat_request(body)
+        if problem:
+            return _error(400, problem)
+        try:
+            state = await anyio.to_thread.run_sync(self.forest.ask, model_id, question)
+        except ForestError as exc:
+            return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
+        created = int(time.time())
+        reply_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        extra = {"cited_nodes": [c.to_dict() for c in state.cited], "answered_by": state.answered_by,
+                 "trace": [s.to_dict() for s in state.steps]}
+        if body.get("stream"):
+            return StreamingResponse(_stream(reply_id, created, model_id, state.answer, extra),
+                                     media_type="text/event-stream")
+        return JSONResponse({
+            "id": reply_id, "object": "chat.completion", "created": created, "model": model_id,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": state.answer},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "memory_forest": extra})
+
+
+def _chat_request(body: Any) -> tuple[str, str, str | None]:
+    if not isinstance(body, dict):
+        return "", "", "the body must be a JSON object"
+    model_id = body.get("model")
+    if not isinstance(model_id, str) or not model_id.strip():
+        return "", "", "'model' must name the model_id whose memory answers"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return "", "", "'messages' must be a list"
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        return "", "", "no user message to answer"
+    content = users[-1].get("content")
+    if isinstance(content, list):  # content parts: keep the text ones
+        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if not isinstance(content, str) or not content.strip():
+        return "", "", "the last user message has no text"
+    return model_id, content, None
+
+
+async def _stream(reply_id: str, created: int, model_id: str, answer: str, extra: dict):
+    def chunk(delta: dict, finish: str | None = None, **more: Any) -> str:
+        payload = {"id": reply_id, "object": "chat.completion.chunk", "created": created, "model": model_id,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **more}
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for line in answer.splitlines(keepends=True):
+        yield chunk({"content": line})
+    yield chunk({}, "stop", memory_forest=extra)
+    yield "data: [DONE]\n\n"
+
+
+def _tool_message(error: ToolError) -> str:
+    """The cause in one line: our own message, or which arguments failed validation and why."""
+    cause = error.__cause__
+    if isinstance(cause, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in cause.errors())
+    return str(cause) if isinstance(cause, ToolError) else str(error)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class ThreadServer:
+    """The HTTP app served by uvicorn from a background thread (the workbench embeds one)."""
+
+    def __init__(self, forest: MemoryForest, host: str = "127.0.0.1", port: int = 8765,
+                 token: str | None = None) -> None:
+        import uvicorn
+
+        self.calls = CallLog()
+        app = build_http_app(forest, host, token, self.calls)
+        self.host, self.port = host, port
+        self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                                    lifespan="on", timeout_graceful_shutdown=3))
+        self.thread = threading.Thread(target=self.server.run, name="forest-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, wait_seconds: float = 20.0) -> "ThreadServer":
+        self.thread.start()
+        deadline = time.monotonic() + wait_seconds
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise ForestError(f"the HTTP server could not start on {self.url} (port in use?)")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    @property
+    def running(self) -> bool:
+        return self.thread.is_alive() and self.server.started
+
+
+def serve_stdio(forest: MemoryForest) -> None:
+    build_mcp(forest).run("stdio")
+
+
+def serve_http(forest: MemoryForest, host: str, port: int, token: str | None = None) -> None:
+    import uvicorn
+
+    uvicorn.run(build_http_app(forest, host, token), host=host, port=port, log_level="info")

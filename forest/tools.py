@@ -1,0 +1,164 @@
+"""The tools agents call (MCP, REST, the OpenAI endpoint): thin, JSON-shaped adapters over one
+MemoryForest. Parameter types and descriptions here become the MCP input schemas and the REST
+OpenAPI schema, so each tool is defined once.
+
+Errors: bad input and unknown ids raise ToolError subclasses with a message meant for the model
+(and mapped to HTTP 400/404 by REST); anything else is a crash the SDK hides behind a generic
+message while the server logs the traceback.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+from anyio import from_thread
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from forest.build import Progress
+from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.service import MemoryForest
+
+MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
+
+ModelId = Annotated[str, Field(description="The memory owner (tenant). Every id below belongs to one model_id; "
+                                           "another model_id's ids are 'not found'.", min_length=1, max_length=200)]
+Query = Annotated[str, Field(description="What you are looking for, in natural language.", min_length=1, max_length=4000)]
+NodeId = Annotated[int, Field(description="A node id from an earlier retrieve_memory, search_memory, "
+                                          "explore_memory_node or get_archive_tree result.", ge=1)]
+TopK = Annotated[int, Field(description="How many raw vector hits to consider (1-200).", ge=1, le=200)]
+
+
+class BadArguments(ToolError):
+    """The caller's input is wrong (HTTP 400)."""
+
+
+class UnknownId(ToolError):
+    """An archive or node that does not exist for this model_id (HTTP 404)."""
+
+
+def _translated(error: ForestError) -> ToolError:
+    if isinstance(error, NotFound):
+        return UnknownId(str(error))
+    if isinstance(error, (InvalidInput, ConfigError)):
+        return BadArguments(str(error))
+    return ToolError(str(error))
+
+
+class ForestTools:
+    """Each public method is one tool; its docstring is the description an LLM reads."""
+
+    NAMES = ("retrieve_memory", "explore_memory_node", "search_memory", "get_memory_node", "list_archives",
+             "get_archive_tree", "add_document", "ask_memory")
+
+    def __init__(self, forest: MemoryForest) -> None:
+        self.forest = forest
+
+    def retrieve_memory(self, model_id: ModelId, query: Query, top_k: TopK = 8) -> dict[str, Any]:
+        """Start here. Searches all of the model_id's memory trees and returns representative nodes:
+        one per tree touched. kind 'hit' is a single matching node; kind 'lca' is the lowest common
+        ancestor standing for several hits in one tree (their ids are in hit_ids). A SUMMARY_NODE
+        holds a summary only: call explore_memory_node on its id to go one level down towards the
+        original passages (LEAF_CHUNK, whose content is the source text with page and section in
+        'citation'). Scores are 0-1."""
+        with _tool_errors():
+            reps = self.forest.retrieve(model_id, query, top_k)
+            return {"representative_nodes": [r.to_dict() for r in reps]}
+
+    def explore_memory_node(self, model_id: ModelId, node_id: NodeId, query: Query,
+                            threshold: Annotated[float | None, Field(
+                                description="Minimum relevance (0-1) of the children returned; default "
+                                            "the server's drill threshold.", ge=0, le=1)] = None) -> dict[str, Any]:
+        """Drill down one level: the direct children of node_id reranked against the query, those
+        with relevance_score >= threshold, best first. Children that are SUMMARY_NODEs can be
+        explored again; LEAF_CHUNKs are original passages (content, citation). Exploring a leaf
+        returns the leaf itself with score 1.0. An empty list means no child is relevant enough:
+        lower the threshold or explore another node."""
+        with _tool_errors():
+            children = self.forest.explore(model_id, node_id, query, threshold)
+            return {"node_id": node_id, "children": [_child(c) for c in children]}
+
+    def search_memory(self, model_id: ModelId, query: Query, top_k: TopK = 8,
+                      mode: Annotated[str, Field(description="'vector' (semantic similarity). BM25 and "
+                                                             "hybrid modes are not available yet.")] = "vector"
+                      ) -> dict[str, Any]:
+        """Raw search hits over every node (summaries and passages) of the model_id, best first,
+        without grouping by tree. Prefer retrieve_memory to start exploring; use this to see
+        every individual match."""
+        if mode != "vector":
+            raise BadArguments(f"search mode {mode!r} is not available; use 'vector'")
+        with _tool_errors():
+            hits = self.forest.search(model_id, query, top_k)
+            return {"mode": mode, "hits": [h.to_dict() for h in hits]}
+
+    def get_memory_node(self, model_id: ModelId, node_id: NodeId) -> dict[str, Any]:
+        """One node in full: summary, content (the source text for a leaf; the joined text of its
+        passages for a summary node), citation, parent_id, path (root first), depth."""
+        with _tool_errors():
+            return {"node": self.forest.node(model_id, node_id).to_dict()}
+
+    def list_archives(self, model_id: ModelId) -> dict[str, Any]:
+        """The model_id's archives (one per ingested document or group of documents): id, name,
+        number of leaves and nodes, roots, depth. Use an archive id with get_archive_tree."""
+        with _tool_errors():
+            return {"archives": [a.to_dict() for a in self.forest.archives(model_id)]}
+
+    def get_archive_tree(self, model_id: ModelId,
+                         archive_id: Annotated[int, Field(description="An id from list_archives.", ge=1)],
+                         max_depth: Annotated[int, Field(description="Deepest level to include (0 = roots "
+                                                                     "only).", ge=0, le=64)] = 3) -> dict[str, Any]:
+        """The archive's tree from its roots down to max_depth: id, parent_id, depth, node_type,
+        summary, citation (no content; get_memory_node has it). A table of contents of a document."""
+        with _tool_errors():
+            nodes = [n for n in self.forest.tree(model_id, archive_id) if n.depth <= max_depth]
+            return {"archive_id": archive_id, "max_depth": max_depth,
+                    "nodes": [n.to_dict(with_content=False) for n in nodes]}
+
+    async def add_document(self, model_id: ModelId,
+                           name: Annotated[str, Field(description="Archive name, e.g. the document title.",
+                                                      min_length=1, max_length=300)],
+                           text: Annotated[str, Field(description="The document as plain text or Markdown "
+                                                                  "(# headings become sections).",
+                                                      min_length=1, max_length=MAX_DOCUMENT_CHARS_OVER_MCP)],
+                           ctx: Context) -> dict[str, Any]:
+        """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
+        documents take a while; progress is reported stage by stage (chunk, summarize, embed,
+        merge, store). Returns the archive (id, leaves, nodes, depth)."""
+        import anyio
+
+        def report(event: Progress) -> None:
+            message = f"{event.stage}: {event.detail}".strip(": ")
+            from_thread.run(ctx.report_progress, event.done, event.total or None, message)
+
+        def build() -> dict[str, Any]:
+            with _tool_errors():
+                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report).to_dict()}
+
+        return await anyio.to_thread.run_sync(build)
+
+    def ask_memory(self, model_id: ModelId,
+                   question: Annotated[str, Field(description="The question to answer from memory.",
+                                                  min_length=1, max_length=4000)]) -> dict[str, Any]:
+        """Answer a question from the model_id's memory with the ANSWER/EXPLORE loop: retrieve,
+        then explore summary nodes until passages are relevant enough, then answer. Returns the
+        answer, who answered (Claude, or the offline extractive policy), the cited nodes with
+        their pages, and the trace of every decision."""
+        with _tool_errors():
+            return self.forest.ask(model_id, question).to_dict()
+
+
+def _child(scored) -> dict[str, Any]:
+    node = scored.node
+    return {"id": node.id, "summary": node.summary, "content": node.content, "node_type": node.node_type,
+            "relevance_score": scored.relevance_score, "citation": node.citation}
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """The engine's errors become ToolErrors with the same message (no traceback reaches a client)."""
+    try:
+        yield
+    except ForestError as error:
+        raise _translated(error) from None

@@ -1,0 +1,209 @@
+"""The tools served for agents, through real clients: the MCP SDK over streamable HTTP (thread
+server) and stdio (a `forest serve` subprocess), REST with httpx, and the `openai` client."""
+import asyncio
+import sys
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import forest_env, free_port, topic_text
+from forest import ConfigError
+from forest.server import MAX_BODY_BYTES, ThreadServer, build_http_app
+from forest.tools import ForestTools
+
+FOREST = str(Path(sys.executable).parent / "forest")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, embedder):
+    from forest import MemoryForest
+
+    data_dir = tmp_path_factory.mktemp("served") / "store"
+    forest = MemoryForest(data_dir=data_dir, embedder=embedder, chunk_size=300)
+    alice = forest.ingest_text("alice", "earth and music", "## Volcanoes\n\n" + topic_text("volcanoes") +
+                               "\n\n## Jazz\n\n" + topic_text("jazz"))
+    bob = forest.ingest_text("bob", "plants", topic_text("photosynthesis"))
+    server = ThreadServer(forest, port=free_port()).start()
+    yield server, forest, alice, bob, data_dir
+    server.stop()
+    forest.close()
+
+
+async def _mcp_session(url: str, calls, headers: dict | None = None):
+    client = create_mcp_http_client(headers=headers)
+    async with client, streamable_http_client(url, http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await calls(session)
+
+
+def _leaf_and_summary(forest, model_id, archive_id):
+    nodes = forest.tree(model_id, archive_id)
+    return next(n for n in nodes if n.is_leaf), next(n for n in nodes if not n.is_leaf)
+
+
+def test_every_tool_over_streamable_http(served):
+    server, forest, alice, bob, _ = served
+    bob_leaf, _ = _leaf_and_summary(forest, "bob", bob.id)
+    progress = []
+
+    async def calls(session):
+        listed = await session.list_tools()
+        results = {"tools": {t.name: t for t in listed.tools}}
+        call = session.call_tool
+        results["retrieve"] = await call("retrieve_memory", {"model_id": "alice", "query": "explosive eruptions",
+                                                             "top_k": 4})
+        summary = next(n for n in results["retrieve"].structured_content["representative_nodes"]
+                       if n["node_type"] == "SUMMARY_NODE")
+        results["explore"] = await call("explore_memory_node", {"model_id": "alice", "node_id": summary["id"],
+                                                                "query": "explosive eruptions", "threshold": 0})
+        results["search"] = await call("search_memory", {"model_id": "alice", "query": "bebop", "top_k": 3})
+        results["node"] = await call("get_memory_node", {"model_id": "alice", "node_id": summary["id"]})
+        results["archives"] = await call("list_archives", {"model_id": "alice"})
+        results["tree"] = await call("get_archive_tree", {"model_id": "alice", "archive_id": alice.id, "max_depth": 1})
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        results["add"] = await call("add_document", {"model_id": "alice", "name": "plants too",
+                                                     "text": topic_text("photosynthesis")},
+                                    progress_callback=on_progress)
+        results["ask"] = await call("ask_memory", {"model_id": "alice", "question": "Who played bebop?"})
+        results["other"] = await call("get_memory_node", {"model_id": "alice", "node_id": bob_leaf.id})
+        results["bad"] = await call("retrieve_memory", {"model_id": "alice", "query": "x", "top_k": 0})
+        return results
+
+    r = asyncio.run(_mcp_session(server.url + "/mcp", calls))
+    assert set(r["tools"]) == set(ForestTools.NAMES)
+    assert "explore_memory_node" in r["tools"]["retrieve_memory"].description
+    assert r["tools"]["explore_memory_node"].input_schema["properties"]["node_id"]["type"] == "integer"
+    for key in ("retrieve", "explore", "search", "node", "archives", "tree", "add", "ask"):
+        assert not r[key].is_error, (key, r[key].content)
+    children = r["explore"].structured_content["children"]
+    assert children and {"id", "summary", "content", "node_type", "relevance_score"} <= set(children[0])
+    assert "Parker" in r["search"].structured_content["hits"][0]["content"]
+    assert {a["name"] for a in r["archives"].structured_content["archives"]} == {"earth and music"}
+    assert max(n["depth"] for n in r["tree"].structured_content["nodes"]) <= 1
+    assert r["add"].structured_content["archive"]["name"] == "plants too"
+    assert {"chunk", "summarize", "embed", "store"} <= {m.split(":")[0] for _, _, m in progress}
+    ask = r["ask"].structured_content
+    assert ask["answer"] and ask["cited_nodes"] and ask["trace"][-1]["decision"]["action"] == "ANSWER"
+    assert any("Parker" in c["summary"] or "bebop" in c["summary"].lower() for c in ask["cited_nodes"]) or \
+        "Parker" in ask["answer"]
+    assert ask["cited_nodes"][0]["citation"] == "§Jazz"
+    # Another model_id's node does not exist here; bad arguments say what is wrong. No traceback.
+    assert r["other"].is_error and "not found" in r["other"].content[0].text
+    assert r["bad"].is_error and "top_k" in r["bad"].content[0].text
+    assert all("Traceback" not in res.content[0].text for res in (r["other"], r["bad"]))
+    # The call log the workbench shows: every tool, its time, and whether it failed.
+    logged = server.calls.latest()
+    assert set(ForestTools.NAMES) <= {c["tool"] for c in logged}
+    assert any(c["tool"] == "get_memory_node" and not c["ok"] for c in logged)
+    assert all(c["ms"] >= 0 and c["model_id"] == "alice" for c in logged)
+    forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
+
+
+def test_stdio_server_subprocess(served):
+    _, _, alice, _, data_dir = served
+
+    async def run():
+        params = StdioServerParameters(command=FOREST, args=["serve", "--transport", "stdio"],
+                                       env=forest_env(data_dir))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            archives = await session.call_tool("list_archives", {"model_id": "alice"})
+            tree = await session.call_tool("get_archive_tree", {"model_id": "alice", "archive_id": alice.id})
+            ask = await session.call_tool("ask_memory", {"model_id": "alice", "question": "How do volcanoes form?"})
+            missing = await session.call_tool("get_archive_tree", {"model_id": "nobody", "archive_id": alice.id})
+            return names, archives, tree, ask, missing
+
+    names, archives, tree, ask, missing = asyncio.run(run())
+    assert names == set(ForestTools.NAMES)
+    assert archives.structured_content["archives"][0]["id"] == alice.id
+    assert tree.structured_content["nodes"]
+    assert "magma" in ask.structured_content["answer"].lower()
+    assert missing.is_error and "not found" in missing.content[0].text
+
+
+def test_rest_parity_openapi_and_errors(served):
+    server, forest, alice, bob, _ = served
+    leaf, summary = _leaf_and_summary(forest, "alice", alice.id)
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        got = http.get("/tools/explore_memory_node",
+                       params={"model_id": "alice", "node_id": summary.id, "query": "eruptions", "threshold": 0})
+        assert got.status_code == 200 and got.json()["children"]
+        posted = http.post("/tools/retrieve_memory", json={"model_id": "alice", "query": "bebop"})
+        assert posted.status_code == 200 and posted.json()["representative_nodes"]
+        assert http.get("/tools/get_memory_node", params={"model_id": "bob", "node_id": leaf.id}).status_code == 404
+        bad = http.get("/tools/retrieve_memory", params={"model_id": "alice", "query": "x", "top_k": "lots"})
+        assert bad.status_code == 400 and "top_k" in bad.json()["error"] and "Traceback" not in bad.text
+        assert http.get("/tools/no_such_tool").status_code == 404
+        assert http.post("/tools/list_archives", content=b"not json").status_code == 400
+        schema = http.get("/openapi.json").json()
+        assert {f"/tools/{name}" for name in ForestTools.NAMES} <= set(schema["paths"])
+        params = {p["name"] for p in schema["paths"]["/tools/explore_memory_node"]["get"]["parameters"]}
+        assert {"model_id", "node_id", "query", "threshold"} == params
+        big = http.post("/tools/list_archives", content=b"{" + b" " * (MAX_BODY_BYTES + 1) + b"}",
+                        headers={"content-type": "application/json"})
+        assert big.status_code == 413
+
+
+def test_openai_client_chat_stream_and_models(served):
+    server, *_ = served
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="not-needed-on-loopback")
+    assert {"alice", "bob"} <= {m.id for m in client.models.list()}
+    reply = client.chat.completions.create(model="bob", messages=[
+        {"role": "system", "content": "Answer from memory."},
+        {"role": "user", "content": "What does chlorophyll absorb?"}])
+    text = reply.choices[0].message.content
+    assert reply.object == "chat.completion" and "light" in text.lower()
+    extra = reply.model_extra["memory_forest"]
+    assert extra["cited_nodes"] and extra["answered_by"] == "offline:deterministic-policy"
+    streamed = client.chat.completions.create(model="bob", stream=True, messages=[
+        {"role": "user", "content": "What does chlorophyll absorb?"}])
+    assert "".join(c.choices[0].delta.content or "" for c in streamed) == text
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="bob", messages=[{"role": "assistant", "content": "hi"}])
+    nobody = client.chat.completions.create(model="nobody", messages=[{"role": "user", "content": "anything?"}])
+    assert "nothing relevant" in nobody.choices[0].message.content  # an empty forest, not someone else's
+
+
+def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=tmp_path / "store", embedder=embedder)
+    forest.ingest_text("alice", "notes", topic_text("jazz"))
+    with pytest.raises(ConfigError, match="FOREST_API_TOKEN"):
+        build_http_app(forest, host="0.0.0.0")
+    server = ThreadServer(forest, host="0.0.0.0", port=free_port(), token="s3cret").start()
+    try:
+        url = f"http://127.0.0.1:{server.port}"
+        with httpx.Client(base_url=url) as http:
+            assert http.get("/health").status_code == 200
+            for path in ("/tools/list_archives?model_id=alice", "/v1/models", "/openapi.json"):
+                assert http.get(path).status_code == 401
+                assert http.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
+            ok = http.get("/tools/list_archives", params={"model_id": "alice"},
+                          headers={"Authorization": "Bearer s3cret"})
+            assert ok.status_code == 200
+            assert http.post("/mcp", json={}).status_code == 401
+        client = openai.OpenAI(base_url=url + "/v1", api_key="s3cret")
+        assert client.chat.completions.create(model="alice", messages=[{"role": "user", "content": "bebop?"}])
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=url + "/v1", api_key="wrong").models.list()
+
+        async def calls(session):
+            return await session.call_tool("list_archives", {"model_id": "alice"})
+
+        listed = asyncio.run(_mcp_session(url + "/mcp", calls, headers={"Authorization": "Bearer s3cret"}))
+        assert [a["name"] for a in listed.structured_content["archives"]] == ["notes"]
+    finally:
+        server.stop()
+        forest.close()
