@@ -21,12 +21,14 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_retrieve.py
 	$(BIN)/python bench/bench_embed.py
 	$(BIN)/python bench/bench_pdf_ingest.py
 	$(BIN)/python bench/eval_qasper.py
 	$(BIN)/python bench/eval_pdf_route.py
+	$(BIN)/python bench/bench_server_load.py
 
 clean:
 	rm -rf $(VENV)

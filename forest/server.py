@@ -75,7 +75,8 @@ class CallLog:
 
 def build_mcp(forest: MemoryForest, calls: CallLog | None = None) -> MCPServer:
     """The one server definition: every tool of forest.tools, with its schema and description."""
-    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.3")
+    # WARNING: at INFO the SDK logs two lines per MCP session into the host process (the workbench).
+    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.3", log_level="WARNING")
     tools = ForestTools(forest)
     for name in ForestTools.NAMES:
         server.add_tool(_timed(getattr(tools, name), name, calls) if calls else getattr(tools, name), name=name)
