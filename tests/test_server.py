@@ -1,6 +1,7 @@
 """The tools served for agents, through real clients: the MCP SDK over streamable HTTP (thread
 server) and stdio (a `forest serve` subprocess), REST with httpx, and the `openai` client."""
 import asyncio
+import subprocess
 import sys
 from pathlib import Path
 
@@ -109,27 +110,46 @@ def test_every_tool_over_streamable_http(served):
     forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
 
 
-def test_stdio_server_subprocess(served):
-    _, _, alice, _, data_dir = served
+def test_every_tool_over_stdio_from_a_subprocess(tmp_path):
+    # Its own store, written by the `forest` CLI first: one process at a time uses an embedded Chroma.
+    data_dir = tmp_path / "store"
+    notes = tmp_path / "notes.md"
+    notes.write_text("## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz"), encoding="utf-8")
+    subprocess.run([FOREST, "ingest", str(notes), "--model-id", "alice", "--chunk-size", "300"],
+                   env=forest_env(data_dir), check=True, capture_output=True, timeout=300)
 
     async def run():
         params = StdioServerParameters(command=FOREST, args=["serve", "--transport", "stdio"],
                                        env=forest_env(data_dir))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            names = {t.name for t in (await session.list_tools()).tools}
-            archives = await session.call_tool("list_archives", {"model_id": "alice"})
-            tree = await session.call_tool("get_archive_tree", {"model_id": "alice", "archive_id": alice.id})
-            ask = await session.call_tool("ask_memory", {"model_id": "alice", "question": "How do volcanoes form?"})
-            missing = await session.call_tool("get_archive_tree", {"model_id": "nobody", "archive_id": alice.id})
-            return names, archives, tree, ask, missing
+            call = session.call_tool
+            out = {"names": {t.name for t in (await session.list_tools()).tools}}
+            out["archives"] = await call("list_archives", {"model_id": "alice"})
+            archive_id = out["archives"].structured_content["archives"][0]["id"]
+            out["tree"] = await call("get_archive_tree", {"model_id": "alice", "archive_id": archive_id})
+            out["retrieve"] = await call("retrieve_memory", {"model_id": "alice", "query": "magma"})
+            root = next(n for n in out["tree"].structured_content["nodes"] if n["parent_id"] is None)
+            out["explore"] = await call("explore_memory_node", {"model_id": "alice", "node_id": root["id"],
+                                                                "query": "magma", "threshold": 0})
+            out["search"] = await call("search_memory", {"model_id": "alice", "query": "bebop", "top_k": 2})
+            out["node"] = await call("get_memory_node", {"model_id": "alice", "node_id": root["id"]})
+            out["add"] = await call("add_document", {"model_id": "carol", "name": "plants",
+                                                     "text": topic_text("photosynthesis")})
+            out["ask"] = await call("ask_memory", {"model_id": "alice", "question": "How do volcanoes form?"})
+            out["missing"] = await call("get_archive_tree", {"model_id": "nobody", "archive_id": archive_id})
+            out["carol"] = await call("list_archives", {"model_id": "carol"})
+            return out
 
-    names, archives, tree, ask, missing = asyncio.run(run())
-    assert names == set(ForestTools.NAMES)
-    assert archives.structured_content["archives"][0]["id"] == alice.id
-    assert tree.structured_content["nodes"]
-    assert "magma" in ask.structured_content["answer"].lower()
-    assert missing.is_error and "not found" in missing.content[0].text
+    out = asyncio.run(run())
+    assert out["names"] == set(ForestTools.NAMES)
+    for key in ("archives", "tree", "retrieve", "explore", "search", "node", "add", "ask"):
+        assert not out[key].is_error, (key, out[key].content)
+    assert out["explore"].structured_content["children"]
+    assert "Parker" in out["search"].structured_content["hits"][0]["content"]
+    assert "magma" in out["ask"].structured_content["answer"].lower()
+    assert out["missing"].is_error and "not found" in out["missing"].content[0].text
+    assert [a["name"] for a in out["carol"].structured_content["archives"]] == ["plants"]
 
 
 def test_rest_parity_openapi_and_errors(served):
