@@ -1,48 +1,24 @@
-"""Memory Forest workbench (Streamlit). Pages arrive with the workbench issue; this page shows the
-forests in the default store and the embedded MCP / REST / OpenAI endpoint, through the same
-engine the CLI uses."""
-import atexit
+"""Memory Forest workbench (Streamlit): the pages in pages/, over the one engine in forest/.
 
+The engine, its MCP / REST / OpenAI endpoint (a background thread) and the ingestion queue are
+shared by every session of this process (pages/shared.py)."""
 import streamlit as st
 
-from forest import ForestError, MemoryForest
 from forest.server import ThreadServer
-
-
-@st.cache_resource
-def get_forest() -> MemoryForest:
-    return MemoryForest()
-
-
-@st.cache_resource
-def get_server(_forest: MemoryForest) -> ThreadServer | str:
-    """Started once per process, stopped when the process exits; a message if it cannot start."""
-    settings = _forest.settings
-    if settings.server_port == 0:
-        return "disabled (server_port = 0)"
-    try:
-        server = ThreadServer(_forest, settings.server_host, settings.server_port, settings.api_token).start()
-    except ForestError as exc:
-        return str(exc)
-    atexit.register(server.stop)
-    return server
-
+from pages.shared import get_forest, get_server
 
 st.set_page_config(page_title="Memory Forest", layout="wide")
-st.title("Memory Forest")
 forest = get_forest()
 server = get_server(forest)
 with st.sidebar:
-    st.subheader("Agent endpoint")
     if isinstance(server, ThreadServer):
-        st.success("running")
-        st.code(f"MCP     {server.url}/mcp\nREST    {server.url}/tools/<tool>  ({server.url}/openapi.json)\n"
-                f"OpenAI  {server.url}/v1", language=None)
+        st.caption(f"Agent endpoint running: {server.url}/mcp")
     else:
-        st.warning(f"MCP server not running: {server}")
-model_ids = forest.model_ids()
-if not model_ids:
-    st.info("No archives yet. Ingest a document with `forest ingest PATH --model-id M`.")
-else:
-    model_id = st.selectbox("model_id", model_ids)
-    st.dataframe([a.to_dict() for a in forest.archives(model_id)], hide_index=True)
+        st.caption(f"Agent endpoint not running: {server}")
+
+page = st.navigation([
+    st.Page("pages/library.py", title="Library", icon=":material/library_books:", default=True),
+    st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
+    st.Page("pages/server.py", title="Server", icon=":material/hub:"),
+])
+page.run()

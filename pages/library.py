@@ -1,0 +1,110 @@
+"""Library: upload documents into a model_id's forest, watch them build, manage archives."""
+import json
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from forest import ForestError
+from ingest import SUPPORTED_SUFFIXES
+from pages.shared import get_forest, get_queue, pick_model_id
+
+forest = get_forest()
+queue = get_queue(forest)
+st.title("Memory Forest")
+st.header("Library")
+model_id = pick_model_id(forest, allow_new=True)
+if not model_id:
+    st.info("Type a model_id in the sidebar: the owner of the forest you are building.")
+    st.stop()
+
+try:
+    archives = forest.archives(model_id)
+except ForestError as exc:
+    st.error(str(exc))
+    st.stop()
+
+with st.form("upload", clear_on_submit=True):
+    files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
+                             type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES])
+    targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in archives}
+    target = st.selectbox("Into", list(targets))
+    submitted = st.form_submit_button("Ingest", type="primary")
+if submitted:
+    if not files:
+        st.warning("Choose at least one file.")
+    uploads = Path(tempfile.mkdtemp(prefix="forest-upload-"))
+    for upload in files or []:
+        path = uploads / Path(upload.name).name  # the file name becomes the archive name
+        path.write_bytes(upload.getvalue())
+        queue.submit(path, model_id, append_to=targets[target], delete_after=True)
+
+
+@st.fragment(run_every=1.0)
+def show_jobs() -> None:
+    jobs = [j for j in queue.jobs() if j.model_id == model_id]
+    for job in jobs[:10]:
+        label = f"{job.name}: {job.status}"
+        if job.status == "running":
+            st.progress(job.fraction, text=f"{label} · {job.stage} {job.detail} ({job.done}/{job.total})")
+        elif job.status == "failed":
+            st.error(f"{job.name}: {job.error}")
+        elif job.status == "done":
+            st.success(f"{job.name}: archive {job.archive_id} ready")
+        else:
+            st.caption(label)
+    if jobs and not queue.busy() and st.session_state.get("jobs_were_busy"):
+        st.session_state["jobs_were_busy"] = False
+        st.rerun()  # a build finished: refresh the archive list
+    st.session_state["jobs_were_busy"] = queue.busy()
+
+
+show_jobs()
+
+st.subheader(f"Archives of {model_id}")
+if not archives:
+    st.info("No archives yet: ingest a document above.")
+    st.stop()
+st.dataframe([{"id": a.id, "name": a.name, "leaves": a.leaves, "nodes": a.nodes, "roots": a.roots,
+               "depth": a.depth, "characters": a.chars, "status": a.status, "created": a.created_at}
+              for a in archives], hide_index=True)
+
+names = {f"{a.id}: {a.name}": a.id for a in archives}
+manage, share, merge = st.columns(3)
+with manage:
+    st.markdown("**Delete**")
+    doomed = st.selectbox("Archive", list(names), key="delete_choice")
+    if st.checkbox("Yes, delete it from SQLite and Chroma", key="delete_confirm") and \
+            st.button("Delete archive", key="delete"):
+        forest.delete_archive(model_id, names[doomed])
+        st.rerun()
+with share:
+    st.markdown("**Export / import**")
+    chosen = st.selectbox("Archive", list(names), key="export_choice")
+    if st.button("Prepare export", key="export"):  # built on request: a big archive is a big JSON
+        st.session_state["export_ready"] = (names[chosen], json.dumps(forest.export_archive(model_id, names[chosen]),
+                                                                ensure_ascii=False))
+    ready = st.session_state.get("export_ready")
+    if ready and ready[0] == names[chosen]:
+        st.download_button("Download JSON", ready[1], file_name=f"archive-{ready[0]}.forest.json",
+                           mime="application/json")
+    imported = st.file_uploader("Import an exported archive", type=["json"], key="import_file")
+    if imported is not None and st.button("Import", key="import"):
+        try:
+            made = forest.import_archive(model_id, json.loads(imported.getvalue()))
+        except (ForestError, ValueError) as exc:
+            st.error(f"Not imported: {exc}")
+        else:
+            st.success(f"Imported as archive {made.id}")
+with merge:
+    st.markdown("**Merge similar archives** (seed 000 §7)")
+    if st.button("Find similar archives", key="similar", disabled=len(archives) < 2):
+        st.session_state["similar_pairs"] = [(p.similarity, p.left_name, p.right_name)
+                                       for p in forest.similar_archives(model_id)[:5]]
+    for similarity, left, right in st.session_state.get("similar_pairs", []):
+        st.caption(f"{similarity:.2f} · {left} + {right}")
+    joining = st.multiselect("Join these under one super-root", list(names), key="join_choice")
+    if st.button("Join", key="join", disabled=len(joining) < 2):
+        joined = forest.join_archives(model_id, [names[j] for j in joining])
+        st.success(f"Joined into archive {joined.id}")
+        st.rerun()

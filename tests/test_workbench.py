@@ -1,0 +1,140 @@
+"""The Streamlit workbench under AppTest: every page, on a real store."""
+import json
+import time
+
+import httpx
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT, free_port, topic_text
+
+JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
+
+
+@pytest.fixture
+def workbench(tmp_path, monkeypatch):
+    """A fresh process-wide state (the engine is st.cache_resource) on an empty store."""
+    monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("FOREST_SERVER_PORT", "0")
+    monkeypatch.setenv("FOREST_CHUNK_SIZE", "300")
+    st.cache_resource.clear()
+    yield tmp_path / "store"
+    st.cache_resource.clear()
+
+
+def open_app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+
+
+def button(app: AppTest, label: str):
+    return next(b for b in app.button if b.label == label)
+
+
+def upload(app: AppTest, name: str, content: bytes, mime: str) -> AppTest:
+    app.sidebar.text_input[0].set_value("reader").run()
+    app.file_uploader[0].set_value([(name, content, mime)])
+    return button(app, "Ingest").click().run()
+
+
+def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        app.run()
+        if condition(app):
+            return app
+        time.sleep(0.5)
+    raise AssertionError("the workbench never showed the expected state")
+
+
+def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
+    app = open_app()
+    assert not app.exception and app.title[0].value == "Memory Forest"
+    app = upload(app, "jazz notes.md", JAZZ, "text/markdown")
+    app = wait_for(app, lambda a: a.dataframe and "jazz notes" in a.dataframe[0].value["name"].tolist())
+    table = app.dataframe[0].value
+    assert table["leaves"].iloc[0] >= 3 and table["status"].iloc[0] == "ready"
+    assert any("archive" in s.value and "ready" in s.value for s in app.success)
+    from forest import MemoryForest
+
+    assert [a.name for a in MemoryForest(data_dir=workbench).archives("reader")] == ["jazz notes"]
+
+
+def test_a_bad_upload_shows_why_and_stores_nothing(workbench):
+    app = upload(open_app(), "broken.pdf", b"this is not a pdf at all", "application/pdf")
+    app = wait_for(app, lambda a: any("not a PDF" in e.value for e in a.error))
+    assert not app.exception
+    assert any("broken.pdf" in e.value for e in app.error)
+    assert not app.dataframe  # no archive appeared
+
+
+def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
+    from forest import MemoryForest
+
+    MemoryForest(data_dir=workbench, chunk_size=300).ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    app = open_app().switch_page("pages/ask.py").run()
+    assert not app.exception and "offline:deterministic-policy" in app.caption[0].value
+    app.text_input[0].set_value("Who played bebop?")
+    app = button(app, "Start").click().run()
+    context = app.dataframe[0].value
+    assert context["type"].iloc[0] == "SUMMARY_NODE"
+    app = button(app, "Next step").click().run()
+    assert app.expander[0].label.startswith("Step 1: EXPLORE")
+    assert app.json[0].value and "node_id_to_explore" in app.json[0].value
+    override = next(s for s in app.selectbox if s.label == "Explore this node instead").value
+    app = button(app, "Explore it").click().run()
+    assert app.expander[-1].label.startswith("Step 2: EXPLORE") and "(user)" in app.expander[-1].label
+    assert str(override) in app.json[-1].value
+    app = button(app, "Run to answer").click().run()
+    assert not app.exception
+    assert app.subheader[-1].value == "Answer"
+    assert "Parker" in app.markdown[-1].value or "bebop" in app.markdown[-1].value.lower()
+    assert {b.label for b in app.get("download_button")} == {"Transcript (JSON)", "Transcript (Markdown)"}
+
+
+def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
+    port = free_port()
+    monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
+    app = open_app().switch_page("pages/server.py").run()
+    assert not app.exception
+    assert f"http://127.0.0.1:{port}/mcp" in app.code[0].value
+    tools = app.dataframe[0].value["tool"].tolist()
+    assert "explore_memory_node" in tools and "ask_memory" in tools
+    httpx.get(f"http://127.0.0.1:{port}/tools/list_archives", params={"model_id": "reader"})
+    app.run()
+    assert app.dataframe[1].value["tool"].tolist()[0] == "list_archives"
+    assert '"serve"' in app.code[1].value  # the stdio client config
+
+
+def test_server_page_says_when_the_endpoint_is_off(workbench):
+    app = open_app().switch_page("pages/server.py").run()
+    assert any("not running" in w.value for w in app.warning)
+
+
+def test_library_exports_imports_and_joins(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    volcanoes = forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
+    exported = json.dumps(forest.export_archive("reader", volcanoes.id)).encode()
+    forest.close()
+    app = open_app()
+    app = button(app, "Prepare export").click().run()
+    download = next(b for b in app.get("download_button") if b.label == "Download JSON")
+    assert download
+    importer = next(f for f in app.file_uploader if f.label == "Import an exported archive")
+    importer.set_value([("volcanoes.forest.json", exported, "application/json")])
+    app = button(app.run(), "Import").click().run()
+    assert any("Imported as archive" in s.value for s in app.success)
+    importer = next(f for f in app.file_uploader if f.label == "Import an exported archive")
+    importer.set_value([("broken.json", b"{not json", "application/json")])
+    app = button(app.run(), "Import").click().run()
+    assert any("Not imported" in e.value for e in app.error)
+    app = button(app, "Find similar archives").click().run()
+    assert any("jazz + volcanoes" in c.value for c in app.caption)
+    app = app.multiselect[0].set_value(app.multiselect[0].options[:2]).run()
+    app = button(app, "Join").click().run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert len(table) == 2 and 1 in table["roots"].tolist()
