@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test browser bench clean
 
 setup: $(VENV)/.installed
 
@@ -17,11 +17,19 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.headless true --browser.gatherUsageStats false
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest -q
 
+# The browser tests need Debian's chromium and chromium-driver: installed here when run as root
+# with apt-get; otherwise those tests skip and say why.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1; }; }; } || \
+	echo "WARNING: chromium/chromedriver could not be installed: the browser tests will be SKIPPED"
+
 bench: setup
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,bench]"
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_retrieve.py
 	$(BIN)/python bench/bench_embed.py
@@ -29,6 +37,7 @@ bench: setup
 	$(BIN)/python bench/eval_qasper.py
 	$(BIN)/python bench/eval_pdf_route.py
 	$(BIN)/python bench/bench_server_load.py
+	$(BIN)/python bench/bench_workbench.py
 
 clean:
 	rm -rf $(VENV)

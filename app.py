@@ -5,11 +5,12 @@ shared by every session of this process (pages/shared.py)."""
 import streamlit as st
 
 from forest.server import ThreadServer
-from pages.shared import get_forest, get_server
+from pages.shared import get_forest, get_queue, get_server, seed_samples
 
 st.set_page_config(page_title="Memory Forest", layout="wide")
 forest = get_forest()
 server = get_server(forest)
+seed_samples(forest, get_queue(forest))
 with st.sidebar:
     if isinstance(server, ThreadServer):
         st.caption(f"Agent endpoint running: {server.url}/mcp")
@@ -18,6 +19,7 @@ with st.sidebar:
 
 page = st.navigation([
     st.Page("pages/library.py", title="Library", icon=":material/library_books:", default=True),
+    st.Page("pages/tree.py", title="Forest", icon=":material/account_tree:"),
     st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
     st.Page("pages/server.py", title="Server", icon=":material/hub:"),
 ])

@@ -47,6 +47,8 @@ class Settings:
     top_k: int = 8
     drill_threshold: float = 0.3
     context_budget_tokens: int = 2000
+    # Documents the workbench ingests (model_id "demo") when it opens an empty store; "" for none.
+    samples_dir: str | None = "data/samples"
     # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
     server_host: str = "127.0.0.1"
     server_port: int = 8765

@@ -6,16 +6,11 @@ import streamlit as st
 
 from forest import ForestError
 from forest.agent import AgentState
-from pages.shared import get_forest, pick_model_id
+from pages.shared import get_forest, page_start
 
 forest = get_forest()
 loop = forest.agent
-st.title("Memory Forest")
-st.header("Ask")
-model_id = pick_model_id(forest)
-if not model_id:
-    st.info("No archives yet: add documents on the Library page.")
-    st.stop()
+model_id = page_start(forest, "Ask")
 st.caption(f"Policy: {loop.policy.label}")
 
 with st.form("question"):

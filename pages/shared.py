@@ -3,12 +3,16 @@ ingestion queue (st.cache_resource: thread-safe objects shared by all sessions).
 from __future__ import annotations
 
 import atexit
+from pathlib import Path
 
 import streamlit as st
 
 from forest import ForestError, MemoryForest
 from forest.jobs import IngestQueue
 from forest.server import ThreadServer
+from ingest import SUPPORTED_SUFFIXES
+
+SAMPLE_MODEL_ID = "demo"
 
 
 @st.cache_resource
@@ -37,6 +41,18 @@ def get_queue(_forest: MemoryForest) -> IngestQueue:
     return queue
 
 
+@st.cache_resource
+def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
+    """Once per process: an empty store gets the sample papers (model_id 'demo'), in the background."""
+    folder = Path(_forest.settings.samples_dir or "")
+    if not _forest.settings.samples_dir or not folder.is_dir() or _forest.model_ids():
+        return 0
+    samples = sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_SUFFIXES and p.name != "README.md")
+    for sample in samples:
+        _queue.submit(sample, SAMPLE_MODEL_ID)
+    return len(samples)
+
+
 def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
     """The model_id the page works on (sidebar), remembered across pages in the session."""
     known = forest.model_ids()
@@ -53,3 +69,14 @@ def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
     if value:
         st.session_state["model_id"] = value
     return value or None
+
+
+def page_start(forest: MemoryForest, header: str) -> str:
+    """Title, header and the model_id of a page that reads archives; stops the page if there are none."""
+    st.title("Memory Forest")
+    st.header(header)
+    model_id = pick_model_id(forest)
+    if not model_id:
+        st.info("No archives yet: add documents on the Library page.")
+        st.stop()
+    return model_id

@@ -18,6 +18,7 @@ def workbench(tmp_path, monkeypatch):
     monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("FOREST_SERVER_PORT", "0")
     monkeypatch.setenv("FOREST_CHUNK_SIZE", "300")
+    monkeypatch.setenv("FOREST_SAMPLES_DIR", str(tmp_path / "no-samples"))
     st.cache_resource.clear()
     yield tmp_path / "store"
     st.cache_resource.clear()
@@ -138,3 +139,63 @@ def test_library_exports_imports_and_joins(workbench):
     assert not app.exception
     table = app.dataframe[0].value
     assert len(table) == 2 and 1 in table["roots"].tolist()
+
+
+def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    archive = forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    nodes = forest.tree("reader", archive.id)
+    forest.close()
+    app = open_app().switch_page("pages/tree.py").run()
+    assert not app.exception
+    leaf = next(n for n in nodes if n.is_leaf)
+    app = app.selectbox(key="tree_node").set_value(leaf.id).run()
+    assert app.subheader[0].value == f"Node {leaf.id} (LEAF_CHUNK)"
+    assert any(leaf.content[:40] in t.value for t in app.text)
+    root = next(n for n in nodes if n.parent_id is None)
+    app = app.selectbox(key="tree_node").set_value(root.id).run()
+    children = app.dataframe[-1].value
+    assert sorted(children["id"].tolist()) == sorted(n.id for n in nodes if n.parent_id == root.id)
+    app = app.slider[0].set_value(1).run()
+    assert "merge 1:" in app.caption[0].value and not app.exception
+    app.text_input[0].set_value("Charlie Parker bebop")
+    app = app.run()
+    assert any("hits in this archive" in c.value for c in app.caption)
+
+
+def test_tree_view_positions_overlay_and_replay():
+    from forest.records import LEAF, SUMMARY, MemoryNode
+    from forest.tree_view import overlay_for, vis_data
+
+    def node(i, parent, path, depth, kind, first, last, merge=None):
+        return MemoryNode(i, 1, parent, path, depth, kind, f"text {i}", f"summary {i}", "test", first if kind == LEAF else None,
+                          None, first, last, merge, 0.5 if merge else None)
+
+    nodes = [node(5, None, "5/", 0, SUMMARY, 0, 2, 2), node(4, 5, "5/4/", 1, SUMMARY, 0, 1, 1),
+             node(1, 4, "5/4/1/", 2, LEAF, 0, 0), node(2, 4, "5/4/2/", 2, LEAF, 1, 1), node(3, 5, "5/3/", 1, LEAF, 2, 2)]
+    data = vis_data(nodes)
+    place = {n["id"]: (n["x"], n["y"]) for n in data["nodes"]}
+    assert place[1][0] < place[2][0] < place[3][0]                  # leaves in document order
+    assert place[4][0] == (place[1][0] + place[2][0]) / 2           # a parent over its children
+    assert place[5][1] < place[4][1] < place[1][1]                  # roots on top
+    assert len(data["edges"]) == 4 and data["options"]["physics"]["enabled"] is False
+    after_first = vis_data(nodes, upto_merge=1)
+    assert {n["id"] for n in after_first["nodes"]} == {1, 2, 3, 4}
+    overlay = overlay_for(nodes, hit_ids=[1, 3], lca_ids=[5])
+    assert overlay.path_edges == {(5, 4), (4, 1), (5, 3)}
+    lit = {n["id"]: n["color"] for n in vis_data(nodes, overlay=overlay)["nodes"]}
+    assert lit[5] != lit[4] and lit[1] == lit[3]
+
+
+def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "sample notes.md").write_bytes(JAZZ)
+    (samples / "README.md").write_text("not a sample", encoding="utf-8")
+    monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
+    app = open_app()
+    app = wait_for(app, lambda a: a.dataframe and "sample notes" in a.dataframe[0].value["name"].tolist())
+    assert app.sidebar.text_input[0].value == "demo"
+    assert app.dataframe[0].value["name"].tolist() == ["sample notes"]  # once, and not the README
