@@ -44,15 +44,16 @@ if submitted:
 def show_jobs() -> None:
     jobs = [j for j in queue.jobs() if j.model_id == model_id]
     for job in jobs[:10]:
-        label = f"{job.name}: {job.status}"
         if job.status == "running":
-            st.progress(job.fraction, text=f"{label} · {job.stage} {job.detail} ({job.done}/{job.total})")
+            with st.status(f"Building {job.name}: {job.stage}", state="running", expanded=True):
+                st.caption(" → ".join(job.stages_seen))
+                st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
             st.error(f"{job.name}: {job.error}")
         elif job.status == "done":
             st.success(f"{job.name}: archive {job.archive_id} ready")
         else:
-            st.caption(label)
+            st.caption(f"{job.name}: queued")
     if jobs and not queue.busy() and st.session_state.get("jobs_were_busy"):
         st.session_state["jobs_were_busy"] = False
         st.rerun()  # a build finished: refresh the archive list
