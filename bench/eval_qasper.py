@@ -240,6 +240,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, help="store location (default: a temporary dir, deleted after)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep --data-dir and skip papers already ingested there (matched by archive name)")
+    parser.add_argument("--search-mode", choices=("vector", "bm25", "hybrid"), default=None,
+                        help="hits the forest's context starts from (default: the search_mode setting)")
     parser.add_argument("--json", type=Path, help="write every figure (and per-question recall) here")
     args = parser.parse_args()
     if args.papers < 1 or args.skip < 0 or any(b < 1 for b in args.budgets):
@@ -254,7 +256,7 @@ def main() -> None:
 
     temporary = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="qasper-eval-")) if temporary else args.data_dir
-    forest = MemoryForest(data_dir=data_dir)
+    forest = MemoryForest(data_dir=data_dir, search_mode=args.search_mode)
     try:
         if not args.reuse and forest.archives(MODEL_ID):
             raise SystemExit(f"{data_dir} already holds archives under {MODEL_ID!r}: pass --reuse or use an empty dir")

@@ -47,6 +47,11 @@ class Settings:
     top_k: int = 8
     drill_threshold: float = 0.3
     context_budget_tokens: int = 2000
+    # Hits that retrieve and context start from: "vector", "bm25" or "hybrid".
+    search_mode: str = "vector"
+    # Hybrid search (search mode "hybrid"): weight of the vector score, the rest on BM25; or "rrf".
+    hybrid_vector_weight: float = 0.7
+    hybrid_fusion: str = "weighted"
     # Documents the workbench ingests (model_id "demo") when it opens an empty store; "" for none.
     samples_dir: str | None = "data/samples"
     # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
@@ -72,6 +77,8 @@ class Settings:
             raise ConfigError("top_k and embed_batch_size must be positive")
         if self.max_file_mb <= 0:
             raise ConfigError("max_file_mb must be positive")
+        if not 0 <= self.hybrid_vector_weight <= 1 or self.hybrid_fusion not in ("weighted", "rrf"):
+            raise ConfigError("hybrid_vector_weight is a 0-1 weight and hybrid_fusion 'weighted' or 'rrf'")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
 

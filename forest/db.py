@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from forest.errors import ForestError
+from forest.lexical import index_text
 from forest.migrations import LATEST_VERSION, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 15_000
@@ -35,6 +36,7 @@ class Database:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.create_function("forest_index_text", 3, index_text, deterministic=True)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)

@@ -59,6 +59,19 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- The budgeted context reads the leaves under a node by their leaf range.
     CREATE INDEX idx_nodes_archive_leaf ON memory_nodes (archive_id, leaf_index);
     """),
+    (4, """
+    -- BM25 full-text search. The body is forest.lexical.index_text (our tokens: words, CJK
+    -- bigrams), computed by a SQL function every connection registers (forest.db).
+    CREATE VIRTUAL TABLE node_text USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+    INSERT INTO node_text (rowid, body)
+        SELECT id, forest_index_text(node_type, summary, content) FROM memory_nodes;
+    CREATE TRIGGER node_text_insert AFTER INSERT ON memory_nodes BEGIN
+        INSERT INTO node_text (rowid, body) VALUES (new.id, forest_index_text(new.node_type, new.summary, new.content));
+    END;
+    CREATE TRIGGER node_text_delete AFTER DELETE ON memory_nodes BEGIN
+        DELETE FROM node_text WHERE rowid = old.id;
+    END;
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from forest.embedders import Embedder
+from forest.lexical import match_query
 from forest.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
 from forest.rerankers import Candidate, Reranker
@@ -26,14 +27,43 @@ UNFINISHED_MARGIN = 3
 
 
 class Retriever:
-    def __init__(self, store: ForestStore, vectors: VectorStore, embedder: Embedder, reranker: Reranker) -> None:
+    def __init__(self, store: ForestStore, vectors: VectorStore, embedder: Embedder, reranker: Reranker,
+                 vector_weight: float = 0.7, fusion: str = "weighted") -> None:
         self.store = store
+        self.vector_weight = vector_weight
+        self.fusion = fusion
         self.vectors = vectors
         self.embedder = embedder
         self.reranker = reranker
 
-    def search(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
-        """Raw global vector hits within the model_id, best first (scores on the 0-1 scale)."""
+    def search(self, model_id: str, query: str, top_k: int, mode: str = "vector") -> list[ScoredNode]:
+        """Raw hits within the model_id, best first, scores 0-1.
+
+        vector: calibrated cosine. bm25: FTS5 BM25 divided by the best hit's. hybrid: both lists
+        (each 2 x top_k deep) fused, by weight (hybrid_vector_weight on vector, the rest on BM25,
+        a node missing from one list scoring 0 there) or by reciprocal rank fusion.
+        """
+        if mode == "vector":
+            return self._vector_hits(model_id, query, top_k)
+        if mode == "bm25":
+            return self._text_hits(model_id, query, top_k)
+        if mode != "hybrid":
+            raise ValueError(f"unknown search mode {mode!r}")
+        depth = top_k * 2
+        vector, text = self._vector_hits(model_id, query, depth), self._text_hits(model_id, query, depth)
+        nodes = {h.node.id: h.node for h in vector + text}
+        ids = list(nodes)
+        by_vector = {h.node.id: h.relevance_score for h in vector}
+        by_text = {h.node.id: h.relevance_score for h in text}
+        if self.fusion == "rrf":
+            fused = reciprocal_rank_fusion([[by_vector.get(i, -1.0) for i in ids], [by_text.get(i, -1.0) for i in ids]])
+        else:
+            w = self.vector_weight
+            fused = [w * by_vector.get(i, 0.0) + (1 - w) * by_text.get(i, 0.0) for i in ids]
+        ranked = sorted(zip(ids, fused), key=lambda pair: (-pair[1], pair[0]))[:top_k]
+        return [ScoredNode(nodes[i], round(score, 6)) for i, score in ranked]
+
+    def _vector_hits(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
         query_vector = self.embedder.embed_query(query)
         fetch = top_k * UNFINISHED_MARGIN if self.store.has_unfinished(model_id) else top_k
         hits = self.vectors.query(model_id, query_vector, fetch)
@@ -42,8 +72,16 @@ class Retriever:
                  for i, cos in hits if i in nodes]
         return found[:top_k]
 
-    def retrieve(self, model_id: str, query: str, top_k: int) -> list[Representative]:
-        return self._collapse(model_id, self.search(model_id, query, top_k))
+    def _text_hits(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
+        match = match_query(query)
+        if match is None:
+            return []
+        hits = self.store.text_search(model_id, match, top_k)
+        best = max((score for _, score in hits), default=0.0)
+        return [ScoredNode(node, round(score / best, 6) if best > 0 else 0.0) for node, score in hits]
+
+    def retrieve(self, model_id: str, query: str, top_k: int, mode: str = "vector") -> list[Representative]:
+        return self._collapse(model_id, self.search(model_id, query, top_k, mode))
 
     def _collapse(self, model_id: str, hits: list[ScoredNode]) -> list[Representative]:
         """One representative per tree touched: its single hit, or the LCA of its hits."""
@@ -93,7 +131,8 @@ class Retriever:
         ranked.sort(key=lambda s: (-s.relevance_score, s.node.first_leaf or 0))
         return ranked
 
-    def context(self, model_id: str, question: str, budget_tokens: int, top_k: int) -> ContextResult:
+    def context(self, model_id: str, question: str, budget_tokens: int, top_k: int,
+                mode: str = "vector") -> ContextResult:
         """The leaves to put in a prompt, best first, within `budget_tokens`.
 
         1. Search wide: CONTEXT_BREADTH x top_k hits over every node of the forest.
@@ -109,7 +148,7 @@ class Retriever:
         best-first descent through 200-character summaries lost to flat dense.
         """
         result = ContextResult(question, budget_tokens, 0)
-        hits = self.search(model_id, question, top_k * CONTEXT_BREADTH)
+        hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode)
         pool: dict[int, MemoryNode] = {}
         for representative in self._collapse(model_id, hits):
             result.explored.append(representative.node.id)

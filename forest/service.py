@@ -36,6 +36,7 @@ from forest.vectors import VectorStore
 
 MAX_MODEL_ID = 200
 MAX_QUERY_CHARS = 4000
+SEARCH_MODES = ("vector", "bm25", "hybrid")
 
 
 def _no_progress(_: Progress) -> None:
@@ -87,7 +88,8 @@ class MemoryForest:
 
     @cached_property
     def retriever(self) -> Retriever:
-        return Retriever(self.store, self.vectors, self.embedder, self.reranker)
+        return Retriever(self.store, self.vectors, self.embedder, self.reranker,
+                         self.settings.hybrid_vector_weight, self.settings.hybrid_fusion)
 
     # --- writing ----------------------------------------------------------------------------
     def ingest_text(self, model_id: str, name: str, text: str, *, source: str | None = None,
@@ -247,12 +249,16 @@ class MemoryForest:
         self.store.node(_check_model_id(model_id), node_id)
         return self.store.children(model_id, node_id)
 
-    def search(self, model_id: str, query: str, top_k: int | None = None) -> list[ScoredNode]:
-        return self.retriever.search(_check_model_id(model_id), _check_query(query), self._top_k(top_k))
+    def search(self, model_id: str, query: str, top_k: int | None = None, mode: str = "vector") -> list[ScoredNode]:
+        """Raw hits: mode 'vector' (semantic), 'bm25' (words, FTS5) or 'hybrid' (both, fused)."""
+        return self.retriever.search(_check_model_id(model_id), _check_query(query), self._top_k(top_k),
+                                     self._mode(mode))
 
-    def retrieve(self, model_id: str, query: str, top_k: int | None = None) -> list[Representative]:
+    def retrieve(self, model_id: str, query: str, top_k: int | None = None,
+                 mode: str | None = None) -> list[Representative]:
         """retrieve_from_memory: representative nodes, one per tree touched (seed 000 §4.3)."""
-        return self.retriever.retrieve(_check_model_id(model_id), _check_query(query), self._top_k(top_k))
+        return self.retriever.retrieve(_check_model_id(model_id), _check_query(query), self._top_k(top_k),
+                                       self._mode(mode))
 
     def explore(self, model_id: str, node_id: int, query: str, threshold: float | None = None) -> list[ScoredNode]:
         """archive_drill_down: the node's direct children reranked, those >= threshold."""
@@ -262,12 +268,12 @@ class MemoryForest:
         return self.retriever.drill_down(_check_model_id(model_id), int(node_id), _check_query(query), threshold)
 
     def context(self, model_id: str, question: str, budget_tokens: int | None = None,
-                top_k: int | None = None) -> ContextResult:
+                top_k: int | None = None, mode: str | None = None) -> ContextResult:
         budget = self.settings.context_budget_tokens if budget_tokens is None else budget_tokens
         if budget < 1:
             raise InvalidInput(f"the token budget must be positive, got {budget}")
         return self.retriever.context(_check_model_id(model_id), _check_query(question), budget,
-                                      self._top_k(top_k))
+                                      self._top_k(top_k), self._mode(mode))
 
     def ask(self, model_id: str, question: str, top_k: int | None = None,
             threshold: float | None = None) -> AgentState:
@@ -286,6 +292,13 @@ class MemoryForest:
 
     def close(self) -> None:
         self.db.close()
+
+    def _mode(self, mode: str | None) -> str:
+        """A search mode; retrieve and context default to the search_mode setting."""
+        mode = self.settings.search_mode if mode is None else mode
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+        return mode
 
     def _top_k(self, top_k: int | None) -> int:
         top_k = self.settings.top_k if top_k is None else top_k

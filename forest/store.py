@@ -183,6 +183,14 @@ class ForestStore:
             (model_id, archive_id, path))
         return MemoryNode.from_row(row) if row else None
 
+    def text_search(self, model_id: str, match: str, limit: int) -> list[tuple[MemoryNode, float]]:
+        """FTS5 hits (a MATCH expression from forest.lexical) with their BM25 score, higher better."""
+        rows = self.db.query(
+            f"SELECT {_NODE_SELECT}, -bm25(node_text) AS score FROM node_text "
+            f"JOIN memory_nodes n ON n.id = node_text.rowid {_VISIBLE} "
+            "WHERE node_text MATCH ? ORDER BY bm25(node_text) LIMIT ?", (model_id, match, limit))
+        return [(MemoryNode.from_row(r), float(r["score"])) for r in rows]
+
     def leaves_between(self, model_id: str, archive_id: int, first_leaf: int, last_leaf: int) -> list[MemoryNode]:
         rows = self.db.query(
             f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "

@@ -81,16 +81,14 @@ class ForestTools:
             return {"node_id": node_id, "children": [_child(c) for c in children]}
 
     def search_memory(self, model_id: ModelId, query: Query, top_k: TopK = 8,
-                      mode: Annotated[str, Field(description="'vector' (semantic similarity). BM25 and "
-                                                             "hybrid modes are not available yet.")] = "vector"
-                      ) -> dict[str, Any]:
+                      mode: Annotated[str, Field(description="'vector' (meaning), 'bm25' (exact words: names, "
+                                                             "model names like GPT-4, numbers) or 'hybrid' (both, "
+                                                             "fused).")] = "vector") -> dict[str, Any]:
         """Raw search hits over every node (summaries and passages) of the model_id, best first,
         without grouping by tree. Prefer retrieve_memory to start exploring; use this to see
-        every individual match."""
-        if mode != "vector":
-            raise BadArguments(f"search mode {mode!r} is not available; use 'vector'")
+        every individual match, or mode 'bm25'/'hybrid' to find exact terms."""
         with _tool_errors():
-            hits = self.forest.search(model_id, query, top_k)
+            hits = self.forest.search(model_id, query, top_k, mode)
             return {"mode": mode, "hits": [h.to_dict() for h in hits]}
 
     def get_memory_node(self, model_id: ModelId, node_id: NodeId) -> dict[str, Any]:

@@ -164,6 +164,10 @@ def test_rest_parity_openapi_and_errors(served):
         assert http.get("/tools/get_memory_node", params={"model_id": "bob", "node_id": leaf.id}).status_code == 404
         bad = http.get("/tools/retrieve_memory", params={"model_id": "alice", "query": "x", "top_k": "lots"})
         assert bad.status_code == 400 and "top_k" in bad.json()["error"] and "Traceback" not in bad.text
+        exact = http.get("/tools/search_memory", params={"model_id": "alice", "query": "Parker", "mode": "bm25"})
+        assert exact.status_code == 200 and "Parker" in exact.json()["hits"][0]["content"]
+        fuzzy = http.get("/tools/search_memory", params={"model_id": "alice", "query": "x", "mode": "fuzzy"})
+        assert fuzzy.status_code == 400 and "search mode" in fuzzy.json()["error"]
         assert http.get("/tools/no_such_tool").status_code == 404
         assert http.post("/tools/list_archives", content=b"not json").status_code == 400
         schema = http.get("/openapi.json").json()
