@@ -79,6 +79,12 @@ class Growth:
         (stored root id, offset of its new parent) that hang stored roots under new parents."""
         n = len(self.roots)
         shape = layout(n, self.merges, [(r.first_leaf, r.last_leaf) for r in self.roots])
+        # Which items hold stored text, which new text: a parent over both has no page range.
+        stored = [r.node_id is not None for r in self.roots]
+        fresh = [r.node_id is None for r in self.roots]
+        for m in self.merges:
+            stored.append(stored[m.left] or stored[m.right])
+            fresh.append(fresh[m.left] or fresh[m.right])
         offsets: dict[int, int] = {}
         for item in range(n + len(self.merges)):
             if item >= n or self.roots[item].node_id is None:
@@ -101,7 +107,9 @@ class Growth:
                               "summary_source": self.parent_summaries[k].source,
                               "merge_similarity": round(merge.similarity, 6),
                               "merge_order": self.first_merge_order + k,
-                              **span_place(self._place(merge.left, rows), self._place(merge.right, rows))}
+                              **({"page_start": None, "page_end": None, "section": None}
+                                 if stored[item] and fresh[item] else
+                                 span_place(self._place(merge.left, rows), self._place(merge.right, rows)))}
         adoptions = [(self.roots[i].node_id, offsets[shape.parent[i]]) for i in range(n)
                      if self.roots[i].node_id is not None and shape.parent[i] is not None]
         return [rows[item] for item in sorted(offsets, key=offsets.get)], adoptions

@@ -36,16 +36,19 @@ from forest.vectors import VectorStore
 def append_to_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder, summarizer: Summarizer,
                       model_id: str, archive_id: int, chunks: list[Chunk], document_entry: dict[str, Any],
                       params: BuildParams, progress: ProgressFn) -> None:
+    """`document_entry` describes the new document; its leaf range is filled in here."""
     nodes = store.archive_nodes(model_id, archive_id)
     roots = _stored_roots(nodes, vectors, model_id)
     first_leaf = max(n.last_leaf for n in nodes) + 1
+    document_entry = {**document_entry, "first_leaf": first_leaf, "last_leaf": first_leaf + len(chunks) - 1}
+    expect = {archive_id: (sum(n.is_leaf for n in nodes), frozenset(r.node_id for r in roots))}
     merges_so_far = max((n.merge_order or 0 for n in nodes), default=0)
     builder = ArchiveBuilder(store, vectors, embedder, summarizer)
     growth = builder.grow(roots, chunks, first_leaf, params, progress)
     growth.first_merge_order = merges_so_far + 1
     rows, adoptions = growth.rows()
     progress(Progress("store", 0, len(rows), "writing nodes"))
-    _write_growth(store, vectors, model_id, archive_id, rows, growth.new_vectors, adoptions)
+    _write_growth(store, vectors, model_id, archive_id, rows, growth.new_vectors, adoptions, expect=expect)
     archive = store.archive(model_id, archive_id)
     store.update_settings(archive_id, {**archive.settings,
                                        "documents": [*archive.settings.get("documents", []), document_entry]})
@@ -92,7 +95,10 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
                   model_id: str, archive_ids: list[int], name: str | None = None) -> int:
     """Hang the trees of `archive_ids` under one new super-root, in the first archive; the others
     are absorbed (their nodes keep their ids). Returns the id of the joined archive."""
-    archive_ids = list(dict.fromkeys(int(a) for a in archive_ids))
+    try:
+        archive_ids = list(dict.fromkeys(int(a) for a in archive_ids))
+    except (TypeError, ValueError):
+        raise InvalidInput("archive ids must be integers") from None
     if len(archive_ids) < 2:
         raise InvalidInput("name at least two different archives to join")
     archives = [store.archive(model_id, a) for a in archive_ids]  # NotFound across model_ids
@@ -100,12 +106,15 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
     roots: list[MemoryNode] = []
     renumber: list[tuple[int, int, int]] = []
     documents: list[dict[str, Any]] = []
+    expect: dict[int, tuple[int, frozenset[int]]] = {}
     shift = merges = 0
     for archive in archives:
         if archive.id != target.id:
             renumber.append((archive.id, shift, merges))
         nodes = store.archive_nodes(model_id, archive.id)
-        roots += sorted((n for n in nodes if n.parent_id is None), key=lambda n: n.first_leaf)
+        archive_roots = sorted((n for n in nodes if n.parent_id is None), key=lambda n: n.first_leaf)
+        expect[archive.id] = (sum(n.is_leaf for n in nodes), frozenset(n.id for n in archive_roots))
+        roots += archive_roots
         merges += max((n.merge_order or 0 for n in nodes), default=0)
         for entry in archive.settings.get("documents") or [{"name": archive.name, "first_leaf": 0,
                                                              "last_leaf": archive.leaves - 1}]:
@@ -121,7 +130,7 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
            # pages of different documents do not make one range
            "section": sections.pop() if len(sections) == 1 else None}
     vector = embedder.embed_passages([embedding_text(SUMMARY, row["content"], summary.text)])
-    _write_growth(store, vectors, model_id, target.id, [row], vector, [(r.id, 0) for r in roots], renumber)
+    _write_growth(store, vectors, model_id, target.id, [row], vector, [(r.id, 0) for r in roots], renumber, expect)
     store.update_settings(target.id, {**target.settings, "documents": documents,
                                       "joined": [a.name for a in archives]})
     if name and name.strip():
@@ -154,7 +163,8 @@ def _stored_roots(nodes: list[MemoryNode], vectors: VectorStore, model_id: str) 
 
 def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archive_id: int,
                   rows: list[dict], new_vectors: np.ndarray, adoptions: list[tuple[int, int]],
-                  renumber: list[tuple[int, int, int]] = ()) -> None:
+                  renumber: list[tuple[int, int, int]] = (),
+                  expect: dict[int, tuple[int, frozenset[int]]] | None = None) -> None:
     """New rows (ids reserved, vectors first), stored roots re-parented: see the module docstring."""
     paths, depths = positions_from_parents([r["parent_offset"] for r in rows])
     rows = [{**r, "path_offsets": p, "depth": d} for r, p, d in zip(rows, paths, depths)]
@@ -165,7 +175,7 @@ def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archi
         vectors.upsert(model_id, ids, new_vectors,
                        [vector_metadata(model_id, archive_id, r["node_type"], r["depth"]) for r in rows])
         store.graft(archive_id, rows, base, [(root, base + parent, path_of[parent]) for root, parent in adoptions],
-                    renumber)
+                    renumber, expect)
     except BaseException:
         vectors.delete(model_id, ids)  # the rows never landed: their vectors must not linger
         raise

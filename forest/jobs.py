@@ -82,6 +82,8 @@ class IngestQueue:
         finally:
             if delete_after:
                 path.unlink(missing_ok=True)
+                if not any(path.parent.iterdir()):
+                    path.parent.rmdir()
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -152,8 +152,9 @@ class Retriever:
         pool: dict[int, MemoryNode] = {}
         for representative in self._collapse(model_id, hits):
             result.explored.append(representative.node.id)
-            window = _window(representative, hits, MAX_POOL)
-            pool.update((n.id, n) for n in self.store.leaves_between(model_id, representative.node.archive_id, *window))
+            for window in _windows(representative, hits, MAX_POOL):
+                pool.update((n.id, n) for n in self.store.leaves_between(
+                    model_id, representative.node.archive_id, *window))
         if not pool:
             return result
         leaves = list(pool.values())
@@ -188,12 +189,24 @@ def reciprocal_rank_fusion(scores: list[list[float]], k: int = RRF_K) -> list[fl
     return [value / top for value in fused]
 
 
-def _window(representative: Representative, hits: list[ScoredNode], size: int) -> tuple[int, int]:
-    """Leaf range under the representative, cut to `size` leaves centred on its hits."""
+def _windows(representative: Representative, hits: list[ScoredNode], size: int) -> list[tuple[int, int]]:
+    """Leaf ranges under the representative: all of it if it has at most `size` leaves, else a
+    window around each of its hits (sharing `size` leaves between them), so no hit is left out."""
     first, last = representative.node.first_leaf, representative.node.last_leaf
     if last - first + 1 <= size:
-        return first, last
-    inside = sorted(h.node.first_leaf for h in hits if h.node.id in representative.hit_ids)
-    centre = inside[len(inside) // 2] if inside else first
-    start = max(first, min(centre - size // 2, last - size + 1))
-    return start, start + size - 1
+        return [(first, last)]
+    spans = sorted((h.node.first_leaf, h.node.last_leaf) for h in hits if h.node.id in representative.hit_ids)
+    spans = spans or [(first, first)]
+    margin = max(1, size // (2 * len(spans)))
+    wanted = []
+    for start, stop in spans:
+        if stop - start > 2 * margin:  # a summary hit with many leaves: the middle of its range
+            start = stop = (start + stop) // 2
+        wanted.append((max(first, start - margin), min(last, stop + margin)))
+    ranges: list[tuple[int, int]] = []
+    for start, stop in sorted(wanted):
+        if ranges and start <= ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], stop))
+        else:
+            ranges.append((start, stop))
+    return ranges

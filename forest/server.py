@@ -41,6 +41,7 @@ from forest.tools import ForestTools, UnknownId
 log = logging.getLogger("forest.server")
 
 MAX_BODY_BYTES = 8_000_000
+WRITING_TOOLS = ("add_document",)
 INSTRUCTIONS = (
     "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
     "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "
@@ -129,15 +130,25 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
         Route("/v1/chat/completions", rest.chat, methods=["POST"]),
     ])
     app.state.calls = calls
-    return _Gate(app, token)
+    return _Gate(app, token, is_loopback(host))
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class _Gate:
-    """ASGI middleware: bearer token on every route but /health; oversize bodies refused."""
+    """ASGI middleware in front of every route.
 
-    def __init__(self, app, token: str | None) -> None:
+    - A token, when set, is required on every route but /health.
+    - On a loopback bind without a token, the Host (and any Origin) must be loopback too, so a web
+      page cannot reach the tools through DNS rebinding.
+    - Bodies over MAX_BODY_BYTES are refused, whether they declare a length or arrive chunked.
+    """
+
+    def __init__(self, app, token: str | None, loopback: bool) -> None:
         self.app = app
         self.token = token
+        self.loopback = loopback
         self.state = app.state
 
     async def __call__(self, scope, receive, send) -> None:
@@ -147,13 +158,43 @@ class _Gate:
         if self.token and scope.get("path") != "/health":
             given = headers.get("authorization", "")
             if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                return await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
-                                          headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+                return await _error(401, "missing or wrong bearer token")(scope, receive, send)
+        if self.loopback and not self.token and not (
+                _host_of(headers.get("host", "")) in LOOPBACK_HOSTS
+                and _host_of(headers.get("origin", "").split("://")[-1] or "localhost") in LOOPBACK_HOSTS):
+            return await _error(403, "only loopback hosts and origins may call this server")(scope, receive, send)
         length = headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return await JSONResponse({"error": f"request body over {MAX_BODY_BYTES:,} bytes"},
-                                      status_code=413)(scope, receive, send)
+            return await _error(413, f"request body over {MAX_BODY_BYTES:,} bytes")(scope, receive, send)
+        if length is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            # Chunked: read it here, within the limit, then hand it on as one message.
+            body, more = b"", True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > MAX_BODY_BYTES:
+                    return await _error(413, f"request body over {MAX_BODY_BYTES:,} bytes")(scope, receive, send)
+            replayed = False
+
+            async def replay():
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()
+
+            return await self.app(scope, replay, send)
         return await self.app(scope, receive, send)
+
+
+def _host_of(netloc: str) -> str:
+    netloc = netloc.strip().lower()
+    if netloc.startswith("["):
+        return netloc.split("]")[0] + "]"
+    return netloc.split(":")[0]
 
 
 class _Rest:
@@ -167,6 +208,8 @@ class _Rest:
         name = request.path_params["name"]
         if name not in ForestTools.NAMES:
             return _error(404, f"no tool named {name!r}; see /openapi.json")
+        if request.method == "GET" and name in WRITING_TOOLS:
+            return _error(405, f"{name} writes: call it with POST and a JSON body")
         if request.method == "POST":
             try:
                 args = await request.json()
@@ -249,7 +292,10 @@ def _chat_request(body: Any) -> tuple[str, str, str | None]:
         return "", "", "no user message to answer"
     content = users[-1].get("content")
     if isinstance(content, list):  # content parts: keep the text ones
-        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if not all(isinstance(t, str) for t in texts):
+            return "", "", "text content parts need a string 'text'"
+        content = " ".join(texts)
     if not isinstance(content, str) or not content.strip():
         return "", "", "the last user message has no text"
     return model_id, content, None

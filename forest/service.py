@@ -152,7 +152,7 @@ class MemoryForest:
         params = BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size)
         with self._build_lock:
             append_to_archive(self.store, self.vectors, self.embedder, self.summarizer, model_id, archive_id,
-                              chunks, _document_entry(document, archive.leaves, len(chunks)), params, progress)
+                              chunks, _document_entry(document, 0, len(chunks)), params, progress)
         return self.store.archive(model_id, archive_id)
 
     def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from forest.db import Database
-from forest.errors import NotFound
+from forest.errors import ForestError, NotFound
 from forest.records import Archive, MemoryNode
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
@@ -119,15 +119,27 @@ class ForestStore:
             return _reserve(conn, count)
 
     def graft(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
-              adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = ()) -> None:
+              adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = (),
+              expect: dict[int, tuple[int, frozenset[int]]] | None = None) -> None:
         """In one transaction: insert `rows` (ids reserved from `base`), then hang each existing
         root under a new parent: (root id, new parent id, new parent path). The root's whole
         subtree gets the parent's path in front of its paths and its depths shifted.
 
         `renumber` (archive id, leaf shift, merge shift) moves another archive's nodes into this one
         first, after this archive's leaves and merges (archive joining).
+
+        `expect` {archive id: (leaf count, root ids)} is what the caller planned on; if another
+        process changed an archive since (an append of its own), nothing is written.
         """
         with self.db.transaction() as conn:
+            for changed_id, (leaves, roots) in (expect or {}).items():
+                now_leaves = conn.execute("SELECT COUNT(*) FROM memory_nodes WHERE archive_id = ? AND "
+                                          "node_type = 'LEAF_CHUNK'", (changed_id,)).fetchone()[0]
+                now_roots = {r[0] for r in conn.execute(
+                    "SELECT id FROM memory_nodes WHERE archive_id = ? AND parent_id IS NULL", (changed_id,))}
+                if now_leaves != leaves or now_roots != set(roots):
+                    raise ForestError(f"archive {changed_id} changed while this change was being prepared "
+                                      "(another process writing to it?); nothing was changed, try again")
             for other, shift, merge_shift in renumber:
                 conn.execute("UPDATE memory_nodes SET archive_id = ?, leaf_index = leaf_index + ?, "
                              "first_leaf = first_leaf + ?, last_leaf = last_leaf + ?, "

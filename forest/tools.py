@@ -128,7 +128,10 @@ class ForestTools:
 
         def report(event: Progress) -> None:
             message = f"{event.stage}: {event.detail}".strip(": ")
-            from_thread.run(ctx.report_progress, event.done, event.total or None, message)
+            try:
+                from_thread.run(ctx.report_progress, event.done, event.total or None, message)
+            except ValueError:  # no MCP request to report to (a REST call): nothing to tell
+                pass
 
         def build() -> dict[str, Any]:
             with _tool_errors():

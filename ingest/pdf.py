@@ -49,6 +49,7 @@ SENTENCE_END = tuple(".!?:;。！？；…)]\"”’")
 MARGIN = 0.085        # top and bottom share of the page searched for running headers/footers
 MAX_PDF_PAGES = 2000
 MIN_CHARS_PER_PAGE = 25
+MAX_CLUSTERED_DRAWINGS = 1000
 
 
 @dataclass
@@ -226,7 +227,13 @@ def _drop_figure_text(page, blocks: list[_Block]) -> list[_Block]:
 
     regions = [pymupdf.Rect(info["bbox"]) for info in page.get_image_info()]
     drawings = page.get_drawings()
-    if drawings:
+    if len(drawings) > MAX_CLUSTERED_DRAWINGS:  # a scatter plot: clustering would take seconds
+        area = pymupdf.Rect()
+        for drawing in drawings:
+            area |= drawing["rect"]
+        if area.get_area() < 0.7 * page.rect.get_area():
+            regions.append(area)
+    elif drawings:
         for cluster in page.cluster_drawings(drawings=drawings):
             items = [d for d in drawings if pymupdf.Rect(d["rect"]).intersects(cluster)]
             curves_or_many = len(items) >= 12 or any(i[0] in ("c", "qu") for d in items for i in d["items"])

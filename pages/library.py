@@ -33,9 +33,9 @@ with st.form("upload", clear_on_submit=True):
 if submitted:
     if not files:
         st.warning("Choose at least one file.")
-    uploads = Path(tempfile.mkdtemp(prefix="forest-upload-"))
     for upload in files or []:
-        path = uploads / Path(upload.name).name  # the file name becomes the archive name
+        # One folder per file: two uploads with the same name do not overwrite each other.
+        path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # name -> archive name
         path.write_bytes(upload.getvalue())
         queue.submit(path, model_id, append_to=targets[target], delete_after=True)
 
@@ -77,8 +77,12 @@ with manage:
     doomed = st.selectbox("Archive", list(names), key="delete_choice")
     if st.checkbox("Yes, delete it from SQLite and Chroma", key="delete_confirm") and \
             st.button("Delete archive", key="delete"):
-        forest.delete_archive(model_id, names[doomed])
-        st.rerun()
+        try:
+            forest.delete_archive(model_id, names[doomed])
+        except ForestError as exc:
+            st.error(str(exc))
+        else:
+            st.rerun()
 with share:
     st.markdown("**Export / import**")
     chosen = st.selectbox("Archive", list(names), key="export_choice")
@@ -100,12 +104,18 @@ with share:
 with merge:
     st.markdown("**Merge similar archives** (seed 000 §7)")
     if st.button("Find similar archives", key="similar", disabled=len(archives) < 2):
-        st.session_state["similar_pairs"] = [(p.similarity, p.left_name, p.right_name)
-                                       for p in forest.similar_archives(model_id)[:5]]
+        try:
+            st.session_state["similar_pairs"] = [(p.similarity, p.left_name, p.right_name)
+                                               for p in forest.similar_archives(model_id)[:5]]
+        except ForestError as exc:
+            st.error(str(exc))
     for similarity, left, right in st.session_state.get("similar_pairs", []):
         st.caption(f"{similarity:.2f} · {left} + {right}")
     joining = st.multiselect("Join these under one super-root", list(names), key="join_choice")
     if st.button("Join", key="join", disabled=len(joining) < 2):
-        joined = forest.join_archives(model_id, [names[j] for j in joining])
-        st.success(f"Joined into archive {joined.id}")
-        st.rerun()
+        try:
+            forest.join_archives(model_id, [names[j] for j in joining])
+        except ForestError as exc:
+            st.error(str(exc))
+        else:
+            st.rerun()

@@ -68,8 +68,12 @@ with query_col:
     query = st.text_input("Query overlay", placeholder="type a question to light up hits and their LCA")
 overlay = None
 if query.strip():
-    hits = [h for h in forest.search(model_id, query, top_k=forest.settings.top_k) if h.node.archive_id == archive.id]
-    lcas = [r.node.id for r in forest.retrieve(model_id, query) if r.kind == "lca" and r.node.archive_id == archive.id]
+    try:
+        hits = [h for h in forest.search(model_id, query) if h.node.archive_id == archive.id]
+        lcas = [r.node.id for r in forest.retrieve(model_id, query) if r.kind == "lca" and r.node.archive_id == archive.id]
+    except ForestError as exc:
+        st.error(str(exc))
+        st.stop()
     overlay = overlay_for(nodes, [h.node.id for h in hits], lcas)
     st.caption(f"{len(hits)} hits in this archive (red), LCA {', '.join(map(str, lcas)) or 'none'} (gold), "
                "paths from hits to it in red")

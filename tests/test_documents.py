@@ -47,3 +47,20 @@ def test_rank_fusion_shares_ranks_on_ties_and_scores_0_to_1():
     assert max(reciprocal_rank_fusion([[3.0, 1.0], [5.0, 0.0]])) == 1.0
     tied = reciprocal_rank_fusion([[1.0, 1.0, 0.0]])
     assert tied[0] == tied[1] == 1.0 and tied[2] < 1.0
+
+
+def test_context_pools_keep_every_hit_of_a_big_tree():
+    from forest.records import LEAF, SUMMARY, MemoryNode, Representative, ScoredNode
+    from forest.retrieval import _windows
+
+    def node(i, kind, first, last):
+        return MemoryNode(i, 1, None, f"{i}/", 0, kind, "", "", "", None, None, first, last, None, None)
+
+    root = node(1, SUMMARY, 0, 999)
+    hits = [ScoredNode(node(2, LEAF, 7, 7), 0.9), ScoredNode(node(3, SUMMARY, 0, 499), 0.8),
+            ScoredNode(node(4, LEAF, 990, 990), 0.7)]
+    windows = _windows(Representative(root, "lca", 0.9, [2, 3, 4], ""), hits, 200)
+    covered = {i for start, stop in windows for i in range(start, stop + 1)}
+    assert {7, 990} <= covered and len(covered) <= 200 + len(hits)
+    assert windows == sorted(windows) and all(a[1] < b[0] for a, b in zip(windows, windows[1:]))
+    assert _windows(Representative(node(5, SUMMARY, 0, 99), "lca", 0.9, [2], ""), hits[:1], 200) == [(0, 99)]

@@ -4,7 +4,7 @@ import pytest
 
 import pdf_factory
 from conftest import topic_text
-from forest import InvalidInput, NotFound
+from forest import ForestError, InvalidInput, NotFound
 from forest.records import SUMMARY
 from forest.vectors import collection_name
 from ingest import text_document
@@ -94,8 +94,14 @@ def test_a_failed_append_changes_nothing(forest, embedder, monkeypatch, tmp_path
 def test_appending_a_pdf_cites_its_pages(forest, tmp_path):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
     forest.append_file(pdf_factory.two_column_paper(tmp_path / "pools.pdf"), "m", archive.id)
-    leaf = next(n for n in forest.tree("m", archive.id) if n.is_leaf and "Anemones" in n.content)
+    nodes = forest.tree("m", archive.id)
+    leaf = next(n for n in nodes if n.is_leaf and "Anemones" in n.content)
     assert leaf.citation == "p. 2, §3 Results"
+    # A node over both documents claims no page range (page 2 of one file is not page 2 of the other).
+    for node in nodes:
+        leaves = [n for n in nodes if n.is_leaf and node.first_leaf <= n.leaf_index <= node.last_leaf]
+        if {n.page_start is None for n in leaves} == {True, False}:
+            assert (node.page_start, node.page_end, node.section) == (None, None, None)
 
 
 def test_similar_archives_and_join_under_a_super_root(forest):
@@ -135,3 +141,23 @@ def test_join_refuses_other_model_ids_and_single_archives(forest):
     assert forest.archive("other", theirs.id).leaves == theirs.leaves
     stored = forest.vectors.get_vectors("m", [n.id for n in forest.tree("m", mine.id)])
     assert all(abs(np.linalg.norm(v) - 1) < 1e-3 for v in stored.values())
+
+
+def test_an_append_from_another_process_in_between_is_detected(forest, make_forest):
+    archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
+    other = make_forest(data_dir=forest.settings.data_dir)  # a second engine on the same store
+    real_graft = forest.store.graft
+
+    def graft_after_the_other_one(*args, **kwargs):
+        other.append_document("m", archive.id, text_document("theirs", topic_text("jazz")))
+        return real_graft(*args, **kwargs)
+
+    forest.store.graft = graft_after_the_other_one
+    with pytest.raises(ForestError, match="changed while"):
+        forest.append_document("m", archive.id, text_document("mine", topic_text("photosynthesis")))
+    forest.store.graft = real_graft
+    nodes = assert_consistent(forest, "m", archive.id)
+    grown = forest.archive("m", archive.id)
+    assert grown.settings["documents"][-1]["name"] == "theirs"
+    assert grown.settings["documents"][-1]["first_leaf"] == archive.leaves
+    assert not any("chlorophyll" in n.content for n in nodes.values())

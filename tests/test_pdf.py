@@ -158,3 +158,23 @@ def test_real_papers_match_facts_read_off_the_pages(arxiv_id):
         if word["word"].lower() not in whole:
             misses.append(("hyphenated", word))
     assert not misses, misses
+
+
+def test_a_page_with_thousands_of_vector_marks_keeps_its_text(tmp_path):
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    marks = page.new_shape()
+    for i in range(3000):  # a scatter plot drawn as 3,000 separate vector marks
+        marks.draw_circle((100 + (i * 7) % 300, 100 + (i * 13) % 300), 1)
+        marks.finish(color=(0, 0, 1))
+    marks.commit()
+    for i in range(0, 3000, 300):
+        page.insert_text((200, 150 + i // 15), f"cluster {i}", fontsize=6)  # labels inside the plot
+    page.insert_text((50, 600), "Figure 1: Scatter of many points.", fontsize=9)
+    page.insert_text((50, 650), "Body text that stays in the document after the figure.", fontsize=10)
+    doc.save(tmp_path / "scatter.pdf")
+    passages = load_document(tmp_path / "scatter.pdf").passages
+    assert [(p.kind, p.text) for p in passages] == [
+        (CAPTION, "Figure 1: Scatter of many points."), ("text", "Body text that stays in the document after the figure.")]

@@ -178,6 +178,25 @@ def test_rest_parity_openapi_and_errors(served):
                         headers={"content-type": "application/json"})
         assert big.status_code == 413
 
+        def chunked():  # no content-length: counted as it arrives
+            for _ in range(10):
+                yield b" " * (MAX_BODY_BYTES // 8)
+
+        assert http.post("/tools/list_archives", content=chunked()).status_code == 413
+        # DNS rebinding: a foreign Host or Origin is refused on a loopback bind without a token.
+        assert http.get("/tools/list_archives", params={"model_id": "alice"},
+                        headers={"host": "evil.example.com"}).status_code == 403
+        assert http.post("/v1/chat/completions", json={"model": "alice", "messages": []},
+                         headers={"origin": "http://evil.example.com"}).status_code == 403
+        # Writing tools take POST only; over REST they work without MCP progress.
+        assert http.get("/tools/add_document", params={"model_id": "carol", "name": "x", "text": "y"}).status_code == 405
+        added = http.post("/tools/add_document", json={"model_id": "carol", "name": "plants",
+                                                       "text": topic_text("photosynthesis")})
+        assert added.status_code == 200 and added.json()["archive"]["name"] == "plants"
+        odd = http.post("/v1/chat/completions", json={"model": "alice", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": 5}]}]})
+        assert odd.status_code == 400 and "string" in odd.json()["error"]
+
 
 def test_openai_client_chat_stream_and_models(served):
     server, *_ = served
