@@ -20,14 +20,22 @@ _ROW_FIELDS = ("node_type", "content", "summary", "summary_source", "leaf_index"
                "last_leaf", "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind")
 _NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
 _VISIBLE = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
-_STATS = """
+def _stats(archive_filter: str) -> str:
+    """Archives with their node statistics; the per-node scan only covers the archives asked for."""
+    return f"""
     SELECT a.*, s.leaves, s.nodes, s.roots, s.depth, s.chars FROM archives a
     LEFT JOIN (SELECT archive_id,
                       SUM(node_type = 'LEAF_CHUNK') AS leaves, COUNT(*) AS nodes,
                       SUM(parent_id IS NULL) AS roots, MAX(depth) AS depth,
                       SUM(CASE WHEN node_type = 'LEAF_CHUNK' THEN length(content) END) AS chars
-               FROM memory_nodes GROUP BY archive_id) s ON s.archive_id = a.id
+               FROM memory_nodes WHERE archive_id IN ({archive_filter}) GROUP BY archive_id) s
+        ON s.archive_id = a.id
 """
+
+
+_ONE_ARCHIVE = _stats("?") + " WHERE a.id = ? AND a.model_id = ? AND a.status = 'ready'"
+_MODEL_ARCHIVES = _stats("SELECT id FROM archives WHERE model_id = ?") + \
+    " WHERE a.model_id = ? AND a.status = 'ready' ORDER BY a.id"
 
 
 def _reserve(conn, count: int) -> int:
@@ -77,14 +85,13 @@ class ForestStore:
             conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
-        row = self.db.query_one(_STATS + " WHERE a.id = ? AND a.model_id = ? AND a.status = 'ready'",
-                                (archive_id, model_id))
+        row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id))
         if row is None:
             raise NotFound(f"archive {archive_id} not found for model_id {model_id!r}")
         return Archive.from_row(row)
 
     def archives(self, model_id: str) -> list[Archive]:
-        rows = self.db.query(_STATS + " WHERE a.model_id = ? AND a.status = 'ready' ORDER BY a.id", (model_id,))
+        rows = self.db.query(_MODEL_ARCHIVES, (model_id, model_id))
         return [Archive.from_row(r) for r in rows]
 
     def all_archives(self) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
+import anyio
 from anyio import from_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -55,6 +56,7 @@ class ForestTools:
 
     def __init__(self, forest: MemoryForest) -> None:
         self.forest = forest
+        self._building: anyio.Semaphore | None = None  # one build at a time: the engine serializes them
 
     def retrieve_memory(self, model_id: ModelId, query: Query, top_k: TopK = 8) -> dict[str, Any]:
         """Start here. Searches all of the model_id's memory trees and returns representative nodes:
@@ -124,8 +126,6 @@ class ForestTools:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,
         merge, store). Returns the archive (id, leaves, nodes, depth)."""
-        import anyio
-
         def report(event: Progress) -> None:
             message = f"{event.stage}: {event.detail}".strip(": ")
             try:
@@ -137,7 +137,10 @@ class ForestTools:
             with _tool_errors():
                 return {"archive": self.forest.ingest_text(model_id, name, text, progress=report).to_dict()}
 
-        return await anyio.to_thread.run_sync(build)
+        # Waiting builds wait here, not in worker threads, so they cannot starve the read tools.
+        self._building = self._building or anyio.Semaphore(1)
+        async with self._building:
+            return await anyio.to_thread.run_sync(build)
 
     def ask_memory(self, model_id: ModelId,
                    question: Annotated[str, Field(description="The question to answer from memory.",
