@@ -41,7 +41,7 @@ import numpy as np
 from tqdm import tqdm
 
 from forest.records import LEAF
-from forest.retrieval import reciprocal_rank_fusion
+from forest.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.service import MemoryForest
 from forest.text import content_terms, estimate_tokens, tokenize
 
@@ -111,16 +111,8 @@ class Leaf:
 
 
 def pack(ranked: np.ndarray, leaves: list[Leaf], budget: int) -> list[Leaf]:
-    """The forest's rule: take each chunk in rank order if it fits in what is left of the budget."""
-    taken, used = [], 0
-    for i in ranked:
-        if used >= budget:
-            break
-        leaf = leaves[i]
-        if used + leaf.tokens <= budget:
-            taken.append(leaf)
-            used += leaf.tokens
-    return taken
+    """The forest's own rule (forest.retrieval.fill_budget) over a ranking of leaf indexes."""
+    return fill_budget([leaves[i] for i in ranked], lambda leaf: leaf.tokens, budget)[0]
 
 
 class BM25:

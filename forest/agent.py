@@ -37,13 +37,10 @@ class ContextNode:
     score: float
     hint: str
 
-    def to_dict(self, with_content: bool = False) -> dict[str, Any]:
-        data = {"node_id": self.node.id, "node_type": self.node.node_type, "summary": self.node.summary,
+    def to_dict(self) -> dict[str, Any]:
+        return {"node_id": self.node.id, "node_type": self.node.node_type, "summary": self.node.summary,
                 "hint": self.hint, "score": self.score, "archive_id": self.node.archive_id,
                 "citation": self.node.citation}
-        if with_content:
-            data["content"] = self.node.content
-        return data
 
 
 @dataclass

@@ -27,11 +27,6 @@ class Chunk:
     kind: str = TEXT
 
 
-def chunk_text(text: str, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
-    """Plain text without structure (one passage)."""
-    return chunk_document(Document("text", None, [Passage(text)]), chunk_size, chunk_overlap)
-
-
 def chunk_document(document: Document, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=SEPARATORS,

@@ -35,7 +35,6 @@ class Document:
     title: str | None = None
     page_count: int | None = None
     headings: list[Heading] = field(default_factory=list)   # the document's structure, in order
-    warnings: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:

@@ -3,6 +3,8 @@ lowest common ancestor per tree, one-level drill-down with a reranker, and a bud
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from forest.embedders import Embedder
 from forest.lexical import match_query
@@ -24,6 +26,9 @@ RRF_K = 60      # the usual constant of reciprocal rank fusion (Cormack et al., 
 # Extra vector hits fetched while some archive of the model_id is still being built, so hits
 # from invisible archives do not crowd out visible ones.
 UNFINISHED_MARGIN = 3
+
+
+T = TypeVar("T")
 
 
 class Retriever:
@@ -164,14 +169,24 @@ class Retriever:
         terms = set(content_terms(question))
         lexical = [term_coverage(terms, n.content) for n in leaves]
         fused = reciprocal_rank_fusion([dense, lexical])
-        for i in sorted(range(len(leaves)), key=lambda i: (-fused[i], leaves[i].id)):
-            if result.used_tokens >= budget_tokens:
-                break
-            cost = estimate_tokens(leaves[i].content)
-            if result.used_tokens + cost <= budget_tokens:
-                result.leaves.append(ScoredNode(leaves[i], round(fused[i], 6)))
-                result.used_tokens += cost
+        ranked = [ScoredNode(leaves[i], round(fused[i], 6))
+                  for i in sorted(range(len(leaves)), key=lambda i: (-fused[i], leaves[i].id))]
+        result.leaves, result.used_tokens = fill_budget(ranked, lambda s: estimate_tokens(s.node.content),
+                                                        budget_tokens)
         return result
+
+
+def fill_budget(ranked: Sequence[T], cost: Callable[[T], int], budget: int) -> tuple[list[T], int]:
+    """Items in rank order, each taken if it fits in what is left (a big one is skipped, not a stop)."""
+    taken, used = [], 0
+    for item in ranked:
+        if used >= budget:
+            break
+        price = cost(item)
+        if used + price <= budget:
+            taken.append(item)
+            used += price
+    return taken, used
 
 
 def reciprocal_rank_fusion(scores: list[list[float]], k: int = RRF_K) -> list[float]:

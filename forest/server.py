@@ -357,10 +357,6 @@ class ThreadServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
-    @property
-    def running(self) -> bool:
-        return self.thread.is_alive() and self.server.started
-
 
 def serve_stdio(forest: MemoryForest) -> None:
     build_mcp(forest).run("stdio")

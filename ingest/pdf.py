@@ -155,17 +155,15 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
         _order_columns(blocks, width)
         _classify(blocks, body_size, height)
     doc_title = _title_from_first_page(pages[0], body_size) or title
-    warnings: list[str] = []
     if _apply_outline(pages, outline):
         _style_headings(pages, body_size, only_known=True)
-        warnings.append("headings taken from the PDF outline")
     else:
         _style_headings(pages, body_size)
     passages = _passages(pages, _vocabulary(pages))
     if not passages:
         raise InvalidInput(f"{path.name}: the PDF contains no text to remember")
     return Document(name=path.stem, source=str(path.resolve()), passages=passages, title=doc_title,
-                    page_count=page_count, headings=_headings(pages), warnings=warnings)
+                    page_count=page_count, headings=_headings(pages))
 
 
 def _check_pdf_bytes(path: Path) -> None:

@@ -40,7 +40,6 @@ if submitted:
         queue.submit(path, model_id, append_to=targets[target], delete_after=True)
 
 
-@st.fragment(run_every=1.0)
 def show_jobs() -> None:
     jobs = [j for j in queue.jobs() if j.model_id == model_id]
     for job in jobs[:10]:
@@ -60,7 +59,8 @@ def show_jobs() -> None:
     st.session_state["jobs_were_busy"] = queue.busy()
 
 
-show_jobs()
+# Poll once a second only while something builds: an idle page costs the server nothing.
+st.fragment(run_every=1.0 if queue.busy() else None)(show_jobs)()
 
 st.subheader(f"Archives of {model_id}")
 if not archives:
