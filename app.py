@@ -21,6 +21,8 @@ page = st.navigation([
     st.Page("pages/library.py", title="Library", icon=":material/library_books:", default=True),
     st.Page("pages/tree.py", title="Forest", icon=":material/account_tree:"),
     st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
+    st.Page("pages/research.py", title="Research memory", icon=":material/psychology:"),
+    st.Page("pages/reconcile.py", title="Reconcile", icon=":material/balance:"),
     st.Page("pages/server.py", title="Server", icon=":material/hub:"),
 ])
 page.run()

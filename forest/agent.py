@@ -82,6 +82,8 @@ class AgentState:
     answer: str | None = None
     answered_by: str | None = None
     cited: list[ContextNode] = field(default_factory=list)
+    # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
+    preamble: str = ""
 
     @property
     def done(self) -> bool:
@@ -92,7 +94,7 @@ class AgentState:
                 "done": self.done, "answer": self.answer, "answered_by": self.answered_by,
                 "cited_nodes": [c.to_dict() for c in self.cited],
                 "context": [c.to_dict() for c in self.context], "explored": self.explored,
-                "trace": [s.to_dict() for s in self.steps]}
+                "trace": [s.to_dict() for s in self.steps], "preamble": self.preamble}
 
 
 class Policy(ABC):
@@ -147,7 +149,7 @@ class ClaudePolicy(Policy):
             return None if node_id in explorable else f"node {node_id} is not an unexplored summary node in the context"
 
         try:
-            reply = self.llm.ask(agent_loop_prompt(state.question, nodes), validate)
+            reply = self.llm.ask(agent_loop_prompt(state.question, nodes, state.preamble), validate)
         except LLMError as exc:
             log.warning("Claude could not decide (%s); using the offline policy for this step", exc)
             decision = self.fallback.decide(state)
@@ -169,11 +171,11 @@ class AgentLoop:
         self.max_steps = max_steps
 
     def start(self, model_id: str, question: str, top_k: int | None = None,
-              threshold: float | None = None) -> AgentState:
+              threshold: float | None = None, preamble: str = "") -> AgentState:
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
         representatives = self.forest.retrieve(model_id, question, top_k)
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        return AgentState(model_id, question, threshold, context)
+        return AgentState(model_id, question, threshold, context, preamble=preamble)
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
         """One decision. `explore_node_id` overrides the policy (the workbench's 'explore this')."""
@@ -206,8 +208,8 @@ class AgentLoop:
         return state
 
     def run(self, model_id: str, question: str, top_k: int | None = None,
-            threshold: float | None = None) -> AgentState:
-        state = self.start(model_id, question, top_k, threshold)
+            threshold: float | None = None, preamble: str = "") -> AgentState:
+        state = self.start(model_id, question, top_k, threshold, preamble)
         while not state.done:
             self.step(state)
         return state

@@ -93,6 +93,39 @@ def build_parser() -> argparse.ArgumentParser:
                        help="join these archives (the first one absorbs the others)")
     merge.add_argument("--name", help="name of the joined archive (default: the first one's)")
 
+    ask = sub.add_parser("ask", parents=[common], help="answer a question with the ANSWER/EXPLORE loop")
+    ask.add_argument("question", metavar="QUESTION")
+    ask.add_argument("--model-id", required=True)
+    ask.add_argument("--session", help="research session: use and update its memory (seed 002)")
+
+    memory = sub.add_parser("memory", parents=[common], help="research memory: episodic search, knowledge, notes")
+    tasks = memory.add_subparsers(dest="memory_command", required=True, parser_class=_Parser)
+    search = tasks.add_parser("search", parents=[common], help="search_episodic_memory")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--model-id", required=True)
+    search.add_argument("--time-range", help="e.g. 24h, 7d, 2026-11-01..2026-11-15")
+    search.add_argument("--session", help="only this session's events")
+    search.add_argument("--top-k", type=int, default=5)
+    know = tasks.add_parser("know", parents=[common], help="update_semantic_knowledge: record a conclusion")
+    know.add_argument("topic", metavar="TOPIC")
+    know.add_argument("conclusion", metavar="CONCLUSION")
+    know.add_argument("--model-id", required=True)
+    knowledge = tasks.add_parser("knowledge", parents=[common], help="the conclusions in force, or a topic's history")
+    knowledge.add_argument("--model-id", required=True)
+    knowledge.add_argument("--topic", help="show this topic with every earlier version")
+    note = tasks.add_parser("note", parents=[common], help="add a workspace note to a session")
+    note.add_argument("kind", choices=("focus", "constraint", "finding"))
+    note.add_argument("text", metavar="TEXT")
+    note.add_argument("--model-id", required=True)
+    note.add_argument("--session", required=True)
+    note.add_argument("--source", default="")
+    brief = tasks.add_parser("brief", parents=[common], help="the session's prompt preamble (directives, briefing)")
+    brief.add_argument("--model-id", required=True)
+    brief.add_argument("--session", required=True)
+    compact = tasks.add_parser("compact", parents=[common], help="compact the session's conversation now")
+    compact.add_argument("--model-id", required=True)
+    compact.add_argument("--session", required=True)
+
     serve = sub.add_parser("serve", parents=[common], help="serve the tools over MCP (stdio or HTTP, with REST "
                                                            "and an OpenAI-compatible endpoint)")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
@@ -324,7 +357,57 @@ class _ProgressBar:
             self._bar.close()
 
 
-COMMANDS = {"ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
+def _cmd_ask(forest, args) -> int:
+    if args.session:
+        state, turn = forest.ask_in_session(args.model_id, args.session, args.question)
+        result = {**state.to_dict(), "research": turn.to_dict()}
+    else:
+        result = forest.ask(args.model_id, args.question).to_dict()
+    return _emit(args, result, _text_answer)
+
+
+def _text_answer(result: dict[str, Any]) -> str:
+    lines = [result["answer"], "", f"answered by {result['answered_by']} after {len(result['trace'])} steps"]
+    research = result.get("research")
+    if research:
+        for conflict in research["conflicts"]:
+            lines.append(f"conflict {conflict['a']['key']} vs {conflict['b']['key']}: {conflict['detected']}")
+        if research["compaction"]:
+            c = research["compaction"]
+            lines.append(f"session compacted: {c['compacted_messages']} messages, {c['tokens_before']} -> "
+                         f"{c['tokens_after']} tokens, {len(c['findings_added'])} findings kept ({c['made_by']})")
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_memory(forest, args) -> int:
+    research, task = forest.research, args.memory_command
+    if task == "search":
+        found = [e.to_dict() for e in research.search_episodic(args.model_id, args.query, args.time_range,
+                                                               args.top_k, args.session)]
+        return _emit(args, found, lambda rows: "".join(
+            f"[{e['id']}] {e['created_at']} {e['kind']} (session {e['session_id']}) score={e['score']:.3f} "
+            f"= similarity {e['similarity']:.3f} x retention {e['retention']:.3f}\n    {e['content'][:300]}\n"
+            for e in rows) or "no events\n")
+    if task == "know":
+        result = research.update_knowledge(args.model_id, args.topic, args.conclusion)
+        return _emit(args, result, lambda r: f"{r['topic']} (version {r['version']}): {r['conclusion']}\n")
+    if task == "knowledge":
+        rows = [k.to_dict() for k in research.knowledge(args.model_id, args.topic, with_history=bool(args.topic))]
+        return _emit(args, rows, lambda rows: "".join(
+            f"{k['topic']} v{k['version']}{' (superseded ' + k['superseded_at'] + ')' if k['superseded_at'] else ''}: "
+            f"{k['conclusion']}\n" for k in rows) or "no semantic knowledge yet\n")
+    if task == "note":
+        item = research.add_note(args.model_id, args.session, args.kind, args.text, args.source).to_dict()
+        return _emit(args, item, lambda i: f"added {i['kind']} {i['id']}\n")
+    if task == "brief":
+        preamble = research.preamble(args.model_id, args.session)
+        return _emit(args, {"preamble": preamble}, lambda d: d["preamble"] + "\n")
+    report = research.compact(args.model_id, args.session).to_dict()
+    return _emit(args, report, lambda r: f"compacted {r['compacted_messages']} messages: {r['tokens_before']} -> "
+                                         f"{r['tokens_after']} tokens ({r['made_by']})\n")
+
+
+COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
             "doctor": _cmd_doctor}

@@ -1,4 +1,4 @@
-"""Builds the swappable parts (embedder, reranker, summarizer, agent policy, vector store) from Settings.
+"""Builds the swappable parts (embedder, reranker, summarizer, agent policy, LLM, vector store) from Settings.
 
 The one place where configuration chooses implementations.
 """
@@ -17,6 +17,7 @@ from forest.vectors import ChromaVectorStore, VectorStore
 
 if TYPE_CHECKING:
     from forest.agent import Policy
+    from forest.llm import ClaudeJSON
 
 log = logging.getLogger("forest")
 
@@ -55,10 +56,7 @@ def make_summarizer(settings: Settings) -> Summarizer:
     if choice == "claude":
         if not settings.anthropic_api_key:
             raise ConfigError("summarizer 'claude' needs ANTHROPIC_API_KEY")
-        from forest.llm import ClaudeJSON
-
-        client = ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
-        return ClaudeSummarizer(client, settings.summary_max_chars)
+        return ClaudeSummarizer(make_llm(settings), settings.summary_max_chars)
     return TextRankSummarizer(settings.summary_max_chars)
 
 
@@ -66,11 +64,17 @@ def make_policy(settings: Settings) -> Policy:
     """The agent loop's decision maker: Claude when a key is set, else the deterministic policy."""
     from forest.agent import ClaudePolicy, OfflinePolicy
 
-    if settings.anthropic_api_key:
-        from forest.llm import ClaudeJSON
+    llm = make_llm(settings)
+    return ClaudePolicy(llm) if llm else OfflinePolicy()
 
-        return ClaudePolicy(ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries))
-    return OfflinePolicy()
+
+def make_llm(settings: Settings) -> ClaudeJSON | None:
+    """Claude when a key is set; None means every caller uses its offline default."""
+    if not settings.anthropic_api_key:
+        return None
+    from forest.llm import ClaudeJSON
+
+    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:

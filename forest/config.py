@@ -52,6 +52,15 @@ class Settings:
     # Hybrid search (search mode "hybrid"): weight of the vector score, the rest on BM25; or "rrf".
     hybrid_vector_weight: float = 0.7
     hybrid_fusion: str = "weighted"
+    # Research memory (seed 002). The semantic directives file is injected first into every prompt.
+    core_file: str = "data/CORE.md"
+    briefing_max_lines: int = 24
+    # Compaction: when a session's live messages pass compaction_ratio x session_token_limit.
+    session_token_limit: int = 8000
+    compaction_ratio: float = 0.8
+    # Episodic retention exp(-days / S): S starts here and is multiplied on each recall.
+    episodic_stability_days: float = 7.0
+    episodic_recall_growth: float = 2.0
     # Documents the workbench ingests (model_id "demo") when it opens an empty store; "" for none.
     samples_dir: str | None = "data/samples"
     # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
@@ -79,6 +88,12 @@ class Settings:
             raise ConfigError("max_file_mb must be positive")
         if not 0 <= self.hybrid_vector_weight <= 1 or self.hybrid_fusion not in ("weighted", "rrf"):
             raise ConfigError("hybrid_vector_weight is a 0-1 weight and hybrid_fusion 'weighted' or 'rrf'")
+        if self.briefing_max_lines < 7:
+            raise ConfigError("briefing_max_lines must be at least 7 (three headings, their items, the fold notice)")
+        if self.session_token_limit < 500 or not 0.1 <= self.compaction_ratio <= 1:
+            raise ConfigError("session_token_limit must be at least 500 and compaction_ratio between 0.1 and 1")
+        if self.episodic_stability_days <= 0 or self.episodic_recall_growth < 1:
+            raise ConfigError("episodic_stability_days must be positive and episodic_recall_growth at least 1")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
 

@@ -20,14 +20,25 @@ def index_text(node_type: str, summary: str, content: str) -> str:
     return " ".join(tokenize(text or ""))
 
 
-def match_query(query: str) -> str | None:
-    """An FTS5 MATCH expression: the query's terms as quoted phrases joined by OR; None if the
-    query has no searchable term."""
+def query_phrases(query: str) -> list[str]:
+    """The query's searchable terms, each as the space-joined tokens of one FTS5 phrase, in order,
+    without repeats (a term of stopwords only is dropped)."""
     phrases = []
     for term in query.split():
         tokens = tokenize(term)
         if tokens and not all(t in STOPWORDS for t in tokens):
-            phrase = " ".join(tokens).replace('"', '""')
+            phrase = " ".join(tokens)
             if phrase not in phrases:
                 phrases.append(phrase)
-    return " OR ".join(f'"{p}"' for p in phrases) or None
+    return phrases
+
+
+def phrase_match(phrases: list[str]) -> str | None:
+    """An FTS5 MATCH expression: every phrase quoted (never parsed as FTS5 syntax), joined by OR."""
+    return " OR ".join('"{}"'.format(p.replace('"', '""')) for p in phrases) or None
+
+
+def match_query(query: str) -> str | None:
+    """An FTS5 MATCH expression: the query's terms as quoted phrases joined by OR; None if the
+    query has no searchable term."""
+    return phrase_match(query_phrases(query))

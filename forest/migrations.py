@@ -72,6 +72,64 @@ MIGRATIONS: list[tuple[int, str]] = [
         DELETE FROM node_text WHERE rowid = old.id;
     END;
     """),
+    (5, """
+    -- Research memory (seed 002), per model_id and session. Times are Unix seconds (REAL): the
+    -- retention arithmetic and time ranges compare them directly.
+    CREATE TABLE workspace_items (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id   TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        kind       TEXT NOT NULL CHECK (kind IN ('focus', 'constraint', 'finding')),
+        text       TEXT NOT NULL,
+        source     TEXT NOT NULL DEFAULT '',   -- where it came from: a citation, "compaction", ...
+        created_at REAL NOT NULL,
+        removed_at REAL
+    );
+    CREATE INDEX idx_workspace_session ON workspace_items (model_id, session_id, kind, removed_at);
+
+    CREATE TABLE episodic_events (
+        id               INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id         TEXT NOT NULL,
+        session_id       TEXT NOT NULL,
+        kind             TEXT NOT NULL,   -- question, exploration, answer, finding, ...
+        content          TEXT NOT NULL,
+        data             TEXT NOT NULL DEFAULT '{}',
+        created_at       REAL NOT NULL,
+        last_recalled_at REAL,
+        recall_count     INTEGER NOT NULL DEFAULT 0,
+        stability_days   REAL NOT NULL,   -- S of the retention exp(-dt/S); grows on each recall
+        embedding        BLOB NOT NULL    -- float32, unit length
+    );
+    -- Covers what the retention needs (search_episodic reads it for every event in range):
+    -- the rows themselves hold the 1.5 kB vectors, and scanning them is 30x slower.
+    CREATE INDEX idx_episodic_clock ON episodic_events
+        (model_id, created_at, session_id, kind, id, last_recalled_at, stability_days);
+
+    CREATE TABLE semantic_knowledge (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id      TEXT NOT NULL,
+        topic         TEXT NOT NULL,
+        topic_key     TEXT NOT NULL,      -- the topic normalized, so "Few-shot fusion" = "few-shot  FUSION"
+        conclusion    TEXT NOT NULL,
+        version       INTEGER NOT NULL,
+        created_at    REAL NOT NULL,
+        superseded_at REAL                -- NULL for the version in force
+    );
+    CREATE UNIQUE INDEX idx_knowledge_version ON semantic_knowledge (model_id, topic_key, version);
+
+    CREATE TABLE session_messages (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id     TEXT NOT NULL,
+        session_id   TEXT NOT NULL,
+        role         TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'summary')),
+        content      TEXT NOT NULL,
+        tokens       INTEGER NOT NULL,
+        event_id     INTEGER REFERENCES episodic_events (id),   -- the original, kept after compaction
+        created_at   REAL NOT NULL,
+        compacted_at REAL                 -- set when a compaction summary replaced it
+    );
+    CREATE INDEX idx_messages_session ON session_messages (model_id, session_id, compacted_at);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -1,4 +1,5 @@
-"""The seed's JSON prompts (seed 000 §5.1), kept verbatim in meaning; filled and serialized here."""
+"""The LLM prompts: seed 000 §5.1 verbatim in meaning, and seed 002's reconciliation and compaction
+prompts; filled and serialized here."""
 from __future__ import annotations
 
 import json
@@ -59,8 +60,63 @@ PROMPT_AGENTIC_REASONING_LOOP = {
 }
 
 
-def agent_loop_prompt(question: str, context_nodes: list[dict]) -> str:
+def agent_loop_prompt(question: str, context_nodes: list[dict], preamble: str = "") -> str:
     prompt = json.loads(json.dumps(PROMPT_AGENTIC_REASONING_LOOP))
     prompt["input_data"]["user_query"] = question
     prompt["input_data"]["context_nodes"] = context_nodes
-    return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
+    return _with_preamble(preamble, prompt)
+
+
+# Seed 002 §3.3: conflicting passages are not pasted side by side into the answer prompt; a
+# reviewer compares the experimental conditions first and returns a bounded, merged conclusion.
+PROMPT_LLM_MEDIATED_RECONCILIATION = {
+    "role": "You are an impartial third-party reviewer of research papers.",
+    "task": "Two passages from different papers appear to disagree. Identify the experimental conditions of each "
+            "side (datasets, data regime such as few-shot or full data, model and size, metric, setting), decide "
+            "whether the disagreement is real or explained by different conditions, and state one merged "
+            "conclusion together with the boundary conditions under which each side's claim holds.",
+    "input_data": {"passage_a": {}, "passage_b": {}, "detected_conflict": ""},
+    "constraints": {"evidence": "Use only the two passages; say 'not stated' rather than guess a condition.",
+                    "language": "The language of the passages."},
+    "output_format": {"schema": "JSON", "json_structure": {
+        "conditions_a": ["<condition stated by passage A>"],
+        "conditions_b": ["<condition stated by passage B>"],
+        "real_conflict": "<true if the claims contradict under the same conditions, else false>",
+        "merged_conclusion": "<one conclusion consistent with both passages>",
+        "boundary_conditions": ["<when A's claim holds / when B's claim holds>"],
+        "confidence": "<high | medium | low>"}},
+}
+
+# Seed 002 §3.1: before old messages are replaced by a summary, what is worth keeping is written
+# to persistent memory (the pre-compaction flush).
+PROMPT_PRE_COMPACTION_FLUSH = {
+    "role": "You maintain the research notes of a long working session.",
+    "task": "The messages below are about to be removed from the conversation. First extract the high-value "
+            "findings worth keeping for the rest of the research (results with their numbers and conditions, "
+            "decisions, open contradictions), each self-contained and with its source when one is cited. Then "
+            "write a short summary that can replace the messages.",
+    "input_data": {"messages": [], "existing_findings": []},
+    "constraints": {"findings": "At most 8, none repeating an existing finding.", "summary_max_chars": 800,
+                    "language": "The language of the messages."},
+    "output_format": {"schema": "JSON", "json_structure": {
+        "findings": [{"text": "<finding>", "source": "<citation or empty>"}],
+        "summary": "<summary of the removed messages>"}},
+}
+
+
+def reconciliation_prompt(preamble: str, passage_a: dict, passage_b: dict, detected: str) -> str:
+    prompt = json.loads(json.dumps(PROMPT_LLM_MEDIATED_RECONCILIATION))
+    prompt["input_data"].update(passage_a=passage_a, passage_b=passage_b, detected_conflict=detected)
+    return _with_preamble(preamble, prompt)
+
+
+def compaction_prompt(preamble: str, messages: list[dict], existing_findings: list[str]) -> str:
+    prompt = json.loads(json.dumps(PROMPT_PRE_COMPACTION_FLUSH))
+    prompt["input_data"].update(messages=messages, existing_findings=existing_findings)
+    return _with_preamble(preamble, prompt)
+
+
+def _with_preamble(preamble: str, prompt: dict) -> str:
+    """The research memory's directives and briefing come first in every prompt (seed 002 §3.1)."""
+    body = json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
+    return f"{preamble.strip()}\n\n{body}" if preamble.strip() else body

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from forest.embedders import Embedder
-from forest.lexical import match_query
+from forest.lexical import query_phrases
 from forest.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
 from forest.rerankers import Candidate, Reranker
@@ -78,10 +78,10 @@ class Retriever:
         return found[:top_k]
 
     def _text_hits(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
-        match = match_query(query)
-        if match is None:
+        phrases = query_phrases(query)
+        if not phrases:
             return []
-        hits = self.store.text_search(model_id, match, top_k)
+        hits = self.store.text_search(model_id, phrases, top_k)
         best = max((score for _, score in hits), default=0.0)
         return [ScoredNode(node, round(score / best, 6) if best > 0 else 0.0) for node, score in hits]
 

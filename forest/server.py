@@ -41,12 +41,15 @@ from forest.tools import ForestTools, UnknownId
 log = logging.getLogger("forest.server")
 
 MAX_BODY_BYTES = 8_000_000
-WRITING_TOOLS = ("add_document",)
+WRITING_TOOLS = ("add_document", "update_semantic_knowledge", "add_research_note")
 INSTRUCTIONS = (
     "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
     "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "
     "LEAF_CHUNK content is the source text, cite it with its 'citation' (page, section). "
-    "ask_memory runs the whole loop and returns an answer with cited nodes.")
+    "ask_memory runs the whole loop and returns an answer with cited nodes; give it a session_id to work "
+    "inside a research session (directives, briefing, remembered steps, conflict reconciliation). "
+    "get_research_briefing shows the session's notes; search_episodic_memory finds earlier steps and "
+    "folded notes; update_semantic_knowledge records a lasting conclusion.")
 
 
 class CallLog:

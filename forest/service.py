@@ -29,13 +29,13 @@ from forest.records import (
     ScoredNode,
 )
 from forest.rerankers import Reranker
+from forest.research.memory import ResearchMemory, ResearchTurn
 from forest.retrieval import Retriever
 from forest.store import ForestStore
 from forest.summarizers import Summarizer
+from forest.validation import check_model_id, check_query
 from forest.vectors import VectorStore
 
-MAX_MODEL_ID = 200
-MAX_QUERY_CHARS = 4000
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 
 
@@ -87,6 +87,14 @@ class MemoryForest:
             return AgentLoop(self, components.make_policy(self.settings))
 
     @cached_property
+    def research(self) -> ResearchMemory:
+        """Research memory (seed 002): directives, workspace, episodic events, knowledge."""
+        embedder, vectors = self.embedder, self.vectors
+        with self._init_lock:
+            return ResearchMemory(self.db, self.store, embedder, vectors, self.settings,
+                                  components.make_llm(self.settings))
+
+    @cached_property
     def retriever(self) -> Retriever:
         return Retriever(self.store, self.vectors, self.embedder, self.reranker,
                          self.settings.hybrid_vector_weight, self.settings.hybrid_fusion)
@@ -105,7 +113,7 @@ class MemoryForest:
     def ingest_file(self, path: str | Path, model_id: str, *, name: str | None = None,
                     progress: ProgressFn | None = None, **options: Any) -> Archive:
         """Build one archive from a .pdf, .txt or .md file, reporting every stage to `progress`."""
-        model_id = _check_model_id(model_id)
+        model_id = check_model_id(model_id)
         document = self._load(path, progress)
         return self.ingest_document(model_id, document, name=name, progress=progress, **options)
 
@@ -113,7 +121,7 @@ class MemoryForest:
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`."""
-        model_id = _check_model_id(model_id)
+        model_id = check_model_id(model_id)
         name = (name or document.name or "").strip()
         if not name:
             raise InvalidInput("the archive needs a name")
@@ -133,13 +141,13 @@ class MemoryForest:
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
                     progress: ProgressFn | None = None) -> Archive:
         """Add a document to an existing archive without rebuilding it (see forest.grow)."""
-        model_id = _check_model_id(model_id)
+        model_id = check_model_id(model_id)
         self.store.archive(model_id, archive_id)
         return self.append_document(model_id, archive_id, self._load(path, progress), progress=progress)
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
                         progress: ProgressFn | None = None) -> Archive:
-        model_id = _check_model_id(model_id)
+        model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
         recorded = archive.settings
         run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
@@ -191,7 +199,7 @@ class MemoryForest:
         return chunks
 
     def delete_archive(self, model_id: str, archive_id: int) -> None:
-        self.store.archive(_check_model_id(model_id), archive_id)  # NotFound across model_ids
+        self.store.archive(check_model_id(model_id), archive_id)  # NotFound across model_ids
         with self._build_lock:
             # Hidden first: if the process dies between the two stores, doctor finds a
             # non-ready archive and finishes the job instead of re-embedding it.
@@ -203,7 +211,7 @@ class MemoryForest:
         """One JSON-ready document holding the archive (and, on request, its vectors)."""
         from forest.archive_io import export_archive
 
-        return export_archive(self.store, self.vectors, self.embedder.name, _check_model_id(model_id),
+        return export_archive(self.store, self.vectors, self.embedder.name, check_model_id(model_id),
                               archive_id, with_vectors)
 
     def import_archive(self, model_id: str, document: Any, name: str | None = None) -> Archive:
@@ -211,7 +219,7 @@ class MemoryForest:
         from forest.archive_io import import_archive
 
         with self._build_lock:
-            archive_id = import_archive(self.store, self.vectors, self.embedder, _check_model_id(model_id),
+            archive_id = import_archive(self.store, self.vectors, self.embedder, check_model_id(model_id),
                                         document, name)
         return self.store.archive(model_id, archive_id)
 
@@ -219,11 +227,11 @@ class MemoryForest:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
-        return similar_archives(self.store, self.vectors, self.embedder, _check_model_id(model_id), threshold)
+        return similar_archives(self.store, self.vectors, self.embedder, check_model_id(model_id), threshold)
 
     def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:
         """Put the trees of several archives under one new super-root, in the first archive."""
-        model_id = _check_model_id(model_id)
+        model_id = check_model_id(model_id)
         with self._build_lock:
             archive_id = join_archives(self.store, self.vectors, self.embedder, self.summarizer, model_id,
                                        archive_ids, name)
@@ -231,33 +239,33 @@ class MemoryForest:
 
     # --- reading ----------------------------------------------------------------------------
     def archives(self, model_id: str) -> list[Archive]:
-        return self.store.archives(_check_model_id(model_id))
+        return self.store.archives(check_model_id(model_id))
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
-        return self.store.archive(_check_model_id(model_id), archive_id)
+        return self.store.archive(check_model_id(model_id), archive_id)
 
     def model_ids(self) -> list[str]:
         return self.store.model_ids()
 
     def tree(self, model_id: str, archive_id: int) -> list[MemoryNode]:
-        return self.store.archive_nodes(_check_model_id(model_id), archive_id)
+        return self.store.archive_nodes(check_model_id(model_id), archive_id)
 
     def node(self, model_id: str, node_id: int) -> MemoryNode:
-        return self.store.node(_check_model_id(model_id), node_id)
+        return self.store.node(check_model_id(model_id), node_id)
 
     def children(self, model_id: str, node_id: int) -> list[MemoryNode]:
-        self.store.node(_check_model_id(model_id), node_id)
+        self.store.node(check_model_id(model_id), node_id)
         return self.store.children(model_id, node_id)
 
     def search(self, model_id: str, query: str, top_k: int | None = None, mode: str = "vector") -> list[ScoredNode]:
         """Raw hits: mode 'vector' (semantic), 'bm25' (words, FTS5) or 'hybrid' (both, fused)."""
-        return self.retriever.search(_check_model_id(model_id), _check_query(query), self._top_k(top_k),
+        return self.retriever.search(check_model_id(model_id), check_query(query), self._top_k(top_k),
                                      self._mode(mode))
 
     def retrieve(self, model_id: str, query: str, top_k: int | None = None,
                  mode: str | None = None) -> list[Representative]:
         """retrieve_from_memory: representative nodes, one per tree touched (seed 000 §4.3)."""
-        return self.retriever.retrieve(_check_model_id(model_id), _check_query(query), self._top_k(top_k),
+        return self.retriever.retrieve(check_model_id(model_id), check_query(query), self._top_k(top_k),
                                        self._mode(mode))
 
     def explore(self, model_id: str, node_id: int, query: str, threshold: float | None = None) -> list[ScoredNode]:
@@ -265,14 +273,14 @@ class MemoryForest:
         threshold = self.settings.drill_threshold if threshold is None else threshold
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
-        return self.retriever.drill_down(_check_model_id(model_id), int(node_id), _check_query(query), threshold)
+        return self.retriever.drill_down(check_model_id(model_id), int(node_id), check_query(query), threshold)
 
     def context(self, model_id: str, question: str, budget_tokens: int | None = None,
                 top_k: int | None = None, mode: str | None = None) -> ContextResult:
         budget = self.settings.context_budget_tokens if budget_tokens is None else budget_tokens
         if budget < 1:
             raise InvalidInput(f"the token budget must be positive, got {budget}")
-        return self.retriever.context(_check_model_id(model_id), _check_query(question), budget,
+        return self.retriever.context(check_model_id(model_id), check_query(question), budget,
                                       self._top_k(top_k), self._mode(mode))
 
     def ask(self, model_id: str, question: str, top_k: int | None = None,
@@ -280,7 +288,19 @@ class MemoryForest:
         """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace."""
         if threshold is not None and not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
-        return self.agent.run(_check_model_id(model_id), _check_query(question), self._top_k(top_k), threshold)
+        return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k), threshold)
+
+    def ask_in_session(self, model_id: str, session_id: str, question: str, top_k: int | None = None,
+                       threshold: float | None = None) -> tuple[AgentState, ResearchTurn]:
+        """ask within a research session (seed 002 §4): the session's directives, knowledge and
+        briefing go first into the loop's prompts; the turn is then remembered (events, conflict
+        reconciliation, compaction when due)."""
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
+        preamble = self.research.preamble(model_id, session_id)
+        state = self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k), threshold,
+                               preamble)
+        return state, self.research.record_turn(state, session_id)
 
     # --- maintenance ------------------------------------------------------------------------
     def doctor(self, repair_drift: bool = False) -> DoctorReport:
@@ -311,19 +331,3 @@ def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[st
     """What the archive records about each document it holds (appends add more)."""
     return {"name": document.name, "title": document.title, "source": document.source,
             "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1}
-
-
-def _check_model_id(model_id: str) -> str:
-    if not isinstance(model_id, str) or not model_id.strip():
-        raise InvalidInput("model_id is required")
-    if len(model_id) > MAX_MODEL_ID or not model_id.isprintable():
-        raise InvalidInput(f"model_id must be printable text of at most {MAX_MODEL_ID} characters")
-    return model_id
-
-
-def _check_query(query: str) -> str:
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("the query is empty")
-    if len(query) > MAX_QUERY_CHARS:
-        raise InvalidInput(f"the query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}")
-    return query

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from forest.build import Progress
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.research.episodic import TIME_RANGE_HELP
 from forest.service import MemoryForest
 
 MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
@@ -30,6 +31,9 @@ Query = Annotated[str, Field(description="What you are looking for, in natural l
 NodeId = Annotated[int, Field(description="A node id from an earlier retrieve_memory, search_memory, "
                                           "explore_memory_node or get_archive_tree result.", ge=1)]
 TopK = Annotated[int, Field(description="How many raw vector hits to consider (1-200).", ge=1, le=200)]
+SessionId = Annotated[str, Field(description="A research session of the model_id (any name you choose, e.g. "
+                                             "'default' or a project name); its notes and history are kept "
+                                             "across calls.", min_length=1, max_length=100)]
 
 
 class BadArguments(ToolError):
@@ -52,7 +56,8 @@ class ForestTools:
     """Each public method is one tool; its docstring is the description an LLM reads."""
 
     NAMES = ("retrieve_memory", "explore_memory_node", "search_memory", "get_memory_node", "list_archives",
-             "get_archive_tree", "add_document", "ask_memory")
+             "get_archive_tree", "add_document", "ask_memory", "search_episodic_memory",
+             "update_semantic_knowledge", "get_research_briefing", "add_research_note", "reconcile_passages")
 
     def __init__(self, forest: MemoryForest) -> None:
         self.forest = forest
@@ -144,13 +149,86 @@ class ForestTools:
 
     def ask_memory(self, model_id: ModelId,
                    question: Annotated[str, Field(description="The question to answer from memory.",
-                                                  min_length=1, max_length=4000)]) -> dict[str, Any]:
+                                                  min_length=1, max_length=4000)],
+                   session_id: Annotated[str | None, Field(
+                       description="Optional research session: its directives and briefing guide the answer, "
+                                   "and the question, steps and answer are remembered in it.",
+                       min_length=1, max_length=100)] = None) -> dict[str, Any]:
         """Answer a question from the model_id's memory with the ANSWER/EXPLORE loop: retrieve,
         then explore summary nodes until passages are relevant enough, then answer. Returns the
         answer, who answered (Claude, or the offline extractive policy), the cited nodes with
-        their pages, and the trace of every decision."""
+        their pages, and the trace of every decision. With a session_id, also 'research': the
+        session's briefing, conflicts found between papers with their reconciliation, and a
+        compaction report when the session's conversation was compacted."""
         with _tool_errors():
-            return self.forest.ask(model_id, question).to_dict()
+            if session_id is None:
+                return self.forest.ask(model_id, question).to_dict()
+            state, turn = self.forest.ask_in_session(model_id, session_id, question)
+            return {**state.to_dict(), "research": turn.to_dict()}
+
+    def search_episodic_memory(self, model_id: ModelId, query: Query,
+                               time_range: Annotated[str | None, Field(description=(
+                                   "Only events in this span: " + TIME_RANGE_HELP + ". Default: all time."),
+                                   max_length=100)] = None,
+                               session_id: Annotated[str | None, Field(
+                                   description="Only this research session's events; default every session.",
+                                   min_length=1, max_length=100)] = None,
+                               top_k: Annotated[int, Field(description="How many events (1-100).", ge=1, le=100)] = 5,
+                               ) -> dict[str, Any]:
+        """Search the research history: earlier questions, exploration steps, answers, findings
+        (including notes folded out of the briefing), knowledge updates and compaction summaries,
+        with their timestamps. Ranked by similarity x retention, where retention exp(-days/S)
+        lowers old, never-recalled events; each event returned counts as recalled and is
+        remembered longer (S grows)."""
+        with _tool_errors():
+            found = self.forest.research.search_episodic(model_id, query, time_range, top_k, session_id)
+            return {"query": query, "time_range": time_range, "events": [f.to_dict() for f in found]}
+
+    def update_semantic_knowledge(self, model_id: ModelId,
+                                  topic: Annotated[str, Field(description="What the conclusion is about, e.g. "
+                                                                          "'feature fusion in few-shot settings'.",
+                                                              min_length=1, max_length=200)],
+                                  conclusion: Annotated[str, Field(description="The conclusion to keep, with its "
+                                                                               "conditions and sources.",
+                                                                   min_length=1, max_length=4000)]) -> dict[str, Any]:
+        """Record a lasting research conclusion on a topic in the model_id's semantic knowledge,
+        which is shown in every later prompt of every session. A topic already known gets a new
+        version; earlier versions are kept and returned as history."""
+        with _tool_errors():
+            return self.forest.research.update_knowledge(model_id, topic, conclusion)
+
+    def get_research_briefing(self, model_id: ModelId, session_id: SessionId) -> dict[str, Any]:
+        """The session's prompt preamble: the core directives, the semantic knowledge and the
+        briefing ([Current Focus], [Known Constraints], [Key Findings], older notes folded away
+        under a line budget), plus the workspace notes with their ids."""
+        with _tool_errors():
+            research = self.forest.research
+            briefing = research.briefing(model_id, session_id)
+            return {"preamble": research.preamble(model_id, session_id), "briefing": briefing.to_dict(),
+                    "workspace": [i.to_dict() for i in research.workspace(model_id, session_id)]}
+
+    def add_research_note(self, model_id: ModelId, session_id: SessionId,
+                          kind: Annotated[str, Field(description="'focus' (replaces the current focus), "
+                                                                 "'constraint' or 'finding'.")],
+                          text: Annotated[str, Field(description="The note.", min_length=1, max_length=2000)],
+                          source: Annotated[str, Field(description="Where it comes from, e.g. 'node 42, p. 7'.",
+                                                       max_length=300)] = "") -> dict[str, Any]:
+        """Add a note to the session's workspace (it shows in the briefing, and stays findable with
+        search_episodic_memory once older notes fold away)."""
+        with _tool_errors():
+            return {"note": self.forest.research.add_note(model_id, session_id, kind, text, source).to_dict()}
+
+
+    def reconcile_passages(self, model_id: ModelId, node_id_a: NodeId, node_id_b: NodeId,
+                           session_id: Annotated[str | None, Field(
+                               description="Optional research session whose directives guide the review.",
+                               min_length=1, max_length=100)] = None) -> dict[str, Any]:
+        """Two passages (LEAF_CHUNK ids, usually from different papers) that seem to disagree:
+        a third-party review of each side's experimental conditions, and a merged conclusion with
+        the boundary conditions under which each claim holds. reviewed_by says whether Claude
+        reviewed it or offline rules built a side-by-side (claims, numbers, conditions)."""
+        with _tool_errors():
+            return self.forest.research.reconcile_nodes(model_id, node_id_a, node_id_b, session_id).to_dict()
 
 
 def _child(scored) -> dict[str, Any]:

@@ -1,25 +1,31 @@
 """Ask: the ANSWER/EXPLORE loop (seed 000 §3.2, §5.2) stepped by hand, the same loop MCP's
-ask_memory runs."""
+ask_memory runs. In a research session the session's directives and briefing go first into the
+prompts, and the finished turn is remembered (events, conflict reconciliation, compaction)."""
 import json
 
 import streamlit as st
 
 from forest import ForestError
 from forest.agent import AgentState
-from pages.shared import get_forest, page_start
+from pages.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
 loop = forest.agent
 model_id = page_start(forest, "Ask")
-st.caption(f"Policy: {loop.policy.label}")
+session = pick_session(forest, model_id)
+st.caption(f"Policy: {loop.policy.label} · research session: {session}")
 
 with st.form("question"):
     question = st.text_input("Question", value=st.session_state.get("ask_question", ""))
     threshold = st.slider("Drill threshold", 0.0, 1.0, forest.settings.drill_threshold, 0.05)
+    remember = st.checkbox("Remember in the research session", value=True)
     started = st.form_submit_button("Start", type="primary")
 if started:
     try:
-        st.session_state["agent"] = loop.start(model_id, question, threshold=threshold)
+        preamble = forest.research.preamble(model_id, session) if remember else ""
+        st.session_state["agent"] = loop.start(model_id, question, threshold=threshold, preamble=preamble)
+        st.session_state["ask_session"] = session if remember else None
+        st.session_state.pop("ask_turn", None)
         st.session_state["ask_question"] = question
     except ForestError as exc:
         st.error(str(exc))
@@ -77,3 +83,19 @@ if state.done:
     left.download_button("Transcript (JSON)", json.dumps(transcript, ensure_ascii=False, indent=1),
                          file_name="transcript.json", mime="application/json")
     right.download_button("Transcript (Markdown)", markdown, file_name="transcript.md", mime="text/markdown")
+
+    turn_session = st.session_state.get("ask_session")
+    if turn_session and "ask_turn" not in st.session_state:
+        try:
+            st.session_state["ask_turn"] = forest.research.record_turn(state, turn_session)
+        except ForestError as exc:
+            st.error(f"The answer could not be remembered: {exc}")
+    turn = st.session_state.get("ask_turn")
+    if turn is not None:
+        st.caption(f"Remembered in session {turn.session_id!r} ({len(turn.event_ids)} events).")
+        for verdict in turn.conflicts:
+            st.warning(f"{verdict.note()} — see the Reconcile page for the side-by-side.")
+        if turn.compaction:
+            c = turn.compaction
+            st.info(f"The session was compacted: {len(c.compacted_message_ids)} messages summarized, "
+                    f"{c.tokens_before:,} → {c.tokens_after:,} tokens, {len(c.findings_added)} findings kept.")

@@ -7,16 +7,11 @@ import streamlit as st
 
 from forest import ForestError
 from ingest import SUPPORTED_SUFFIXES
-from pages.shared import get_forest, get_queue, pick_model_id
+from pages.shared import get_forest, get_queue, page_start
 
 forest = get_forest()
 queue = get_queue(forest)
-st.title("Memory Forest")
-st.header("Library")
-model_id = pick_model_id(forest, allow_new=True)
-if not model_id:
-    st.info("Type a model_id in the sidebar: the owner of the forest you are building.")
-    st.stop()
+model_id = page_start(forest, "Library", allow_new=True)
 
 try:
     archives = forest.archives(model_id)

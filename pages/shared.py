@@ -71,12 +71,26 @@ def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
     return value or None
 
 
-def page_start(forest: MemoryForest, header: str) -> str:
-    """Title, header and the model_id of a page that reads archives; stops the page if there are none."""
+def page_start(forest: MemoryForest, header: str, allow_new: bool = False) -> str:
+    """Title, header and the model_id of a page; stops the page while there is none. Pages that
+    read archives offer the existing model_ids; pages that create (allow_new) take any name."""
     st.title("Memory Forest")
     st.header(header)
-    model_id = pick_model_id(forest)
+    model_id = pick_model_id(forest, allow_new)
     if not model_id:
-        st.info("No archives yet: add documents on the Library page.")
+        st.info("Type a model_id in the sidebar: the owner of the forest you are building." if allow_new
+                else "No archives yet: add documents on the Library page.")
         st.stop()
     return model_id
+
+
+def pick_session(forest: MemoryForest, model_id: str) -> str:
+    """The research session the page works in (sidebar), remembered across pages."""
+    known = forest.research.sessions(model_id)
+    current = st.session_state.get("research_session") or (known[0] if known else "default")
+    value = st.sidebar.text_input("Research session", value=current,
+                                  help="notes, history and conversation are kept per session").strip() or "default"
+    if known:
+        st.sidebar.caption("sessions: " + ", ".join(known[:10]))
+    st.session_state["research_session"] = value
+    return value

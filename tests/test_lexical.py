@@ -6,6 +6,7 @@ import pytest
 from conftest import topic_text
 from forest import InvalidInput
 from forest.lexical import match_query
+from forest.migrations import LATEST_VERSION
 
 TERMS = ("## Models\n\nWe compare GPT-4 with ResNet-50 features and a Mixture-of-Experts layer; BERT-base "
          "is the baseline.\n\n## Volcanoes\n\n" + topic_text("volcanoes"))
@@ -59,9 +60,11 @@ def test_a_schema_3_store_is_indexed_when_it_upgrades(tmp_path, make_forest):
     old.ingest_text("m", "terms", TERMS, chunk_size=300)
     old.close()
     raw = sqlite3.connect(tmp_path / "store" / "forest.sqlite3")
+    # Back to schema 3: without the FTS index (4) and the research memory tables (5).
     raw.executescript("DROP TRIGGER node_text_insert; DROP TRIGGER node_text_delete; DROP TABLE node_text; "
-                      "PRAGMA user_version = 3;")
+                      "DROP TABLE workspace_items; DROP TABLE session_messages; DROP TABLE episodic_events; "
+                      "DROP TABLE semantic_knowledge; PRAGMA user_version = 3;")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")
-    assert upgraded.db.schema_version == 4
+    assert upgraded.db.schema_version == LATEST_VERSION
     assert upgraded.search("m", "ResNet-50", mode="bm25")

@@ -52,6 +52,7 @@ def _leaf_and_summary(forest, model_id, archive_id):
 def test_every_tool_over_streamable_http(served):
     server, forest, alice, bob, _ = served
     bob_leaf, _ = _leaf_and_summary(forest, "bob", bob.id)
+    alice_leaves = [n.id for n in forest.tree("alice", alice.id) if n.is_leaf]
     progress = []
 
     async def calls(session):
@@ -78,9 +79,46 @@ def test_every_tool_over_streamable_http(served):
         results["ask"] = await call("ask_memory", {"model_id": "alice", "question": "Who played bebop?"})
         results["other"] = await call("get_memory_node", {"model_id": "alice", "node_id": bob_leaf.id})
         results["bad"] = await call("retrieve_memory", {"model_id": "alice", "query": "x", "top_k": 0})
+        # Research memory (seed 002).
+        results["note"] = await call("add_research_note", {"model_id": "alice", "session_id": "s1", "kind": "finding",
+                                                           "text": "Pyroclastic flows outrun cars", "source": "p. 1"})
+        results["session_ask"] = await call("ask_memory", {"model_id": "alice", "session_id": "s1",
+                                                           "question": "How do explosive eruptions happen?"})
+        results["know"] = await call("update_semantic_knowledge", {"model_id": "alice", "topic": "eruptions",
+                                                                   "conclusion": "Gas-rich magma explodes."})
+        results["know2"] = await call("update_semantic_knowledge", {"model_id": "alice", "topic": "Eruptions",
+                                                                    "conclusion": "Viscous, gas-rich magma explodes."})
+        results["brief"] = await call("get_research_briefing", {"model_id": "alice", "session_id": "s1"})
+        results["episodic"] = await call("search_episodic_memory", {"model_id": "alice", "time_range": "1d",
+                                                                    "query": "how do explosive eruptions happen"})
+        results["episodic_bob"] = await call("search_episodic_memory", {"model_id": "bob",
+                                                                        "query": "how do explosive eruptions happen"})
+        results["bad_range"] = await call("search_episodic_memory", {"model_id": "alice", "query": "x",
+                                                                     "time_range": "soonish"})
+        results["reconcile"] = await call("reconcile_passages", {"model_id": "alice", "node_id_a": alice_leaves[0],
+                                                                 "node_id_b": alice_leaves[-1]})
+        results["reconcile_bob"] = await call("reconcile_passages", {"model_id": "alice", "node_id_a": alice_leaves[0],
+                                                                     "node_id_b": bob_leaf.id})
         return results
 
     r = asyncio.run(_mcp_session(server.url + "/mcp", calls))
+    for key in ("note", "session_ask", "know", "know2", "brief", "episodic", "episodic_bob", "reconcile"):
+        assert not r[key].is_error, (key, r[key].content)
+    research = r["session_ask"].structured_content["research"]
+    assert research["session_id"] == "s1" and "Pyroclastic flows outrun cars" in research["briefing"]
+    assert r["session_ask"].structured_content["preamble"].count("[Key Findings]") == 1
+    assert r["know2"].structured_content["version"] == 2
+    assert r["know2"].structured_content["history"][0]["conclusion"] == "Gas-rich magma explodes."
+    brief = r["brief"].structured_content
+    assert "Viscous, gas-rich magma explodes." in brief["preamble"] and brief["workspace"][0]["kind"] == "finding"
+    events = r["episodic"].structured_content["events"]
+    assert events[0]["kind"] == "question" and "explosive eruptions" in events[0]["content"]
+    assert all(0 <= e["retention"] <= 1 and e["score"] <= e["similarity"] + 1e-9 for e in events)
+    assert r["episodic_bob"].structured_content["events"] == []
+    assert r["bad_range"].is_error and "time_range" in r["bad_range"].content[0].text
+    verdict = r["reconcile"].structured_content
+    assert verdict["reviewed_by"].startswith("offline") and verdict["a"]["key"] == f"node:{alice_leaves[0]}"
+    assert r["reconcile_bob"].is_error and "not found" in r["reconcile_bob"].content[0].text
     assert set(r["tools"]) == set(ForestTools.NAMES)
     assert "explore_memory_node" in r["tools"]["retrieve_memory"].description
     assert r["tools"]["explore_memory_node"].input_schema["properties"]["node_id"]["type"] == "integer"
@@ -106,7 +144,7 @@ def test_every_tool_over_streamable_http(served):
     logged = server.calls.latest()
     assert set(ForestTools.NAMES) <= {c["tool"] for c in logged}
     assert any(c["tool"] == "get_memory_node" and not c["ok"] for c in logged)
-    assert all(c["ms"] >= 0 and c["model_id"] == "alice" for c in logged)
+    assert all(c["ms"] >= 0 and c["model_id"] in ("alice", "bob") for c in logged)
     forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
 
 
@@ -193,6 +231,13 @@ def test_rest_parity_openapi_and_errors(served):
         added = http.post("/tools/add_document", json={"model_id": "carol", "name": "plants",
                                                        "text": topic_text("photosynthesis")})
         assert added.status_code == 200 and added.json()["archive"]["name"] == "plants"
+        assert http.get("/tools/update_semantic_knowledge",
+                        params={"model_id": "carol", "topic": "t", "conclusion": "c"}).status_code == 405
+        known = http.post("/tools/update_semantic_knowledge", json={"model_id": "carol", "topic": "photosynthesis",
+                                                                     "conclusion": "Light reactions split water."})
+        assert known.status_code == 200 and known.json()["version"] == 1
+        recalled = http.get("/tools/search_episodic_memory", params={"model_id": "carol", "query": "water splitting"})
+        assert recalled.status_code == 200 and recalled.json()["events"][0]["kind"] == "knowledge"
         odd = http.post("/v1/chat/completions", json={"model": "alice", "messages": [
             {"role": "user", "content": [{"type": "text", "text": 5}]}]})
         assert odd.status_code == 400 and "string" in odd.json()["error"]

@@ -8,6 +8,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, topic_text
+from test_research_memory import FEW_SHOT_GAIN, FEW_SHOT_NO_GAIN
 
 JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
 
@@ -19,6 +20,7 @@ def workbench(tmp_path, monkeypatch):
     monkeypatch.setenv("FOREST_SERVER_PORT", "0")
     monkeypatch.setenv("FOREST_CHUNK_SIZE", "300")
     monkeypatch.setenv("FOREST_SAMPLES_DIR", str(tmp_path / "no-samples"))
+    monkeypatch.setenv("FOREST_CORE_FILE", str(tmp_path / "CORE.md"))
     st.cache_resource.clear()
     yield tmp_path / "store"
     st.cache_resource.clear()
@@ -91,6 +93,59 @@ def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
     assert app.subheader[-1].value == "Answer"
     assert "Parker" in app.markdown[-1].value or "bebop" in app.markdown[-1].value.lower()
     assert {b.label for b in app.get("download_button")} == {"Transcript (JSON)", "Transcript (Markdown)"}
+    # The finished turn was remembered in the research session (default: "default").
+    assert any("Remembered in session 'default'" in c.value for c in app.caption)
+    events = MemoryForest(data_dir=workbench).research.timeline("reader", "default")
+    assert [e["kind"] for e in events][-1] == "question" and "answer" in [e["kind"] for e in events]
+
+
+def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
+    app = open_app().switch_page("pages/research.py").run()
+    assert not app.exception
+    app.sidebar.text_input[0].set_value("reader").run()
+    next(t for t in app.sidebar.text_input if t.label == "Research session").set_value("fusion study").run()
+    next(t for t in app.text_area if t.label == "Core directives").set_value("Cite pages. Name datasets.")
+    app = button(app, "Save directives").click().run()
+    assert (workbench.parent / "CORE.md").read_text() == "Cite pages. Name datasets."
+    next(s for s in app.selectbox if s.label == "Kind").set_value("finding")
+    next(t for t in app.text_area if t.label == "Note").set_value("Fusion adds 3 points at 5-shot")
+    app = button(app, "Add note").click().run()
+    assert not app.exception and any("Fusion adds 3 points" in m.value for m in app.markdown)
+    for conclusion in ("Helps at 1-shot.", "Helps at 1-shot and 5-shot."):
+        next(t for t in app.text_input if t.label == "Topic").set_value("feature fusion")
+        next(t for t in app.text_area if t.label == "Conclusion").set_value(conclusion)
+        app = button(app, "Update knowledge").click().run()
+    assert any(e.label == "feature fusion (version 2)" for e in app.expander)
+    assert any("superseded" in m.value and "Helps at 1-shot." in m.value for m in app.markdown)
+    preamble = app.code[0].value
+    assert preamble.startswith("[Semantic Directives]\nCite pages.") and "Fusion adds 3 points" in preamble
+    next(t for t in app.text_input if t.label == "Search the history").set_value("how much does fusion add")
+    app = button(app, "Search").click().run()
+    found = next(d for d in app.dataframe if "retention" in d.value.columns).value
+    assert found["content"].iloc[0].startswith("Fusion adds 3 points") and found["session"].iloc[0] == "fusion study"
+
+
+def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "Paper A", FEW_SHOT_GAIN)
+    forest.ingest_text("reader", "Paper B", FEW_SHOT_NO_GAIN)
+    forest.close()
+    app = open_app().switch_page("pages/reconcile.py").run()
+    assert not app.exception
+    next(t for t in app.text_input if t.label == "Question").set_value("Does feature fusion improve few-shot accuracy?")
+    app = button(app, "Find conflicts").click().run()
+    assert not app.error and not app.info, [m.value for m in app.error] + [m.value for m in app.info]
+    pairs = app.dataframe[0].value
+    assert len(pairs) == 1 and pairs["kind"].iloc[0] in ("negation", "direction", "numbers")
+    app = button(app, "Reconcile this pair").click().run()
+    assert any("not reviewed by an LLM" in w.value for w in app.warning)
+    assert any(m.value.startswith("**Merged conclusion.**") for m in app.markdown)
+    app = button(app, "Save as finding").click().run()
+    assert any("Saved to the findings" in s.value for s in app.success)
+    saved = MemoryForest(data_dir=workbench).research.workspace("reader", "default")
+    assert saved and saved[0].kind == "finding" and "vs node:" in saved[0].source
 
 
 def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):

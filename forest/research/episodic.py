@@ -1,0 +1,114 @@
+"""Episodic recall with forgetting (seed 002 §3.4): score = similarity x retention, where the
+retention follows Ebbinghaus' curve exp(-dt / S). dt runs from the last time the memory was laid
+down or recalled, and S (stability, in days) grows each time it is recalled, so what keeps being
+useful keeps being found while untouched notes fade."""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, time, timezone
+from typing import Any
+
+import numpy as np
+
+from forest.errors import InvalidInput
+from forest.research.memory_store import EpisodicEvent, ResearchStore
+
+DAY = 86_400.0
+_RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
+_UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
+
+TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "
+                   "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
+
+
+def retention(elapsed_seconds: float, stability_days: float) -> float:
+    """Ebbinghaus retention exp(-dt/S), dt and S in days."""
+    return math.exp(-max(0.0, elapsed_seconds) / DAY / stability_days)
+
+
+@dataclass
+class RecalledEvent:
+    event: EpisodicEvent
+    similarity: float   # 0-1, the embedder's calibrated cosine
+    retention: float    # 0-1
+    score: float        # similarity x retention
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.event.to_dict(), "similarity": round(self.similarity, 4),
+                "retention": round(self.retention, 4), "score": round(self.score, 4)}
+
+
+class EventVectors:
+    """The model_ids' event vectors in memory, read once: an event's vector never changes, so
+    each search only reads the rows added since (by any process). 1.5 kB an event (384 floats)."""
+
+    def __init__(self, store: ResearchStore) -> None:
+        self.store = store
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, model_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """(ids ascending, unit vectors) of every event of the model_id."""
+        with self._lock:
+            ids, matrix = self._cache.get(model_id, (np.zeros(0, dtype=np.int64), None))
+            new_ids, new_rows = self.store.event_vectors(model_id, int(ids[-1]) if len(ids) else 0)
+            if len(new_ids):
+                ids = np.concatenate([ids, new_ids])
+                matrix = new_rows if matrix is None else np.vstack([matrix, new_rows])
+                self._cache[model_id] = (ids, matrix)
+            return ids, matrix if matrix is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def rank_events(clocks: np.ndarray, vectors: tuple[np.ndarray, np.ndarray], query_vector: np.ndarray,
+                calibrate: Callable[[np.ndarray], Any], now: float, top_k: int) -> list[tuple[int, float, float]]:
+    """(event id, similarity, retention) of the top_k events by similarity x retention, among the
+    events whose clocks (id, reinforced_at, stability_days) are given. Cost: one matrix-vector
+    product over those events and a partial sort."""
+    ids, matrix = vectors
+    if not len(clocks) or not len(ids):
+        return []
+    positions = np.searchsorted(ids, clocks[:, 0].astype(np.int64))
+    similarity = np.asarray(calibrate(matrix[positions] @ np.asarray(query_vector, dtype=np.float32)), dtype=float)
+    kept = np.exp(-np.maximum(0.0, now - clocks[:, 1]) / DAY / clocks[:, 2])
+    score = similarity * kept
+    best = np.argsort(-score, kind="stable")[:top_k] if len(score) <= top_k else \
+        np.argpartition(-score, top_k)[:top_k]
+    best = sorted(best, key=lambda i: (-score[i], -clocks[i, 1], -clocks[i, 0]))
+    return [(int(clocks[i, 0]), float(similarity[i]), float(kept[i])) for i in best]
+
+
+def parse_time_range(text: str | None, now: float) -> tuple[float | None, float | None]:
+    """(since, until) in Unix seconds from TIME_RANGE_HELP's forms; (None, None) for no range."""
+    if text is None or not text.strip():
+        return None, None
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = float(relative.group(1)), relative.group(2)[0].lower()
+        return now - amount * _UNIT_SECONDS[unit], None
+    if ".." not in text:
+        raise InvalidInput(f"time_range {text!r} is not understood: use {TIME_RANGE_HELP}")
+    start, end = (part.strip() for part in text.split("..", 1))
+    since = _instant(start, end_of_day=False) if start else None
+    until = _instant(end, end_of_day=True) if end else None
+    if since is not None and until is not None and since > until:
+        raise InvalidInput(f"time_range {text!r} ends before it starts")
+    return since, until
+
+
+def _instant(text: str, end_of_day: bool) -> float:
+    """An ISO date (the whole day counts) or datetime (UTC unless it says otherwise)."""
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime.combine(day, time.max if end_of_day else time.min, tzinfo=timezone.utc)
+        else:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise InvalidInput(f"{text!r} in time_range is not an ISO date or datetime ({TIME_RANGE_HELP})") from None
+    return moment.timestamp()

@@ -1,0 +1,369 @@
+"""ResearchMemory: the layered memory of seed 002 §3.1 behind one object.
+
+- Semantic directives: the core file (default data/CORE.md), injected first into every prompt,
+  and the model_id's semantic knowledge (topic -> conclusion, every earlier version kept).
+- Working workspace, per session: current focus, known constraints, key findings.
+- Episodic events: questions, exploration steps, answers, findings, messages, reconciliations,
+  timestamped in SQLite with their vectors, recalled by similarity x retention.
+
+A session's turn flows one way: preamble (directives, knowledge, briefing) -> the agent loop ->
+record_turn (events, conflict check and reconciliation, messages, compaction when due).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from forest.config import Settings
+from forest.db import Database
+from forest.embedders import Embedder
+from forest.errors import InvalidInput, NotFound
+from forest.llm import ClaudeJSON
+from forest.research.briefing import Briefing, build_briefing
+from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
+from forest.research.conflicts import Conflict, Statement, detect_conflicts
+from forest.research.episodic import EventVectors, RecalledEvent, parse_time_range, rank_events
+from forest.research.memory_store import (
+    WORKSPACE_KINDS,
+    KnowledgeVersion,
+    Message,
+    NewEvent,
+    ResearchStore,
+    WorkspaceItem,
+)
+from forest.research.reconcile import Reconciliation, Reconciler
+from forest.store import ForestStore
+from forest.text import estimate_tokens, tokenize, truncate
+from forest.validation import check_model_id, check_query, check_session_id, check_text
+from forest.vectors import VectorStore
+
+if TYPE_CHECKING:
+    from forest.agent import AgentState
+
+MAX_NOTE_CHARS = 2000
+MAX_TOPIC_CHARS = 200
+MAX_CONCLUSION_CHARS = 4000
+MAX_MESSAGE_CHARS = 100_000
+MAX_CORE_CHARS = 20_000
+KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
+MAX_RECONCILED_PER_TURN = 3    # each may be a Claude call
+
+
+@dataclass
+class ResearchTurn:
+    """What one question in a session produced besides the answer."""
+    session_id: str
+    briefing: Briefing
+    conflicts: list[Reconciliation] = field(default_factory=list)
+    compaction: CompactionReport | None = None
+    event_ids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "briefing": self.briefing.text,
+                "conflicts": [c.to_dict() for c in self.conflicts],
+                "compaction": self.compaction.to_dict() if self.compaction else None,
+                "event_ids": self.event_ids}
+
+
+class ResearchMemory:
+    def __init__(self, db: Database, forest_store: ForestStore, embedder: Embedder, vectors: VectorStore,
+                 settings: Settings, llm: ClaudeJSON | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.store = ResearchStore(db)
+        self.event_vectors = EventVectors(self.store)
+        self.forest_store = forest_store
+        self.db = db
+        self.embedder = embedder
+        self.vectors = vectors
+        self.settings = settings
+        self.clock = clock
+        self.reconciler = Reconciler(llm)
+        self.flusher = Flusher(llm)
+
+    # --- semantic directives and knowledge --------------------------------------------------
+    @property
+    def core_path(self) -> Path:
+        return Path(self.settings.core_file)
+
+    def directives(self) -> str:
+        """The core file's text ('' when there is none)."""
+        try:
+            return self.core_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def save_directives(self, text: str) -> None:
+        if not isinstance(text, str) or len(text) > MAX_CORE_CHARS:
+            raise InvalidInput(f"the directives must be text of at most {MAX_CORE_CHARS:,} characters")
+        self.core_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.core_path.with_suffix(".tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(self.core_path)  # atomic: a reader sees the old file or the new one
+
+    def update_knowledge(self, model_id: str, topic: str, conclusion: str, session_id: str = "default") -> dict[str, Any]:
+        """update_semantic_knowledge: the topic's conclusion in force becomes `conclusion`; earlier
+        versions stay as history. Also an episodic event, so it can be recalled by time."""
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        topic = check_text(topic, "topic", MAX_TOPIC_CHARS)
+        conclusion = check_text(conclusion, "conclusion", MAX_CONCLUSION_CHARS)
+        key = topic_key(topic)
+        if not key:
+            raise InvalidInput(f"the topic {topic!r} has no words")
+        event = self._event("knowledge", f"{topic}: {conclusion}", {"topic": topic})
+        now = self.clock()
+        with self.db.transaction() as conn:
+            version = self.store.add_knowledge(conn, model_id, topic, key, conclusion, now)
+            self.store.add_events(conn, model_id, session_id, [event], now, self.settings.episodic_stability_days)
+        history = self.store.knowledge(model_id, key, with_history=True)
+        return {"topic": topic, "conclusion": conclusion, "version": version,
+                "history": [v.to_dict() for v in history[1:]]}
+
+    def knowledge(self, model_id: str, topic: str | None = None, with_history: bool = False) -> list[KnowledgeVersion]:
+        model_id = check_model_id(model_id)
+        key = None if topic is None else topic_key(check_text(topic, "topic", MAX_TOPIC_CHARS))
+        found = self.store.knowledge(model_id, key, with_history=with_history)
+        if topic is not None and not found:
+            raise NotFound(f"no semantic knowledge on {topic!r} for this model_id")
+        return found
+
+    # --- workspace ----------------------------------------------------------------------------
+    def add_note(self, model_id: str, session_id: str, kind: str, text: str, source: str = "") -> WorkspaceItem:
+        """Add to the workspace: kind 'focus' (replaces the current focus), 'constraint' or 'finding'.
+        Every note is also an episodic event, so it can still be found once folded away."""
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        if kind not in WORKSPACE_KINDS:
+            raise InvalidInput(f"a workspace note is one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
+        text = check_text(text, kind, MAX_NOTE_CHARS)
+        source = truncate(source or "", 300)
+        event = self._event(kind, text + (f" ({source})" if source else ""), {"source": source})
+        now = self.clock()
+        with self.db.transaction() as conn:
+            if kind == "focus":
+                self.store.remove_workspace_items(conn, model_id, session_id, now, kind="focus")
+            item_id = self.store.add_workspace_item(conn, model_id, session_id, kind, text, source, now)
+            event = NewEvent(event.kind, event.content, event.embedding, {**event.data, "item_id": item_id})
+            self.store.add_events(conn, model_id, session_id, [event], now, self.settings.episodic_stability_days)
+        return WorkspaceItem(item_id, kind, text, source, now)
+
+    def remove_note(self, model_id: str, session_id: str, item_id: int) -> None:
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        with self.db.transaction() as conn:
+            removed = self.store.remove_workspace_items(conn, model_id, session_id, self.clock(), item_id=item_id)
+        if not removed:
+            raise NotFound(f"workspace note {item_id} not found in session {session_id!r}")
+
+    def workspace(self, model_id: str, session_id: str) -> list[WorkspaceItem]:
+        return self.store.workspace(check_model_id(model_id), check_session_id(session_id))
+
+    def sessions(self, model_id: str) -> list[str]:
+        return self.store.sessions(check_model_id(model_id))
+
+    def briefing(self, model_id: str, session_id: str) -> Briefing:
+        return build_briefing(self.workspace(model_id, session_id), self.settings.briefing_max_lines)
+
+    def preamble(self, model_id: str, session_id: str) -> str:
+        """What goes first in every prompt of the session: directives, knowledge, briefing."""
+        parts = []
+        directives = self.directives().strip()
+        if directives:
+            parts.append(f"[Semantic Directives]\n{directives}")
+        known = self.knowledge(model_id)
+        if known:
+            newest = sorted(known, key=lambda k: -k.created_at)[:KNOWLEDGE_IN_PREAMBLE]
+            lines = [f"- {truncate(k.topic + ': ' + k.conclusion, 300)}" for k in newest]
+            if len(known) > len(newest):
+                lines.append(f"- ({len(known) - len(newest)} more topics: search_episodic_memory finds them)")
+            parts.append("[Semantic Knowledge]\n" + "\n".join(lines))
+        parts.append(self.briefing(model_id, session_id).text)
+        return "\n\n".join(parts)
+
+    # --- episodic memory ----------------------------------------------------------------------
+    def record(self, model_id: str, session_id: str, kind: str, content: str,
+               data: dict[str, Any] | None = None) -> int:
+        """One episodic event (e.g. an observation from outside the agent loop)."""
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        kind = check_text(kind, "event kind", 40)
+        event = self._event(kind, check_text(content, "event", MAX_MESSAGE_CHARS), data or {})
+        with self.db.transaction() as conn:
+            return self.store.add_events(conn, model_id, session_id, [event], self.clock(),
+                                         self.settings.episodic_stability_days)[0]
+
+    def search_episodic(self, model_id: str, query: str, time_range: str | None = None, top_k: int = 5,
+                        session_id: str | None = None, kinds: tuple[str, ...] = ()) -> list[RecalledEvent]:
+        """search_episodic_memory: events in the time range ranked by similarity x retention; the
+        ones returned count as recalled (their stability grows)."""
+        model_id, query = check_model_id(model_id), check_query(query)
+        if not 1 <= top_k <= 100:
+            raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
+        now = self.clock()
+        since, until = parse_time_range(time_range, now)
+        clocks = self.store.event_clocks(model_id, since=since, until=until, kinds=kinds,
+                                         session_id=None if session_id is None else check_session_id(session_id))
+        ranked = rank_events(clocks, self.event_vectors.get(model_id), self.embedder.embed_query(query),
+                             self.embedder.calibrate, now, top_k)
+        events = self.store.events_by_id(model_id, [event_id for event_id, _, _ in ranked])
+        found = [RecalledEvent(events[i], similarity, kept, similarity * kept) for i, similarity, kept in ranked]
+        self.store.mark_recalled(model_id, [r.event.id for r in found], now, self.settings.episodic_recall_growth)
+        return found
+
+    def timeline(self, model_id: str, session_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The session's latest events, newest first (without recalling them)."""
+        events = self.store.recent_events(check_model_id(model_id), check_session_id(session_id), limit)
+        return [e.to_dict() for e in events]
+
+    # --- messages and compaction --------------------------------------------------------------
+    def add_message(self, model_id: str, session_id: str, role: str, content: str) -> CompactionReport | None:
+        """Append to the session's conversation (and episodic memory); compacts when due."""
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        if role not in ("user", "assistant"):
+            raise InvalidInput(f"a message role is 'user' or 'assistant', got {role!r}")
+        content = check_text(content, "message", MAX_MESSAGE_CHARS)
+        event = self._event(f"message:{role}", content, {})
+        now = self.clock()
+        with self.db.transaction() as conn:
+            event_id = self.store.add_events(conn, model_id, session_id, [event], now,
+                                             self.settings.episodic_stability_days)[0]
+            self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), event_id, now)
+        return self.compact_if_due(model_id, session_id)
+
+    def messages(self, model_id: str, session_id: str, include_compacted: bool = False) -> list[Message]:
+        return self.store.messages(check_model_id(model_id), check_session_id(session_id),
+                                   include_compacted=include_compacted)
+
+    def compact_if_due(self, model_id: str, session_id: str) -> CompactionReport | None:
+        live = self.store.messages(model_id, session_id)
+        if not over_threshold(live, self.settings.session_token_limit, self.settings.compaction_ratio):
+            return None
+        return self.compact(model_id, session_id)
+
+    def compact(self, model_id: str, session_id: str) -> CompactionReport:
+        """Pre-compaction flush (findings to the workspace), then the old messages are replaced by
+        one summary message. The originals stay in episodic memory."""
+        model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        live = self.store.messages(model_id, session_id)
+        limit = self.settings.session_token_limit
+        old, kept = split_old_and_recent(live, limit)
+        before = sum(m.tokens for m in live)
+        if not old:
+            return CompactionReport([], [m.id for m in kept], before, before, limit, made_by="nothing to compact")
+        existing = [i.text for i in self.store.workspace(model_id, session_id) if i.kind == "finding"]
+        flush = self.flusher.flush(old, existing, self.preamble(model_id, session_id))
+        added = [self.add_note(model_id, session_id, "finding", text, source or "compaction")
+                 for text, source in flush.findings]
+        summary_event = self._event("compaction", flush.summary,
+                                    {"made_by": flush.made_by, "message_ids": [m.id for m in old]})
+        now = self.clock()
+        with self.db.transaction() as conn:
+            self.store.mark_compacted(conn, model_id, [m.id for m in old], now)
+            event_id = self.store.add_events(conn, model_id, session_id, [summary_event], now,
+                                             self.settings.episodic_stability_days)[0]
+            # The summary stands where the old messages were: before the kept ones.
+            at = min(m.created_at for m in old)
+            self.store.add_message(conn, model_id, session_id, "summary", flush.summary,
+                                   estimate_tokens(flush.summary), event_id, at)
+        after = sum(m.tokens for m in self.store.messages(model_id, session_id))
+        return CompactionReport([m.id for m in old], [m.id for m in kept], before, after, limit,
+                                [i.to_dict() for i in added], flush.summary, flush.made_by)
+
+    # --- conflicts ----------------------------------------------------------------------------
+    def passages(self, model_id: str, node_ids: list[int], *, strict: bool = True) -> list[Statement]:
+        """Nodes of the model_id as statements to compare (with their stored vectors), in the order
+        asked; an id that is not the model_id's is NotFound (strict) or skipped."""
+        model_id = check_model_id(model_id)
+        nodes = self.forest_store.nodes(model_id, node_ids)
+        missing = [i for i in node_ids if i not in nodes]
+        if missing and strict:
+            raise NotFound(f"node {missing[0]} not found for this model_id")
+        node_ids = [i for i in node_ids if i in nodes]
+        stored = self.vectors.get_vectors(model_id, list(nodes))
+        return [Statement(f"node:{i}", nodes[i].content, f"archive {nodes[i].archive_id}", nodes[i].citation,
+                          _vector(stored.get(i))) for i in dict.fromkeys(node_ids)]
+
+    def conflicts(self, model_id: str, session_id: str | None, node_ids: list[int]) -> list[Conflict]:
+        """Likely conflicts among the given passages (from different documents) and between them
+        and the session's findings."""
+        statements = self.passages(model_id, node_ids, strict=False)  # a node deleted meanwhile is skipped
+        if session_id is not None:
+            findings = [i for i in self.workspace(model_id, session_id) if i.kind == "finding"]
+            vectors = self._finding_vectors(model_id, session_id, findings)
+            # One source for all findings: they are checked against the passages, not each other.
+            statements += [Statement(f"finding:{i.id}", i.text, "workspace", i.source, _vector(vectors.get(i.id)))
+                           for i in findings]
+        return detect_conflicts(statements, calibrate=self.embedder.calibrate)
+
+    def reconcile_nodes(self, model_id: str, node_a: int, node_b: int, session_id: str | None = None) -> Reconciliation:
+        """Reconcile two passages chosen by hand (the Reconcile page, the reconcile_passages tool)."""
+        if node_a == node_b:
+            raise InvalidInput("pick two different passages to reconcile")
+        a, b = self.passages(model_id, [node_a, node_b])
+        found = detect_conflicts([a, b], calibrate=self.embedder.calibrate)
+        detected = found[0].detail if found else "no conflict detected by the rules; compared on request"
+        return self.reconcile(a, b, detected, model_id, session_id)
+
+    def reconcile(self, a: Statement, b: Statement, detected: str = "", model_id: str | None = None,
+                  session_id: str | None = None) -> Reconciliation:
+        preamble = self.preamble(model_id, session_id) if model_id and session_id else self.directives()
+        return self.reconciler.reconcile(a, b, detected, preamble)
+
+    # --- a turn of the agent loop -------------------------------------------------------------
+    def record_turn(self, state: AgentState, session_id: str) -> ResearchTurn:
+        """After the loop answered: the question, each exploration and the answer become events and
+        messages; conflicting evidence is reconciled; the session is compacted when due."""
+        model_id, session_id = check_model_id(state.model_id), check_session_id(session_id)
+        if not state.done:
+            raise InvalidInput("the question has no answer yet: finish the loop before recording it")
+        leaves = [c.node.id for c in state.context if c.node.is_leaf]
+        reconciled = [self.reconcile(c.a, c.b, c.detail, model_id, session_id)
+                      for c in self.conflicts(model_id, session_id, leaves)[:MAX_RECONCILED_PER_TURN]]
+        texts = [("question", state.question, {"model_id": model_id})]
+        for step in state.steps:
+            if step.decision.action == "EXPLORE":
+                kept = [c["node_id"] for c in step.children if c.get("kept")]
+                texts.append(("exploration", f"Explored node {step.decision.node_id} for {state.question!r}: "
+                                             f"{step.decision.reasoning}",
+                              {"node_id": step.decision.node_id, "kept_children": kept,
+                               "decided_by": step.decision.source}))
+        answer = state.answer or ""
+        if reconciled:
+            answer += "\n\n" + "\n".join(r.note() for r in reconciled)
+        texts.append(("answer", answer, {"answered_by": state.answered_by,
+                                         "cited": [{"node_id": c.node.id, "citation": c.node.citation}
+                                                   for c in state.cited]}))
+        texts += [("reconciliation", r.note(), r.to_dict()) for r in reconciled]
+        vectors = self.embedder.embed_passages([t[1] for t in texts])
+        events = [NewEvent(kind, content, vector, data) for (kind, content, data), vector in zip(texts, vectors)]
+        now = self.clock()
+        with self.db.transaction() as conn:
+            ids = self.store.add_events(conn, model_id, session_id, events, now, self.settings.episodic_stability_days)
+            by_kind = dict(zip((e.kind for e in events), ids))
+            self.store.add_message(conn, model_id, session_id, "user", state.question,
+                                   estimate_tokens(state.question), by_kind["question"], now)
+            self.store.add_message(conn, model_id, session_id, "assistant", answer,
+                                   estimate_tokens(answer), by_kind["answer"], now)
+        briefing = self.briefing(model_id, session_id)
+        return ResearchTurn(session_id, briefing, reconciled, self.compact_if_due(model_id, session_id), ids)
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _event(self, kind: str, content: str, data: dict[str, Any]) -> NewEvent:
+        return NewEvent(kind, content, self.embedder.embed_passages([content])[0], data)
+
+    def _finding_vectors(self, model_id: str, session_id: str, findings: list[WorkspaceItem]) -> dict[int, Any]:
+        """The vectors stored with the findings' events (no embedding at conflict-check time)."""
+        wanted = {i.id for i in findings}
+        events = [e for e in self.store.events(model_id, session_id=session_id, kinds=("finding",))
+                  if e.data.get("item_id") in wanted]
+        ids, matrix = self.event_vectors.get(model_id)
+        return {e.data["item_id"]: matrix[np.searchsorted(ids, e.id)] for e in events}
+
+
+def topic_key(topic: str) -> str:
+    """Topics compare by their words: case, spacing and punctuation do not make a new topic."""
+    return " ".join(tokenize(topic))
+
+
+def _vector(vector: Any) -> tuple[float, ...] | None:
+    return None if vector is None else tuple(float(x) for x in vector)

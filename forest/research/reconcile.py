@@ -1,0 +1,103 @@
+"""Reconciliation of conflicting passages (seed 002 §3.3): Claude reviews both sides as a third
+party with PROMPT_LLM_MEDIATED_RECONCILIATION and returns a merged conclusion with its boundary
+conditions. Offline (or when Claude fails) the result is the rule-based side-by-side of
+forest.research.conflicts, labelled as not reviewed by an LLM."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from forest.llm import ClaudeJSON, LLMError
+from forest.prompts import reconciliation_prompt
+from forest.research.conflicts import Statement, side_by_side
+from forest.text import truncate
+
+log = logging.getLogger("forest.research")
+
+CONFIDENCE = ("high", "medium", "low")
+
+
+@dataclass
+class Reconciliation:
+    a: Statement
+    b: Statement
+    detected: str
+    reviewed_by: str
+    merged_conclusion: str
+    boundary_conditions: list[str]
+    conditions_a: list[str]
+    conditions_b: list[str]
+    real_conflict: bool | None          # None: not judged (offline)
+    confidence: str | None
+    comparison: dict[str, Any] = field(default_factory=dict)   # the rule-based side-by-side, always
+
+    def note(self) -> str:
+        """One line for an answer or a finding."""
+        return (f"Conflict between {self.a.key} and {self.b.key} ({self.reviewed_by}): "
+                f"{truncate(self.merged_conclusion, 600)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": _side(self.a), "b": _side(self.b), "detected": self.detected, "reviewed_by": self.reviewed_by,
+                "merged_conclusion": self.merged_conclusion, "boundary_conditions": self.boundary_conditions,
+                "conditions_a": self.conditions_a, "conditions_b": self.conditions_b,
+                "real_conflict": self.real_conflict, "confidence": self.confidence, "comparison": self.comparison}
+
+
+class Reconciler:
+    def __init__(self, llm: ClaudeJSON | None = None) -> None:
+        self.llm = llm
+
+    def reconcile(self, a: Statement, b: Statement, detected: str = "", preamble: str = "") -> Reconciliation:
+        comparison = side_by_side(a, b)
+        offline = _offline(a, b, detected, comparison)
+        if self.llm is None:
+            return offline
+        prompt = reconciliation_prompt(preamble, _side(a, with_text=True), _side(b, with_text=True), detected)
+        try:
+            reply = self.llm.ask(prompt, _valid_reply)
+        except LLMError as exc:
+            log.warning("Claude could not reconcile (%s); showing the offline side-by-side", exc)
+            offline.reviewed_by = f"{offline.reviewed_by} (fallback: {exc})"
+            return offline
+        return Reconciliation(a, b, detected, f"claude:{self.llm.model}", reply["merged_conclusion"].strip(),
+                              _strings(reply["boundary_conditions"]), _strings(reply.get("conditions_a")),
+                              _strings(reply.get("conditions_b")), _boolean(reply.get("real_conflict")),
+                              str(reply.get("confidence", "")).lower() or None, comparison)
+
+
+def _offline(a: Statement, b: Statement, detected: str, comparison: dict[str, Any]) -> Reconciliation:
+    return Reconciliation(a, b, detected, comparison["reviewed_by"], comparison["verdict"],
+                          comparison.get("boundary_conditions", []), comparison["a"]["conditions"],
+                          comparison["b"]["conditions"], None, None, comparison)
+
+
+def _valid_reply(reply: dict[str, Any]) -> str | None:
+    if not isinstance(reply.get("merged_conclusion"), str) or not reply["merged_conclusion"].strip():
+        return "merged_conclusion must be a non-empty string"
+    if not isinstance(reply.get("boundary_conditions"), list):
+        return "boundary_conditions must be a list"
+    if reply.get("confidence") is not None and str(reply["confidence"]).lower() not in CONFIDENCE:
+        return f"confidence must be one of {', '.join(CONFIDENCE)}"
+    return None
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v).strip() for v in value if str(v).strip()] if isinstance(value, list) else []
+
+
+def _boolean(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _side(statement: Statement, with_text: bool = False) -> dict[str, Any]:
+    side = {"key": statement.key, "source": statement.source, "citation": statement.citation}
+    if with_text:
+        side["text"] = truncate(statement.text, 3000)
+    else:
+        side["excerpt"] = truncate(statement.text, 300)
+    return side

@@ -1,0 +1,41 @@
+"""Checks every face's input goes through before it reaches the engine (one clear message each)."""
+from __future__ import annotations
+
+from forest.errors import InvalidInput
+
+MAX_MODEL_ID = 200
+MAX_QUERY_CHARS = 4000
+MAX_SESSION_ID = 100
+
+
+def check_model_id(model_id: str) -> str:
+    return _check_name(model_id, "model_id", MAX_MODEL_ID)
+
+
+def check_session_id(session_id: str) -> str:
+    return _check_name(session_id, "session_id", MAX_SESSION_ID)
+
+
+def _check_name(value: str, what: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{what} is required")
+    if len(value) > limit or not value.isprintable():
+        raise InvalidInput(f"{what} must be printable text of at most {limit} characters")
+    return value
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}")
+    return query
+
+
+def check_text(text: str, what: str, limit: int) -> str:
+    """Non-empty text of at most `limit` characters, stripped."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput(f"the {what} is empty")
+    if len(text) > limit:
+        raise InvalidInput(f"the {what} has {len(text):,} characters, over the limit of {limit:,}")
+    return text.strip()

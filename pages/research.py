@@ -1,0 +1,111 @@
+"""Research memory (seed 002): the session's briefing as the model sees it, the workspace notes,
+episodic recall with its decay, semantic knowledge with history, the core directives (CORE.md)
+and the conversation with its compaction."""
+import streamlit as st
+
+from forest import ForestError
+from pages.shared import get_forest, page_start, pick_session
+
+forest = get_forest()
+research = forest.research
+model_id = page_start(forest, "Research memory", allow_new=True)
+session = pick_session(forest, model_id)
+
+
+def attempt(action, *args, success: str = "") -> None:
+    """Run an engine call from a button; its error or success message shows on the next run."""
+    try:
+        action(*args)
+        if success:
+            st.session_state["research_message"] = ("success", success)
+    except ForestError as exc:
+        st.session_state["research_message"] = ("error", str(exc))
+
+
+if "research_message" in st.session_state:
+    kind, text = st.session_state.pop("research_message")
+    (st.success if kind == "success" else st.error)(text)
+
+briefing_tab, workspace_tab, episodic_tab, knowledge_tab, directives_tab, conversation_tab = st.tabs(
+    ["Briefing", "Workspace", "Episodic memory", "Knowledge", "Directives (CORE.md)", "Conversation"])
+
+with briefing_tab:
+    briefing = research.briefing(model_id, session)
+    st.caption(f"{len(briefing.text.splitlines())} of {briefing.line_budget} lines · "
+               f"{len(briefing.folded)} older notes folded away (still found by episodic search)")
+    st.code(research.preamble(model_id, session), language="markdown")
+
+with workspace_tab:
+    with st.form("note", clear_on_submit=True):
+        kind = st.selectbox("Kind", ["finding", "constraint", "focus"])
+        text = st.text_area("Note", height=80)
+        source = st.text_input("Source (optional)", placeholder="node 42, p. 7")
+        if st.form_submit_button("Add note", type="primary"):
+            attempt(research.add_note, model_id, session, kind, text, source, success=f"{kind} added")
+            st.rerun()
+    items = research.workspace(model_id, session)
+    if not items:
+        st.info("No notes in this session yet.")
+    for item in reversed(items):
+        left, right = st.columns([6, 1])
+        left.markdown(f"**{item.kind}** · {item.text}" + (f"  \n_{item.source}_" if item.source else ""))
+        right.button("Remove", key=f"remove-{item.id}", on_click=attempt,
+                     args=(research.remove_note, model_id, session, item.id))
+
+with episodic_tab:
+    with st.form("episodic"):
+        query = st.text_input("Search the history")
+        left, right = st.columns(2)
+        time_range = left.text_input("Time range", placeholder="7d · 24h · 2026-11-01..2026-11-15")
+        this_session = right.checkbox("This session only")
+        searched = st.form_submit_button("Search", type="primary")
+    if searched:
+        try:
+            found = research.search_episodic(model_id, query, time_range or None,
+                                             session_id=session if this_session else None, top_k=10)
+            st.dataframe([{"when": f.event.to_dict()["created_at"], "kind": f.event.kind,
+                           "session": f.event.session_id, "similarity": round(f.similarity, 3),
+                           "retention": round(f.retention, 3), "score": round(f.score, 3),
+                           "recalled": f.event.recall_count, "content": f.event.content[:300]} for f in found],
+                         hide_index=True)
+            st.caption("score = similarity × retention exp(−days / S); each result shown counts as a recall "
+                       "and doubles its S.")
+        except ForestError as exc:
+            st.error(str(exc))
+    st.subheader("Latest events of this session")
+    st.dataframe([{"when": e["created_at"], "kind": e["kind"], "content": e["content"][:200],
+                   "recalled": e["recall_count"], "S (days)": e["stability_days"]}
+                  for e in research.timeline(model_id, session, 30)], hide_index=True)
+
+with knowledge_tab:
+    with st.form("knowledge", clear_on_submit=True):
+        topic = st.text_input("Topic")
+        conclusion = st.text_area("Conclusion", height=80)
+        if st.form_submit_button("Update knowledge", type="primary"):
+            attempt(research.update_knowledge, model_id, topic, conclusion, session, success="knowledge updated")
+            st.rerun()
+    for entry in research.knowledge(model_id):
+        with st.expander(f"{entry.topic} (version {entry.version})"):
+            for version in research.knowledge(model_id, entry.topic, with_history=True):
+                status = "in force" if version.superseded_at is None else f"superseded {version.to_dict()['superseded_at']}"
+                st.markdown(f"**v{version.version}** ({status}): {version.conclusion}")
+
+with directives_tab:
+    st.caption(f"{research.core_path} — injected first into every prompt of every session.")
+    edited = st.text_area("Core directives", value=research.directives(), height=300)
+    if st.button("Save directives", type="primary"):  # not on_click: its args would hold the text before the edit
+        attempt(research.save_directives, edited, success="directives saved")
+        st.rerun()
+
+with conversation_tab:
+    live = research.messages(model_id, session)
+    everything = research.messages(model_id, session, include_compacted=True)
+    used, limit = sum(m.tokens for m in live), forest.settings.session_token_limit
+    st.progress(min(1.0, used / limit), text=f"{used:,} of {limit:,} tokens (compaction at "
+                                              f"{forest.settings.compaction_ratio:.0%})")
+    st.caption(f"{len(live)} live messages; {len(everything) - len(live)} compacted (kept in episodic memory)")
+    st.button("Compact now", disabled=len(live) < 2, on_click=attempt,
+              args=(research.compact, model_id, session), kwargs={"success": "compacted"})
+    for message in live:
+        with st.chat_message("assistant" if message.role != "user" else "user"):
+            st.markdown(("**Summary of earlier messages.** " if message.role == "summary" else "") + message.content)

@@ -1,0 +1,231 @@
+"""Conflict detection between research statements and the offline side-by-side (issue 6 §6, seed
+002 §3.3): hand-written conflicting pairs, look-alikes that must not be flagged, claim extraction,
+and the comparison used for reconciliation. English and Chinese."""
+import json
+
+import pytest
+
+from forest.research import conflicts
+from forest.research.conflicts import OFFLINE_REVIEW, Measure, Statement, detect_conflicts, extract_claims, side_by_side
+
+
+def pair(text_a: str, text_b: str, **kwargs):
+    return detect_conflicts([Statement("node:1", text_a, "archive 1"), Statement("node:2", text_b, "archive 2")],
+                            **kwargs)
+
+
+# --- claims ------------------------------------------------------------------------------------
+def test_extract_claims_finds_measures_and_conditions_but_not_references_years_or_shot_counts():
+    text = ("We describe the setup in Section 2. In the 5-shot setting, ResNet-50 with feature fusion reaches "
+            "85.2% top-1 accuracy on miniImageNet (Table 3, 2021) [12].")
+    claims = extract_claims(text)
+    assert len(claims) == 1      # the setup sentence carries no claim
+    claim = claims[0]
+    assert claim.sentence.startswith("In the 5-shot setting")
+    assert claim.measures == [Measure("top-1 accuracy", 85.2, "%", "85.2% top-1 accuracy")]
+    assert {"5-shot", "ResNet-50", "on miniImageNet"} <= set(claim.conditions)
+    assert not claim.negated and claim.direction is None
+    [dated] = extract_claims("Accuracy in 2021 was 85.2%, up from 80.1% in 2019.")
+    assert [(m.metric, m.value) for m in dated.measures] == [("accuracy", 85.2)]   # years are not values
+
+
+def test_extract_claims_reads_changes_ranges_units_and_labelled_example_counts():
+    claims = extract_claims("With 100 labelled examples, accuracy dropped by 2.5 points. "
+                            "Latency fell from 40 ms to 25 ms, and the F1 is 0.81.")
+    assert [(m.metric, m.value, m.unit) for m in claims[0].measures] == [("accuracy change", -2.5, "pp")]
+    assert claims[0].conditions == ["With 100 labelled examples"] and claims[0].direction == "down"
+    assert [(m.metric, m.value, m.unit) for m in claims[1].measures] == [
+        ("latency", 40.0, "ms"), ("latency", 25.0, "ms"), ("f1", 0.81, "")]
+
+
+@pytest.mark.parametrize("sentence, negated, direction", [
+    ("Feature fusion does not significantly improve accuracy.", True, "up"),
+    ("Feature fusion fails to reduce the error rate.", True, "down"),
+    ("The gain from fusion is not statistically significant.", True, "up"),
+    ("There is no significant difference between the two methods.", True, None),
+    ("Fusion improves accuracy, although we did not tune the baseline.", False, "up"),   # negation elsewhere
+    ("Fusion not only improves accuracy but also speeds up training.", False, "up"),
+    ("Fusion improves accuracy but lowers throughput.", False, None),                    # mixed: no direction
+    ("小样本场景下特征融合并未提高准确率。", True, "up"),
+    ("不同数据集上特征融合都提高了准确率。", False, "up"),       # 不同 is "different", not a negation
+    ("未来的工作将降低推理延迟。", False, "down"),               # 未来 is "future"
+    ("数据增强降低了模型的鲁棒性。", False, "down"),             # 数据增强 is a noun, not "enhances"
+])
+def test_extract_claims_negation_and_direction(sentence, negated, direction):
+    [claim] = extract_claims(sentence)
+    assert (claim.negated, claim.direction) == (negated, direction)
+
+
+def test_extract_claims_chinese_measures_and_conditions():
+    [first, second] = extract_claims("在ImageNet上，小样本场景下准确率为85.2%。准确率提高了3个百分点。")
+    assert [(m.metric, m.value, m.unit, m.text) for m in first.measures] == [("accuracy", 85.2, "%", "准确率为85.2%")]
+    assert {"在ImageNet上", "小样本"} <= set(first.conditions)
+    assert [(m.metric, m.value, m.unit) for m in second.measures] == [("accuracy change", 3.0, "pp")]
+
+
+# --- conflicts ---------------------------------------------------------------------------------
+CONFLICTS = [
+    ("negation", "Feature fusion improves few-shot accuracy on miniImageNet.",
+     "We ran it again. In our runs, feature fusion does not improve few-shot accuracy on miniImageNet.",
+     "In our runs, feature fusion does not improve few-shot accuracy on miniImageNet."),
+    ("negation", "小样本场景下特征融合提高了准确率。", "小样本场景下特征融合并未提高准确率。", "小样本场景下特征融合并未提高准确率。"),
+    ("negation", "Fusion improves accuracy on CIFAR-10.", "Fusion has no significant effect on accuracy on CIFAR-10.",
+     "Fusion has no significant effect on accuracy on CIFAR-10."),
+    ("direction", "Label smoothing increases calibration error on CIFAR-100.",
+     "Label smoothing reduces calibration error on CIFAR-100.",
+     "Label smoothing reduces calibration error on CIFAR-100."),
+    ("direction", "Dropout consistently outperforms weight decay on CIFAR-10.",
+     "On CIFAR-10, dropout underperforms weight decay.", "On CIFAR-10, dropout underperforms weight decay."),
+    ("direction", "Larger batches lower perplexity on WikiText-103.",
+     "Larger batches increase perplexity on WikiText-103.", "Larger batches increase perplexity on WikiText-103."),
+    ("direction", "数据增强提高了模型的鲁棒性。", "数据增强降低了模型的鲁棒性。", "数据增强降低了模型的鲁棒性。"),
+    ("numbers", "Our fusion model reaches 85.2% accuracy on CIFAR-10.",
+     "With the same fusion model, accuracy on CIFAR-10 is 78.1%.",
+     "With the same fusion model, accuracy on CIFAR-10 is 78.1%."),
+    ("numbers", "在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。", "在ImageNet上，准确率为78.1%。"),
+    ("numbers", "Pretraining brings latency to 20 ms per query.", "Pretraining leaves latency at 0.035 s per query.",
+     "Pretraining leaves latency at 0.035 s per query."),
+    ("numbers", "Fusion improves accuracy by 3 points on SQuAD.", "Fusion improves accuracy by 7 points on SQuAD.",
+     "Fusion improves accuracy by 7 points on SQuAD."),
+]
+
+
+@pytest.mark.parametrize("kind, text_a, text_b, b_sentence", CONFLICTS)
+def test_conflicting_pairs_are_found_with_their_kind_and_aligned_sentences(kind, text_a, text_b, b_sentence):
+    [conflict] = pair(text_a, text_b)
+    assert conflict.kind == kind
+    assert conflict.a_claim.sentence == text_a.split(" We ran")[0]
+    assert conflict.b_claim.sentence == b_sentence
+    assert conflict.a.source == "archive 1" and conflict.b.source == "archive 2"
+    assert "archive 1" in conflict.detail and "archive 2" in conflict.detail
+
+
+def test_numbers_detail_names_the_metric_and_both_values():
+    [conflict] = pair("在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。")
+    assert conflict.detail == "accuracy: 85.2% (archive 1) vs 78.1% (archive 2)"
+
+
+NOT_CONFLICTS = [
+    # agreeing paraphrases and restatements
+    ("Feature fusion improves accuracy on ImageNet.", "On ImageNet, accuracy is improved by feature fusion."),
+    ("Our fusion model reaches 85.2% accuracy on CIFAR-10.",
+     "The fusion model obtains an accuracy of 0.853 on CIFAR-10."),
+    ("Accuracy increased from 70% to 75% with fusion.", "With fusion, accuracy rose to 75%."),
+    ("Fusion lowers perplexity on WikiText-103.", "Fusion gives better perplexity on WikiText-103."),
+    ("特征融合在ImageNet上的准确率为85.2%。", "在ImageNet上，特征融合的准确率达到85.2%。"),
+    # different metrics
+    ("Our fusion model reaches 85.2% accuracy on CIFAR-10.", "Our fusion model reaches 0.81 F1 on CIFAR-10."),
+    ("Fusion raises accuracy on CIFAR-10.", "Fusion lowers latency on CIFAR-10."),
+    ("Fusion gets 85.2% top-1 accuracy.", "Fusion gets 93.0% top-5 accuracy."),
+    ("Fusion improves accuracy by 3 points.", "Fusion reaches an accuracy of 80%."),      # a change is not a level
+    # different topics or subjects
+    ("Feature fusion improves accuracy on ImageNet.",
+     "Volcanic ash does not improve soil fertility in the first year."),
+    ("Feature fusion improves robustness.", "Feature fusion degrades efficiency."),
+    ("ResNet achieves 76% accuracy on ImageNet.", "Our method achieves 80% accuracy on ImageNet."),
+    # numbers that are not results
+    ("Fusion reaches 85.2% accuracy (Table 3, 2021).", "Fusion reaches 85.2% accuracy, see Table 5 [14] (2019)."),
+    # different settings: shot counts, example counts, datasets, clauses
+    ("In the 5-shot setting, fusion reaches 70.1% accuracy.", "In the 1-shot setting, fusion reaches 55.3% accuracy."),
+    ("With 5 labelled examples, fusion reaches 60.2% accuracy.",
+     "With 50 labelled examples, fusion reaches 71.0% accuracy."),
+    ("Fusion improves accuracy when the backbone is frozen.",
+     "Fusion degrades accuracy when the backbone is fine-tuned."),
+    ("数据增强在ImageNet上提高了准确率。", "数据增强在CIFAR-10上降低了准确率。"),
+    ("少样本场景下准确率为62.0%。", "零样本场景下准确率为41.5%。"),
+]
+
+
+@pytest.mark.parametrize("text_a, text_b", NOT_CONFLICTS)
+def test_look_alikes_are_not_conflicts(text_a, text_b):
+    assert pair(text_a, text_b) == []
+
+
+def test_statements_from_the_same_source_are_never_compared():
+    a = Statement("node:1", "Feature fusion improves accuracy on ImageNet.", "archive 1")
+    b = Statement("node:2", "Feature fusion does not improve accuracy on ImageNet.", "archive 1")
+    assert detect_conflicts([a, b]) == []
+    assert len(detect_conflicts([a, Statement("finding:3", b.text, "finding 3")])) == 1
+
+
+def test_one_conflict_per_pair_keeps_the_strongest_kind():
+    # Both a negation and different numbers: the negation is reported.
+    [conflict] = pair("Fusion improves accuracy on CIFAR-10 to 85.2%.",
+                      "Fusion does not improve accuracy on CIFAR-10, where accuracy is 78.1%. "
+                      "Fusion reaches an accuracy of 70.0% on CIFAR-10.")
+    assert conflict.kind == "negation"
+    assert conflict.b_claim.sentence.startswith("Fusion does not improve")
+
+
+def test_vectors_decide_the_topic_and_order_the_conflicts(monkeypatch):
+    up = Statement("node:1", "Fusion improves accuracy on ImageNet.", "archive 1", vector=(1.0, 0.0))
+    near = Statement("node:2", "Fusion degrades accuracy on ImageNet.", "archive 2", vector=(0.9, 0.43588989))
+    nearer = Statement("finding:3", "Fusion does not improve accuracy on ImageNet.", "finding 3",
+                       vector=(0.98, 0.19899749))
+    far = Statement("node:4", "Fusion degrades accuracy on ImageNet.", "archive 4", vector=(0.0, 1.0))
+    found = detect_conflicts([up, near, nearer, far])
+    assert [(c.a.key, c.b.key, c.kind) for c in found] == [
+        ("node:1", "finding:3", "negation"), ("node:1", "node:2", "direction")]
+    assert found[0].topic_similarity == pytest.approx(0.98)
+    # Sentences are compared only for pairs on the same topic: none here.
+    calls = []
+    original = conflicts._aligned
+    monkeypatch.setattr(conflicts, "_aligned", lambda *args: calls.append(args) or original(*args))
+    assert detect_conflicts([up, far]) == [] and calls == []
+    assert len(detect_conflicts([up, far], topic_threshold=-1.0)) == 1 and calls
+
+
+def test_a_short_finding_matches_the_sentence_of_a_long_passage():
+    passage = Statement("node:9", "We evaluate on miniImageNet in the 5-shot setting with a ResNet-12 backbone. "
+                                  "Training takes four hours on one GPU. Prototype refinement uses cosine distances. "
+                                  "Adding feature fusion lowers accuracy to 61.0%, a clear drop. "
+                                  "Further ablations are left to future work.", "archive 3", "p. 7, §4.2")
+    finding = Statement("finding:7", "Feature fusion raises 5-shot accuracy on miniImageNet.", "finding 7")
+    [conflict] = detect_conflicts([passage, finding])
+    assert conflict.kind == "direction"
+    assert conflict.a_claim.sentence == "Adding feature fusion lowers accuracy to 61.0%, a clear drop."
+    assert conflict.b_claim.sentence == finding.text
+    assert "archive 3 (p. 7, §4.2)" in conflict.detail
+
+
+def test_conflict_to_dict_is_json_without_vectors():
+    a = Statement("node:1", "准确率为85.2%。", "archive 1", "p. 3", vector=(1.0, 0.0))
+    b = Statement("node:2", "准确率为78.1%。", "archive 2", vector=(1.0, 0.0))
+    data = json.loads(json.dumps(detect_conflicts([a, b])[0].to_dict(), ensure_ascii=False))
+    assert data["kind"] == "numbers" and data["topic_similarity"] == 1.0
+    assert data["a"] == {"key": "node:1", "source": "archive 1", "citation": "p. 3", "excerpt": "准确率为85.2%。"}
+    assert data["b_claim"]["measures"] == [{"metric": "accuracy", "value": 78.1, "unit": "%", "text": "准确率为78.1%"}]
+    assert "vector" not in data["a"]
+
+
+# --- side by side ------------------------------------------------------------------------------
+def test_side_by_side_lists_differing_conditions_and_shared_metrics_offline():
+    a = Statement("node:9", "We evaluate on miniImageNet in the 5-shot setting with ResNet-12. "
+                            "Feature fusion reaches 72.4% accuracy and an F1 of 0.70.", "archive 3", "p. 7")
+    b = Statement("finding:7", "In the 1-shot setting on miniImageNet, feature fusion reaches 55.0% accuracy "
+                               "and an F1 of 0.71.", "finding 7")
+    result = side_by_side(a, b)
+    assert result["reviewed_by"] == OFFLINE_REVIEW == "offline rules (not reviewed by an LLM)"
+    assert result["conditions_only_in_a"] == ["5-shot", "ResNet-12"]
+    assert result["conditions_only_in_b"] == ["1-shot"]
+    assert result["boundary_conditions"] == ["archive 3 (p. 7): 5-shot", "archive 3 (p. 7): ResNet-12",
+                                             "finding 7: 1-shot"]
+    assert result["shared_metrics"] == [{"metric": "accuracy", "a": ["72.4%"], "b": ["55%"], "agree": False},
+                                        {"metric": "f1", "a": ["0.7"], "b": ["0.71"], "agree": True}]
+    assert result["conflict"] is None      # different shot counts: different experiments
+    assert result["verdict"].startswith("Different values for accuracy")
+    assert "5-shot" in result["verdict"] and "1-shot" in result["verdict"]
+    assert result["a"]["conditions"] == ["on miniImageNet", "5-shot", "ResNet-12"]
+    assert [c["sentence"] for c in result["b"]["claims"]] == [b.text]
+    assert [m["value"] for m in result["a"]["measures"]] == [72.4, 0.70]
+
+
+def test_side_by_side_of_a_real_conflict_says_so_and_finds_no_condition_gap():
+    a = Statement("node:1", "小样本场景下特征融合提高了准确率。", "archive 1")
+    b = Statement("node:2", "小样本场景下特征融合并未提高准确率。", "archive 2")
+    result = side_by_side(a, b)
+    assert result["conflict"]["kind"] == "negation"
+    assert result["conflict"]["b_sentence"] == b.text
+    assert result["verdict"].startswith("Likely conflict (negation)")
+    assert result["verdict"].endswith("Both state the same conditions.")
+    assert result["conditions_only_in_a"] == result["conditions_only_in_b"] == result["boundary_conditions"] == []
