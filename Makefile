@@ -33,6 +33,7 @@ bench: setup
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_retrieve.py
 	$(BIN)/python bench/bench_research_memory.py
+	$(BIN)/python bench/eval_locomo.py
 	$(BIN)/python bench/bench_embed.py
 	$(BIN)/python bench/bench_pdf_ingest.py
 	$(BIN)/python bench/eval_qasper.py

@@ -23,6 +23,7 @@ page = st.navigation([
     st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
     st.Page("pages/research.py", title="Research memory", icon=":material/psychology:"),
     st.Page("pages/reconcile.py", title="Reconcile", icon=":material/balance:"),
+    st.Page("pages/memory.py", title="Personal memory", icon=":material/person:"),
     st.Page("pages/server.py", title="Server", icon=":material/hub:"),
 ])
 page.run()

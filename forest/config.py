@@ -61,6 +61,12 @@ class Settings:
     # Episodic retention exp(-days / S): S starts here and is multiplied on each recall.
     episodic_stability_days: float = 7.0
     episodic_recall_growth: float = 2.0
+    # Personal memory service (seeds 003, 004); the seeds' names work as environment variables.
+    memory_enabled: bool = True
+    memory_privacy_filter: bool = True
+    vector_top_k: int = 5
+    graph_max_depth: int = 2
+    graph_max_relations: int = 10
     # Documents the workbench ingests (model_id "demo") when it opens an empty store; "" for none.
     samples_dir: str | None = "data/samples"
     # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
@@ -94,6 +100,8 @@ class Settings:
             raise ConfigError("session_token_limit must be at least 500 and compaction_ratio between 0.1 and 1")
         if self.episodic_stability_days <= 0 or self.episodic_recall_growth < 1:
             raise ConfigError("episodic_stability_days must be positive and episodic_recall_growth at least 1")
+        if not 1 <= self.vector_top_k <= 100 or not 1 <= self.graph_max_depth <= 5 or self.graph_max_relations < 1:
+            raise ConfigError("vector_top_k is 1-100, graph_max_depth 1-5 and graph_max_relations at least 1")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
 
@@ -123,7 +131,10 @@ class Settings:
 
 
 _ENV_ALIASES = {"chroma_host": ("CHROMA_HOST",), "chroma_port": ("CHROMA_PORT",),
-                "anthropic_api_key": ("ANTHROPIC_API_KEY",)}
+                "anthropic_api_key": ("ANTHROPIC_API_KEY",), "memory_enabled": ("MEMORY_ENABLED",),
+                "vector_top_k": ("VECTOR_TOP_K",), "graph_max_depth": ("GRAPH_MAX_DEPTH",),
+                "graph_max_relations": ("GRAPH_MAX_RELATIONS",)}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _coerce(name: str, raw: Any) -> Any:
@@ -135,6 +146,12 @@ def _coerce(name: str, raw: Any) -> Any:
             return float(raw)
         if kind == "Path":
             return Path(raw)
+        if kind == "bool":
+            if isinstance(raw, bool):
+                return raw
+            if str(raw).strip().lower() in _TRUE + _FALSE:
+                return str(raw).strip().lower() in _TRUE
+            raise ValueError(raw)
         return None if raw in ("", None) else str(raw)
     except (TypeError, ValueError):
         raise ConfigError(f"setting {name} expects {kind}, got {raw!r}") from None

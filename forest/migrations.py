@@ -130,6 +130,74 @@ MIGRATIONS: list[tuple[int, str]] = [
     );
     CREATE INDEX idx_messages_session ON session_messages (model_id, session_id, compacted_at);
     """),
+    (6, """
+    -- Personal memory service (seeds 003, 004), per user_id. Times are Unix seconds (REAL).
+    CREATE TABLE personal_memories (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id    TEXT NOT NULL,
+        agent_id   TEXT,
+        run_id     TEXT,
+        memory     TEXT NOT NULL,
+        metadata   TEXT NOT NULL DEFAULT '{}',   -- free keys (scene, trip_id, ...) that filters match
+        embedding  BLOB NOT NULL,                -- float32, unit length
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        deleted_at REAL                          -- soft delete: the history keeps what it said
+    );
+    CREATE INDEX idx_personal_user ON personal_memories (user_id, deleted_at);
+
+    CREATE TABLE personal_memory_history (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id  INTEGER NOT NULL REFERENCES personal_memories (id),
+        user_id    TEXT NOT NULL,
+        event      TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE')),
+        old_value  TEXT,
+        new_value  TEXT,
+        actor      TEXT NOT NULL,               -- who changed it: an agent_id, "user", "process_memory", ...
+        reason     TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX idx_personal_history ON personal_memory_history (user_id, memory_id);
+
+    -- Accepted process_memory input waits here until written: a crash or restart loses none of it.
+    CREATE TABLE personal_write_queue (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id     TEXT NOT NULL,
+        agent_id    TEXT,
+        run_id      TEXT,
+        input       TEXT NOT NULL,
+        metadata    TEXT NOT NULL DEFAULT '{}',
+        observed_at REAL NOT NULL,              -- when it was said (the memory's time)
+        status      TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'failed')),
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        next_try_at REAL NOT NULL,
+        decision    TEXT,                       -- JSON: privacy label, reason, what was written
+        last_error  TEXT
+    );
+    CREATE INDEX idx_write_queue_due ON personal_write_queue (status, next_try_at);
+
+    CREATE TABLE personal_triples (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id      TEXT NOT NULL,
+        memory_id    INTEGER REFERENCES personal_memories (id),
+        source       TEXT NOT NULL,
+        relationship TEXT NOT NULL,
+        target       TEXT NOT NULL,
+        source_key   TEXT NOT NULL,
+        target_key   TEXT NOT NULL,
+        created_at   REAL NOT NULL,
+        UNIQUE (user_id, source_key, relationship, target_key)
+    );
+
+    CREATE TABLE personal_tags (
+        user_id    TEXT NOT NULL,
+        tag        TEXT NOT NULL,
+        kind       TEXT NOT NULL,               -- topic or preference
+        weight     REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (user_id, tag)
+    );
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -41,7 +41,8 @@ from forest.tools import ForestTools, UnknownId
 log = logging.getLogger("forest.server")
 
 MAX_BODY_BYTES = 8_000_000
-WRITING_TOOLS = ("add_document", "update_semantic_knowledge", "add_research_note")
+WRITING_TOOLS = ("add_document", "update_semantic_knowledge", "add_research_note", "process_memory",
+                 "debug_process_memory", "memory", "clear_user_memory")
 INSTRUCTIONS = (
     "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
     "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "
@@ -49,7 +50,10 @@ INSTRUCTIONS = (
     "ask_memory runs the whole loop and returns an answer with cited nodes; give it a session_id to work "
     "inside a research session (directives, briefing, remembered steps, conflict reconciliation). "
     "get_research_briefing shows the session's notes; search_episodic_memory finds earlier steps and "
-    "folded notes; update_semantic_knowledge records a lasting conclusion.")
+    "folded notes; update_semantic_knowledge records a lasting conclusion. "
+    "Personal memory (per user_id): call process_memory with each user message to get what is known "
+    "about the user (and to remember what is private); memory adds, searches, updates, deletes and "
+    "shows history; get_user_graph shows the user's knowledge graph.")
 
 
 class CallLog:
@@ -80,7 +84,7 @@ class CallLog:
 def build_mcp(forest: MemoryForest, calls: CallLog | None = None) -> MCPServer:
     """The one server definition: every tool of forest.tools, with its schema and description."""
     # WARNING: at INFO the SDK logs two lines per MCP session into the host process (the workbench).
-    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.3", log_level="WARNING")
+    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.4", log_level="WARNING")
     tools = ForestTools(forest)
     for name in ForestTools.NAMES:
         server.add_tool(_timed(getattr(tools, name), name, calls) if calls else getattr(tools, name), name=name)
@@ -92,13 +96,13 @@ def _timed(fn, name: str, calls: CallLog):
     if inspect.iscoroutinefunction(fn):
         @functools.wraps(fn)
         async def run_async(*args, **kwargs):
-            with calls.record(name, kwargs.get("model_id")):
+            with calls.record(name, kwargs.get("model_id", kwargs.get("user_id"))):
                 return await fn(*args, **kwargs)
         return run_async
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        with calls.record(name, kwargs.get("model_id")):
+        with calls.record(name, kwargs.get("model_id", kwargs.get("user_id"))):
             return fn(*args, **kwargs)
     return run
 
@@ -246,7 +250,7 @@ class _Rest:
                 "post": {"operationId": f"{tool.name}_post", "description": tool.description,
                          "requestBody": {"content": {"application/json": {"schema": schema}}},
                          "responses": responses}}
-        return JSONResponse({"openapi": "3.1.0", "info": {"title": "Memory Forest tools", "version": "0.3"},
+        return JSONResponse({"openapi": "3.1.0", "info": {"title": "Memory Forest tools", "version": "0.4"},
                              "paths": paths})
 
     async def models(self, request: Request) -> Response:
@@ -337,6 +341,7 @@ class ThreadServer:
         import uvicorn
 
         self.calls = CallLog()
+        self.forest = forest
         app = build_http_app(forest, host, token, self.calls)
         self.host, self.port = host, port
         self.server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
@@ -348,6 +353,7 @@ class ThreadServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, wait_seconds: float = 20.0) -> "ThreadServer":
+        self.forest.resume_pending_writes()
         self.thread.start()
         deadline = time.monotonic() + wait_seconds
         while not self.server.started:
@@ -362,10 +368,12 @@ class ThreadServer:
 
 
 def serve_stdio(forest: MemoryForest) -> None:
+    forest.resume_pending_writes()
     build_mcp(forest).run("stdio")
 
 
 def serve_http(forest: MemoryForest, host: str, port: int, token: str | None = None) -> None:
     import uvicorn
 
+    forest.resume_pending_writes()
     uvicorn.run(build_http_app(forest, host, token), host=host, port=port, log_level="info")

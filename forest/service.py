@@ -29,6 +29,8 @@ from forest.records import (
     ScoredNode,
 )
 from forest.rerankers import Reranker
+from forest.personal.memory_store import PersonalStore
+from forest.personal.service import PersonalMemory
 from forest.research.memory import ResearchMemory, ResearchTurn
 from forest.retrieval import Retriever
 from forest.store import ForestStore
@@ -93,6 +95,13 @@ class MemoryForest:
         with self._init_lock:
             return ResearchMemory(self.db, self.store, embedder, vectors, self.settings,
                                   components.make_llm(self.settings))
+
+    @cached_property
+    def personal(self) -> PersonalMemory:
+        """Personal memory service (seeds 003, 004): process_memory, the memory tool, the graph."""
+        embedder = self.embedder
+        with self._init_lock:
+            return PersonalMemory(self.db, embedder, self.settings, components.make_llm(self.settings))
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -303,6 +312,12 @@ class MemoryForest:
         return state, self.research.record_turn(state, session_id)
 
     # --- maintenance ------------------------------------------------------------------------
+    def resume_pending_writes(self) -> None:
+        """Servers call this at start: process_memory input queued by an earlier process that
+        stopped before writing it is written now (the model loads only if there is some)."""
+        if PersonalStore(self.db).has_pending():
+            self.personal.start()
+
     def doctor(self, repair_drift: bool = False) -> DoctorReport:
         with self._build_lock:
             report = examine(self.db, self.store, self.vectors)
@@ -311,6 +326,8 @@ class MemoryForest:
         return report
 
     def close(self) -> None:
+        if "personal" in self.__dict__:
+            self.personal.stop()  # its writer finishes the item in hand; the rest stays queued
         self.db.close()
 
     def _mode(self, mode: str | None) -> str:

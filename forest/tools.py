@@ -31,6 +31,15 @@ Query = Annotated[str, Field(description="What you are looking for, in natural l
 NodeId = Annotated[int, Field(description="A node id from an earlier retrieve_memory, search_memory, "
                                           "explore_memory_node or get_archive_tree result.", ge=1)]
 TopK = Annotated[int, Field(description="How many raw vector hits to consider (1-200).", ge=1, le=200)]
+UserId = Annotated[str, Field(description="The person the memories are about. Every memory, graph and history "
+                                          "belongs to one user_id; other users' memories are never visible.",
+                                          min_length=1, max_length=200)]
+AgentScope = Annotated[str | None, Field(description="Optional agent (or stage) that writes or reads, for scoping.",
+                                         max_length=200)]
+RunScope = Annotated[str | None, Field(description="Optional run (conversation, trip...) id, for scoping.",
+                                       max_length=200)]
+Metadata = Annotated[dict[str, str | int | float | bool] | None, Field(
+    description="Optional free keys stored with a memory (e.g. {\"scene\": \"travel\"}); search filters match them.")]
 SessionId = Annotated[str, Field(description="A research session of the model_id (any name you choose, e.g. "
                                              "'default' or a project name); its notes and history are kept "
                                              "across calls.", min_length=1, max_length=100)]
@@ -57,7 +66,8 @@ class ForestTools:
 
     NAMES = ("retrieve_memory", "explore_memory_node", "search_memory", "get_memory_node", "list_archives",
              "get_archive_tree", "add_document", "ask_memory", "search_episodic_memory",
-             "update_semantic_knowledge", "get_research_briefing", "add_research_note", "reconcile_passages")
+             "update_semantic_knowledge", "get_research_briefing", "add_research_note", "reconcile_passages",
+             "process_memory", "debug_process_memory", "get_user_graph", "memory", "clear_user_memory")
 
     def __init__(self, forest: MemoryForest) -> None:
         self.forest = forest
@@ -229,6 +239,63 @@ class ForestTools:
         reviewed it or offline rules built a side-by-side (claims, numbers, conditions)."""
         with _tool_errors():
             return self.forest.research.reconcile_nodes(model_id, node_id_a, node_id_b, session_id).to_dict()
+
+
+    def process_memory(self, user_id: UserId,
+                       input: Annotated[str, Field(description="The user's message (the stimulus).",
+                                                   min_length=1, max_length=4000)],
+                       agent_id: AgentScope = None, run_id: RunScope = None,
+                       metadata: Metadata = None) -> dict[str, Any]:
+        """Call with every user message. Returns at once what is known about the user that relates
+        to it: vector_chunks (memories with scores) and graph_relations (source, relationship,
+        target from the user's knowledge graph, up to 2 hops from the people and things the
+        message names), and metadata.has_memory. In the background the message is classified:
+        private information (preferences, experiences, relations, plans) is remembered, general
+        knowledge is not. The reply never waits for that write."""
+        with _tool_errors():
+            return self.forest.personal.process_memory(user_id, input, agent_id=agent_id, run_id=run_id,
+                                                       metadata=metadata)
+
+    def debug_process_memory(self, user_id: UserId,
+                             input: Annotated[str, Field(description="The user's message.", min_length=1,
+                                                         max_length=4000)]) -> dict[str, Any]:
+        """For developers: process_memory run synchronously, explained in words: the vector matches
+        with scores, the graph paths, the storage decision and its reason, the time of each stage
+        and the raw data. It does store the message when it is private."""
+        with _tool_errors():
+            return {"trace": self.forest.personal.debug_process_memory(user_id, input)}
+
+    def get_user_graph(self, user_id: UserId) -> dict[str, Any]:
+        """The user's whole knowledge graph: entities and (source, relationship, target) relations."""
+        with _tool_errors():
+            return self.forest.personal.user_graph(user_id)
+
+    def memory(self, user_id: UserId,
+               action: Annotated[str, Field(description="add | search | update | delete | history")],
+               text: Annotated[str | list[str] | None, Field(
+                   description="add: one memory or a list (batch); update: the new text.")] = None,
+               query: Annotated[str | None, Field(description="search: what to look for.", max_length=4000)] = None,
+               memory_id: Annotated[int | None, Field(description="update, delete, history: the memory's id "
+                                                                  "(history without it: every change).", ge=1)] = None,
+               agent_id: AgentScope = None, run_id: RunScope = None, metadata: Metadata = None,
+               filters: Annotated[dict[str, str | int | float | bool] | None, Field(
+                   description="search: agent_id, run_id and metadata keys the memories must match.")] = None,
+               top_k: Annotated[int, Field(description="search: how many (1-100).", ge=1, le=100)] = 5,
+               ) -> dict[str, Any]:
+        """Read and write the user's memories directly. Returns {operation, status, payload};
+        status is success, fallback (the reason is in payload.error) or disabled (memory is
+        switched off). Every change is kept in the history (old value, new value, event ADD,
+        UPDATE or DELETE, who, when); delete is soft. A new memory that contradicts an old one
+        about the same subject replaces it (an UPDATE in the history)."""
+        return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
+                                                agent_id=agent_id, run_id=run_id, metadata=metadata,
+                                                filters=filters, top_k=top_k)
+
+    def clear_user_memory(self, user_id: UserId) -> dict[str, Any]:
+        """Delete everything remembered about the user: memories, history, graph, tags and queued
+        input. Cannot be undone."""
+        with _tool_errors():
+            return self.forest.personal.clear_user_memory(user_id)
 
 
 def _child(scored) -> dict[str, Any]:

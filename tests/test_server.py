@@ -99,6 +99,18 @@ def test_every_tool_over_streamable_http(served):
                                                                  "node_id_b": alice_leaves[-1]})
         results["reconcile_bob"] = await call("reconcile_passages", {"model_id": "alice", "node_id_a": alice_leaves[0],
                                                                      "node_id_b": bob_leaf.id})
+        # Personal memory (seeds 003, 004), per user_id.
+        results["remember"] = await call("memory", {"user_id": "alice", "action": "add",
+                                                    "text": ["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"],
+                                                    "metadata": {"scene": "family"}})
+        results["process"] = await call("process_memory", {"user_id": "alice", "input": "小朱的孩子叫什么？"})
+        results["process_bob"] = await call("process_memory", {"user_id": "bob", "input": "小朱的孩子叫什么？"})
+        results["debug"] = await call("debug_process_memory", {"user_id": "alice", "input": "我喜欢爵士乐"})
+        results["graph"] = await call("get_user_graph", {"user_id": "alice"})
+        results["recall"] = await call("memory", {"user_id": "alice", "action": "search", "query": "灿灿的弟弟",
+                                                  "filters": {"scene": "family"}})
+        results["bad_action"] = await call("memory", {"user_id": "alice", "action": "forget"})
+        results["clear"] = await call("clear_user_memory", {"user_id": "bob"})
         return results
 
     r = asyncio.run(_mcp_session(server.url + "/mcp", calls))
@@ -119,6 +131,17 @@ def test_every_tool_over_streamable_http(served):
     verdict = r["reconcile"].structured_content
     assert verdict["reviewed_by"].startswith("offline") and verdict["a"]["key"] == f"node:{alice_leaves[0]}"
     assert r["reconcile_bob"].is_error and "not found" in r["reconcile_bob"].content[0].text
+    for key in ("remember", "process", "process_bob", "debug", "graph", "recall", "clear"):
+        assert not r[key].is_error, (key, r[key].content)
+    assert r["remember"].structured_content["status"] == "success"
+    context = r["process"].structured_content
+    assert context["metadata"]["has_memory"] and ("小朱", "女儿", "灿灿") in {
+        (g["source"], g["relationship"], g["target"]) for g in context["graph_relations"]}
+    assert r["process_bob"].structured_content["metadata"]["has_memory"] is False
+    assert "=== Storage decision ===" in r["debug"].structured_content["trace"]
+    assert "帅帅" in r["graph"].structured_content["entities"]
+    assert r["recall"].structured_content["payload"]["results"][0]["metadata"] == {"scene": "family"}
+    assert r["bad_action"].structured_content["status"] == "fallback"
     assert set(r["tools"]) == set(ForestTools.NAMES)
     assert "explore_memory_node" in r["tools"]["retrieve_memory"].description
     assert r["tools"]["explore_memory_node"].input_schema["properties"]["node_id"]["type"] == "integer"
@@ -144,7 +167,7 @@ def test_every_tool_over_streamable_http(served):
     logged = server.calls.latest()
     assert set(ForestTools.NAMES) <= {c["tool"] for c in logged}
     assert any(c["tool"] == "get_memory_node" and not c["ok"] for c in logged)
-    assert all(c["ms"] >= 0 and c["model_id"] in ("alice", "bob") for c in logged)
+    assert all(c["ms"] >= 0 and c["model_id"] in ("alice", "bob") for c in logged)  # user_ids for personal tools
     forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
 
 

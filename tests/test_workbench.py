@@ -254,3 +254,19 @@ def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeyp
     app = wait_for(app, lambda a: a.dataframe and "sample notes" in a.dataframe[0].value["name"].tolist())
     assert app.sidebar.text_input[0].value == "demo"
     assert app.dataframe[0].value["name"].tolist() == ["sample notes"]  # once, and not the README
+
+
+def test_personal_memory_page_processes_draws_the_graph_and_shows_history(workbench):
+    app = open_app().switch_page("pages/memory.py").run()
+    assert not app.exception and any("user_id" in i.value for i in app.info)
+    next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
+    for message in ("灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"):
+        next(t for t in app.text_area if t.label == "Message").set_value(message)
+        next(c for c in app.checkbox if c.label.startswith("Debug trace")).set_value(True)
+        app = button(app, "Process").click().run()
+        assert not app.exception and "=== Storage decision ===" in app.code[0].value
+    drawing = app.get("iframe")[0].proto.srcdoc  # the pyvis page, vis-network inlined (no CDN)
+    assert "new vis.Network" in drawing and json.dumps("帅帅")[1:-1] in drawing and "src=\"http" not in drawing
+    relations = next(d for d in app.dataframe if "relationship" in d.value.columns).value
+    assert {"女儿", "弟弟"} <= set(relations["relationship"])
+    assert any(e.label.startswith("#1 · 灿灿是小朱的女儿") for e in app.expander)

@@ -1,0 +1,1 @@
+"""Personal memory service (seeds 003, 004)."""

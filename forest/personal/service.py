@@ -1,0 +1,406 @@
+"""PersonalMemory: memory as a service for agents (seed 003 NeuroMemory v2, seed 004 memory tools).
+
+process_memory is Y-shaped (seed 003 §2.2): the sync path retrieves at once (vector top k and the
+knowledge graph around the entities the input names) and returns; the async path puts the input
+in a durable SQLite queue first and a worker thread classifies its privacy and writes it. A
+write that fails is logged and retried with backoff; it never turns into a failed retrieval
+(seed 003 §7), and queued input survives a crash or restart (the worker resumes it).
+
+The memory access tool (seed 004) adds, searches, updates, deletes and shows history, scoped by
+user_id, agent_id, run_id and metadata; every change is in the history. A new memory that
+contradicts an old one about the same subject supersedes it (an UPDATE with history).
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from forest.config import Settings
+from forest.db import Database
+from forest.embedders import Embedder
+from forest.errors import ForestError, InvalidInput, NotFound
+from forest.llm import ClaudeJSON
+from forest.personal.graph import (
+    Triple,
+    TripleExtractor,
+    entities_in,
+    entity_key,
+    format_path,
+    graph_paths,
+    related,
+)
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
+from forest.personal.privacy import PRIVATE, PrivacyClassifier
+from forest.personal.tags import extract_tags
+from forest.validation import check_text
+
+log = logging.getLogger("forest.personal")
+
+ACTIONS = ("add", "search", "update", "delete", "history")
+MAX_MEMORY_CHARS = 4000
+MAX_BATCH = 100
+MAX_ATTEMPTS = 5
+RETRY_BASE_SECONDS = 2.0
+WORKER_BATCH = 16
+# Two memories are about the same subject when their calibrated similarity reaches this.
+SAME_SUBJECT = 0.6
+# Relations a subject has one value of at a time: a new value supersedes the old memory.
+SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "is married to", "born in", "is from", "住在",
+                           "工作于", "结婚", "来自"])
+_NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
+_METADATA_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_ID = re.compile(r"^[\w.:@/-]{1,200}$")
+
+
+class PersonalMemory:
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings, llm: ClaudeJSON | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = PersonalStore(db)
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings
+        self.clock = clock
+        self.privacy = PrivacyClassifier(embedder, llm)
+        self.extractor = TripleExtractor(llm)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.memory_enabled
+
+    # --- process_memory ---------------------------------------------------------------------
+    def process_memory(self, user_id: str, text: str, *, agent_id: str | None = None, run_id: str | None = None,
+                       metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> dict[str, Any]:
+        """The sync path's context now; the write happens in the background."""
+        user_id, text = check_user_id(user_id), check_text(text, "input", MAX_MEMORY_CHARS)
+        scope, metadata = _scope(agent_id, run_id), _metadata(metadata)
+        if not self.enabled:
+            return _context("disabled", [], [], 0.0)
+        started = time.perf_counter()
+        try:
+            chunks, relations = self._retrieve(user_id, text)
+            status = "success"
+        except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
+            log.exception("retrieval failed for user %s", user_id)
+            chunks, relations, status = [], [], "fallback"
+        elapsed = (time.perf_counter() - started) * 1000
+        try:
+            now = self.clock()
+            self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now)
+            self._ensure_worker()
+            self._wake.set()
+        except Exception:
+            log.exception("could not queue the input of user %s for writing", user_id)
+        return _context(status, chunks, relations, elapsed)
+
+    def debug_process_memory(self, user_id: str, text: str, **scope: Any) -> str:
+        """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
+        paths, the storage decision and its reason, time per stage, the raw data."""
+        user_id, text = check_user_id(user_id), check_text(text, "input", MAX_MEMORY_CHARS)
+        if not self.enabled:
+            return "=== Memory disabled ===\nMEMORY_ENABLED=false: nothing was retrieved or stored."
+        timings: dict[str, float] = {}
+        began = time.perf_counter()
+        chunks = self._vector_chunks(user_id, text)
+        timings["vector retrieval"] = (time.perf_counter() - began) * 1000
+        began = time.perf_counter()
+        triples = self._triples(user_id)
+        start = entities_in(text, {t.source for t in triples} | {t.target for t in triples})
+        paths = graph_paths(triples, start, self.settings.graph_max_depth)
+        relations = related(triples, start, self.settings.graph_max_depth, self.settings.graph_max_relations)
+        timings["graph retrieval"] = (time.perf_counter() - began) * 1000
+        began = time.perf_counter()
+        now = self.clock()
+        item = QueuedInput(0, user_id, scope.get("agent_id"), scope.get("run_id"), text, _metadata(scope.get("metadata")),
+                           now, 0)
+        with self.db.transaction() as conn:
+            decision = self._write(conn, item, now)
+        timings["classification and storage"] = (time.perf_counter() - began) * 1000
+        lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
+        lines += [f"  - match: {c['memory']!r} (score: {c['score']:.2f})" for c in chunks] or ["  - no match"]
+        lines.append(f"[graph search] start: {', '.join(start) or '(no known entity in the input)'}")
+        lines += [f"  - path {n}: {format_path(p)}" for n, p in enumerate(paths, 1)] or ["  - no path"]
+        lines += ["", "=== Storage decision ===",
+                  f"[privacy] {decision['privacy']['label']} by {decision['privacy']['decided_by']}: "
+                  f"{decision['privacy']['reason']}",
+                  f"[decision] {decision['action']}: {decision['why']}"]
+        lines += ["", "=== Timing ===", *(f"- {stage}: {ms:.1f} ms" for stage, ms in timings.items()),
+                  f"- total: {sum(timings.values()):.1f} ms"]
+        lines += ["", "=== Raw data ===", f"vector results: {chunks}",
+                  f"graph triples: {[(t.source, t.relationship, t.target) for t in relations]}",
+                  f"decision: {decision}"]
+        return "\n".join(lines)
+
+    def _retrieve(self, user_id: str, text: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+        chunks = self._vector_chunks(user_id, text)
+        triples = self._triples(user_id)
+        start = entities_in(text, {t.source for t in triples} | {t.target for t in triples})
+        relations = related(triples, start, self.settings.graph_max_depth, self.settings.graph_max_relations)
+        return chunks, [t.to_dict() for t in relations]
+
+    def _vector_chunks(self, user_id: str, text: str) -> list[dict[str, Any]]:
+        return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
+                for record, score in self._search(user_id, text, self.settings.vector_top_k)]
+
+    def _search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
+                metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
+        """Exact cosine over the user's live memories (a user holds thousands, not millions)."""
+        ids, matrix = self.store.vectors(user_id, scope, metadata)
+        if not ids:
+            return []
+        scores = np.asarray(self.embedder.calibrate(matrix @ self.embedder.embed_query(query)), dtype=float)
+        best = np.argsort(-scores, kind="stable")[:top_k]
+        records = {r.id: r for r in self.store.memories(user_id, scope, metadata)}
+        return [(records[ids[i]], float(scores[i])) for i in best if ids[i] in records]
+
+    def _triples(self, user_id: str) -> list[Triple]:
+        return [Triple(*t) for t in self.store.triples(user_id)]
+
+    # --- the write worker -------------------------------------------------------------------
+    def _ensure_worker(self) -> None:
+        with self._worker_lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._stop.clear()
+                self._worker = threading.Thread(target=self._run_worker, name="personal-memory-writer", daemon=True)
+                self._worker.start()
+
+    def start(self) -> None:
+        """Resume queued input left by an earlier process (called when a server starts)."""
+        self._ensure_worker()
+        self._wake.set()
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until no queued input is due (tests, evaluation); False on timeout."""
+        self._ensure_worker()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._idle.clear()
+            self._wake.set()
+            if not self.store.due(self.clock(), 1) and self._idle.wait(0.05):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout=10)
+
+    def _run_worker(self) -> None:
+        while not self._stop.is_set():
+            batch = self.store.due(self.clock(), WORKER_BATCH)
+            if not batch:
+                self._idle.set()
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+                continue
+            for item in batch:
+                self._process(item)
+
+    def _process(self, item: QueuedInput) -> None:
+        try:
+            with self.db.transaction() as conn:  # the write and "done" commit together: exactly once
+                decision = self._write(conn, item, self.clock())
+                self.store.finish(conn, item.id, decision)
+        except Exception as exc:  # logged and retried; the caller already has its context
+            give_up = item.attempts + 1 >= MAX_ATTEMPTS
+            log.warning("writing queued input %d of user %s failed (attempt %d%s): %s", item.id, item.user_id,
+                        item.attempts + 1, ", giving up" if give_up else "", exc)
+            delay = RETRY_BASE_SECONDS * 2 ** item.attempts
+            self.store.retry_later(item.id, f"{type(exc).__name__}: {exc}", self.clock() + delay, give_up)
+
+    def _write(self, conn, item: QueuedInput, now: float) -> dict[str, Any]:
+        """Classify, then add (or supersede) the memory and its triples, inside `conn`'s transaction."""
+        if self.settings.memory_privacy_filter:
+            privacy = self.privacy.classify(item.input).to_dict()
+        else:
+            privacy = {"label": PRIVATE, "reason": "privacy filter off", "decided_by": "setting"}
+        if privacy["label"] != PRIVATE:
+            return {"privacy": privacy, "action": "discarded", "why": "public knowledge is left to the main model"}
+        scope = {"agent_id": item.agent_id, "run_id": item.run_id}
+        memory_id, action, why = self._add_or_supersede(conn, item.user_id, item.input, scope, item.metadata,
+                                                        item.observed_at, "process_memory")
+        return {"privacy": privacy, "action": action, "why": why, "memory_id": memory_id}
+
+    def _add_or_supersede(self, conn, user_id: str, text: str, scope: dict[str, str | None],
+                          metadata: dict[str, Any], at: float, actor: str) -> tuple[int, str, str]:
+        vector = self.embedder.embed_passages([text])[0]
+        triples = self.extractor.extract(text, speaker=user_id)
+        old = self._contradicted(user_id, text, vector, triples)
+        if old is not None:
+            why = f"contradicts memory {old.id} ({old.memory!r}) about the same subject"
+            self.store.update(conn, user_id, old.id, text, vector, at, actor, why, metadata)
+            conn.execute("DELETE FROM personal_triples WHERE user_id = ? AND memory_id = ?", (user_id, old.id))
+            memory_id, action = old.id, "superseded"
+        else:
+            memory_id = self.store.add(conn, user_id, text, vector, scope, metadata, at, actor)
+            action, why = "stored", "private information about the user"
+        self.store.add_triples(conn, user_id, memory_id, _keyed(triples), at)
+        return memory_id, action, why
+
+    def _contradicted(self, user_id: str, text: str, vector: np.ndarray, triples) -> PersonalMemoryRecord | None:
+        """The live memory the new one contradicts: the same single-valued relation of the same
+        subject with another value, or the same statement negated (high similarity, one side
+        negated)."""
+        ids, matrix = self.store.vectors(user_id)
+        if not ids:
+            return None
+        similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
+        records = {r.id: r for r in self.store.memories(user_id)}
+        new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
+                     if t.relationship in SINGLE_VALUED}
+        negated = bool(_NEGATION.search(text))
+        for i in np.argsort(-similarity, kind="stable"):
+            record = records.get(ids[i])
+            if record is None or similarity[i] < SAME_SUBJECT:
+                break
+            for t in self.extractor.extract(record.memory, speaker=user_id):
+                if new_facts.get((entity_key(t.source), t.relationship), entity_key(t.target)) != entity_key(t.target):
+                    return record
+            if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_SUBJECT + 0.15:
+                return record
+        return None
+
+    # --- the memory access tool (seed 004) --------------------------------------------------
+    def memory_tool(self, action: str, user_id: str, *, text: str | list[str] | None = None,
+                    query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
+                    run_id: str | None = None, metadata: dict[str, Any] | None = None,
+                    filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
+        """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
+        give status fallback with the reason, never an exception."""
+        if action not in ACTIONS:
+            return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
+        if not self.enabled:
+            return _reply(action, "disabled", {"reason": "MEMORY_ENABLED=false: memory is switched off; nothing "
+                                                         "was read or written"})
+        try:
+            user_id = check_user_id(user_id)
+            scope = _scope(agent_id, run_id)
+            who = actor or agent_id or "memory_tool"
+            if action == "add":
+                return _reply(action, "success", {"results": self.add(user_id, text, scope, _metadata(metadata), who)})
+            if action == "search":
+                filters = dict(filters or {})
+                scope_filter = _scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
+                found = self._search(user_id, check_text(query or "", "query", MAX_MEMORY_CHARS),
+                                     _top_k(top_k), scope_filter, _metadata(filters))
+                return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
+                                                              for r, s in found]})
+            if action == "history":
+                entries = self.store.history(user_id, memory_id)
+                return _reply(action, "success", {"history": [e.to_dict() for e in entries]})
+            if memory_id is None:
+                raise InvalidInput(f"{action} needs a memory_id")
+            now = self.clock()
+            with self.db.transaction() as conn:
+                if action == "update":
+                    new = check_text(text if isinstance(text, str) else "", "memory", MAX_MEMORY_CHARS)
+                    done = self.store.update(conn, user_id, memory_id, new, self.embedder.embed_passages([new])[0],
+                                             now, who)
+                    if done:
+                        conn.execute("DELETE FROM personal_triples WHERE user_id = ? AND memory_id = ?",
+                                     (user_id, memory_id))
+                        triples = self.extractor.extract(new, speaker=user_id)
+                        self.store.add_triples(conn, user_id, memory_id, _keyed(triples), now)
+                else:
+                    done = self.store.delete(conn, user_id, memory_id, now, who)
+            if not done:
+                raise NotFound(f"memory {memory_id} not found for this user")
+            return _reply(action, "success", {"memory_id": memory_id, "history": [
+                e.to_dict() for e in self.store.history(user_id, memory_id)]})
+        except ForestError as exc:
+            return _reply(action, "fallback", {"error": str(exc)})
+
+    def add(self, user_id: str, text: str | list[str] | None, scope: dict[str, str | None],
+            metadata: dict[str, Any], actor: str) -> list[dict[str, Any]]:
+        """Batch add (explicit writes skip the privacy filter); each may supersede an old memory."""
+        texts = [text] if isinstance(text, str) else list(text or [])
+        if not texts or len(texts) > MAX_BATCH:
+            raise InvalidInput(f"add needs 1 to {MAX_BATCH} memories as text")
+        texts = [check_text(t, "memory", MAX_MEMORY_CHARS) for t in texts]
+        results = []
+        for memory in texts:
+            with self.db.transaction() as conn:
+                memory_id, event, why = self._add_or_supersede(conn, user_id, memory, scope, metadata, self.clock(),
+                                                               actor)
+            results.append({"memory_id": memory_id, "memory": memory,
+                            "event": "UPDATE" if event == "superseded" else "ADD", "reason": why})
+        return results
+
+    def tags(self, user_id: str, dry_run: bool = True, limit: int = 20) -> dict[str, Any]:
+        """Preference and topic tags from the user's memories; dry_run returns the candidates
+        only, otherwise they are upserted (applying again changes nothing)."""
+        user_id = check_user_id(user_id)
+        candidates = extract_tags(user_id, (m.memory for m in self.store.memories(user_id)), self._triples(user_id),
+                                  _top_k(limit))
+        if not dry_run and candidates:
+            self.store.upsert_tags(user_id, candidates, self.clock())
+        return {"candidates": candidates, "applied": [] if dry_run else candidates,
+                "stored": self.store.tags(user_id)}
+
+    def clear_user_memory(self, user_id: str) -> dict[str, Any]:
+        user_id = check_user_id(user_id)
+        with self.db.transaction() as conn:
+            removed = self.store.clear(conn, user_id)
+        return {"user_id": user_id, "memories_removed": removed}
+
+    def user_graph(self, user_id: str) -> dict[str, Any]:
+        """get_user_graph: every entity and relation of the user."""
+        triples = self._triples(check_user_id(user_id))
+        entities = sorted({t.source for t in triples} | {t.target for t in triples})
+        return {"user_id": user_id, "entities": entities, "relations": [t.to_dict() for t in triples]}
+
+
+def check_user_id(user_id: str) -> str:
+    if not isinstance(user_id, str) or not _ID.match(user_id):
+        raise InvalidInput("user_id is required: 1-200 letters, digits or . : @ / - _")
+    return user_id
+
+
+def _scope(agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+    for name, value in (("agent_id", agent_id), ("run_id", run_id)):
+        if value is not None and (not isinstance(value, str) or not _ID.match(value)):
+            raise InvalidInput(f"{name} must be 1-200 letters, digits or . : @ / - _")
+    return {"agent_id": agent_id, "run_id": run_id}
+
+
+def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or len(metadata) > 20:
+        raise InvalidInput("metadata must be an object of at most 20 keys")
+    for key, value in metadata.items():
+        if not _METADATA_KEY.match(str(key)) or not isinstance(value, (str, int, float, bool)):
+            raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
+    return metadata
+
+
+def _top_k(top_k: int) -> int:
+    if not isinstance(top_k, int) or not 1 <= top_k <= 100:
+        raise InvalidInput(f"top_k must be between 1 and 100, got {top_k!r}")
+    return top_k
+
+
+def _keyed(triples) -> list[tuple[str, str, str, str, str]]:
+    return [(t.source, t.relationship, t.target, entity_key(t.source), entity_key(t.target)) for t in triples]
+
+
+def _context(status: str, chunks: list[dict[str, Any]], relations: list[dict[str, str]],
+             elapsed_ms: float) -> dict[str, Any]:
+    return {"status": status, "vector_chunks": chunks, "graph_relations": relations,
+            "metadata": {"retrieval_time_ms": round(elapsed_ms, 1), "has_memory": bool(chunks or relations)}}
+
+
+def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"operation": operation, "status": status, "payload": payload}

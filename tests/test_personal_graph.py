@@ -1,0 +1,190 @@
+"""The personal knowledge graph (seed 003): triple extraction (offline patterns and Claude),
+entity normalization and deduplication, the bounded walk and its readable paths."""
+import json
+import logging
+
+import pytest
+
+from fake_anthropic import FakeAnthropic
+from forest.llm import ClaudeJSON
+from forest.personal.graph import (
+    Triple,
+    TripleExtractor,
+    dedupe_triples,
+    entities_in,
+    entity_key,
+    format_path,
+    graph_paths,
+    normalize_entity,
+    related,
+)
+
+SEED = [Triple("小朱", "女儿", "灿灿"), Triple("灿灿", "弟弟", "帅帅")]
+
+
+def extract(text, speaker="user"):
+    return [(t.source, t.relationship, t.target) for t in TripleExtractor().extract(text, speaker)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Emma is Alice's daughter.", [("Alice", "daughter", "Emma")]),
+    ("Tom is my younger brother.", [("user", "brother", "Tom")]),
+    ("I'm Tom's sister.", [("Tom", "sister", "user")]),
+    ("Emma is the daughter of Alice.", [("Alice", "daughter", "Emma")]),
+    ("My daughter is Emma.", [("user", "daughter", "Emma")]),
+    ("My wife Sarah loves pizza.", [("user", "wife", "Sarah")]),
+    ("My mom's name is Ruth.", [("user", "mother", "Ruth")]),
+    ("Alice's son, Tom, is six.", [("Alice", "son", "Tom")]),
+    ("Bob is my boss and Eve is my colleague.", [("user", "boss", "Bob"), ("user", "colleague", "Eve")]),
+    ("Tom works at Google as an engineer.", [("Tom", "works at", "Google")]),
+    ("I work for Acme Corp since 2020.", [("user", "works for", "Acme Corp")]),
+    ("Tom lives in New York City with his wife.", [("Tom", "lives in", "New York City")]),
+    ("I like apples and long walks on the beach.",
+     [("user", "likes", "apples"), ("user", "likes", "long walks on the beach")]),
+    ("I really love jazz, blues and soul, but not pop.",
+     [("user", "loves", "jazz"), ("user", "loves", "blues"), ("user", "loves", "soul")]),
+    ("I hate cilantro.", [("user", "hates", "cilantro")]),
+    ("I prefer tea over coffee.", [("user", "prefers", "tea")]),
+    ("I don't like horror movies.", [("user", "dislikes", "horror movies")]),
+    ("Anna is from Brazil.", [("Anna", "is from", "Brazil")]),
+    ("I'm originally from Lyon, France.", [("user", "is from", "Lyon")]),
+    ("Tom was born in Paris in 1990.", [("Tom", "born in", "Paris")]),
+    ("Tom is married to Anna.", [("Tom", "is married to", "Anna")]),
+    ("Tom has a dog named Rex.", [("Tom", "dog", "Rex")]),
+    ("I have a cat called Misty.", [("user", "cat", "Misty")]),
+    ("I love hiking in the Alps with my sister Mia",
+     [("user", "sister", "Mia"), ("user", "loves", "hiking in the Alps")]),
+])
+def test_english_patterns(text, expected):
+    assert extract(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("灿灿是小朱的女儿", [("小朱", "女儿", "灿灿")]),
+    ("我记得灿灿是小朱的女儿。", [("小朱", "女儿", "灿灿")]),
+    ("灿灿还有一个弟弟，叫帅帅", [("灿灿", "弟弟", "帅帅")]),
+    ("小朱的女儿是灿灿", [("小朱", "女儿", "灿灿")]),
+    ("帅帅是我的弟弟", [("user", "弟弟", "帅帅")]),
+    ("我的女儿叫灿灿", [("user", "女儿", "灿灿")]),
+    ("我老婆叫小红呀", [("user", "妻子", "小红")]),
+    ("我有一只猫叫咪咪", [("user", "猫", "咪咪")]),
+    ("我喜欢苹果", [("user", "喜欢", "苹果")]),
+    ("我非常喜欢苹果和香蕉", [("user", "喜欢", "苹果"), ("user", "喜欢", "香蕉")]),
+    ("我喜欢和平", [("user", "喜欢", "和平")]),
+    ("我讨厌香菜", [("user", "讨厌", "香菜")]),
+    ("我不喜欢下雨天", [("user", "不喜欢", "下雨天")]),
+    ("小朱在北京工作", [("小朱", "工作于", "北京")]),
+    ("我现在在一家银行上班", [("user", "工作于", "银行")]),
+    ("小朱住在上海，很开心", [("小朱", "住在", "上海")]),
+    ("小王来自四川", [("小王", "来自", "四川")]),
+    ("我出生在成都", [("user", "出生于", "成都")]),
+    ("小王和小李结婚了", [("小王", "结婚", "小李")]),
+])
+def test_chinese_patterns(text, expected):
+    assert extract(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "Paris is the capital of France.", "The sky is blue.", "Apple is a company.", "Everyone loves pizza.",
+    "Tom is not my brother.", "I don't live in Paris anymore.", "I'd like a coffee.", "I love you.",
+    "I like this song.", "Who is Alice's daughter?", "Tom has two kids.",
+    "北京是中国的首都", "乔布斯是苹果公司的创始人", "小朱有两个孩子", "灿灿不是小朱的女儿", "我不住在北京",
+    "我的女儿是医生", "小朱的儿子叫什么", "小朱的孩子叫什么？", "我挺喜欢吃这个的", "这个消息来自新华社",
+])
+def test_general_sentences_questions_negations_and_pronouns_give_no_triple(text):
+    # Counts ("有两个孩子") are no triple either: "两个" would join unrelated families into one node.
+    assert extract(text) == []
+
+
+def test_the_first_person_becomes_the_speaker():
+    assert extract("I live in Paris. 我喜欢爵士乐", speaker="ann") == [("ann", "lives in", "Paris"),
+                                                                   ("ann", "喜欢", "爵士乐")]
+
+
+def test_entities_are_normalized_for_display_and_folded_for_keys():
+    assert normalize_entity("  the 'Google'. ") == "Google"
+    assert normalize_entity("Alice's") == "Alice" and normalize_entity("小朱的") == "小朱"
+    assert normalize_entity("My", "ann") == "ann" and normalize_entity("我", "zhu") == "zhu"
+    assert normalize_entity("New  York") == "New York"
+    assert entity_key("New York") == entity_key("the new york") == "new york"
+    assert Triple("小朱", "女儿", "灿灿").to_dict() == {"source": "小朱", "relationship": "女儿", "target": "灿灿"}
+
+
+def test_the_same_fact_is_kept_once_in_its_first_spelling():
+    assert extract("Emma is Alice's daughter. Alice's daughter is Emma. Emma is the daughter of Alice.") \
+        == [("Alice", "daughter", "Emma")]
+    assert extract("灿灿是小朱的女儿。小朱的女儿叫灿灿。") == [("小朱", "女儿", "灿灿")]
+    kept = dedupe_triples([Triple("The Google", "Works_At", "Mountain View"), Triple("google", "works at",
+                                                                                    "mountain view")])
+    assert kept == [Triple("The Google", "Works_At", "Mountain View")]
+
+
+def test_the_walk_follows_the_seed_example_up_to_the_depth():
+    assert related(SEED, ["小朱"], max_depth=1) == SEED[:1]
+    assert related(SEED, ["小朱"], max_depth=2) == SEED
+    assert related(SEED, ["帅帅"], max_depth=1) == SEED[1:]  # edges are followed backwards too
+    assert related(SEED, ["小朱的儿子叫什么"]) == SEED  # a start that is no entity is read as text
+    assert related(SEED, ["nobody"]) == [] and related([], ["小朱"]) == []
+    assert related(SEED + SEED, ["小朱"], max_relations=2) == SEED  # duplicates do not use the budget
+
+
+def test_the_walk_returns_the_nearest_relations_first_up_to_the_limit():
+    far = Triple("Tom", "friend", "Bob")
+    likes = [Triple("ann", "likes", f"thing {n}") for n in range(12)]
+    triples = [far, Triple("ann", "brother", "Tom"), *likes]
+    found = related(triples, ["Ann"], max_depth=2, max_relations=10)
+    assert found == [triples[1], *likes[:9]]  # depth 1 in stored order; the depth-2 friend is cut
+    assert related(triples, ["ann"], max_relations=20)[-1] == far
+
+
+def test_a_cycle_ends():
+    cycle = [Triple("A", "knows", "B"), Triple("B", "knows", "C"), Triple("C", "knows", "A")]
+    assert related(cycle, ["a"], max_depth=10) == [cycle[0], cycle[2], cycle[1]]
+    assert [format_path(p) for p in graph_paths(cycle, ["A"], max_depth=10)] == [
+        "A --[knows]--> B --[knows]--> C", "A <--[knows]-- C <--[knows]-- B"]
+
+
+def test_paths_read_like_the_seed_trace():
+    assert [format_path(p) for p in graph_paths(SEED, ["小朱"])] == ["小朱 --[女儿]--> 灿灿 --[弟弟]--> 帅帅"]
+    assert [format_path(p) for p in graph_paths(SEED, ["小朱"], max_depth=1)] == ["小朱 --[女儿]--> 灿灿"]
+    assert [format_path(p) for p in graph_paths(SEED, ["帅帅"])] == ["帅帅 <--[弟弟]-- 灿灿 <--[女儿]-- 小朱"]
+    assert format_path([]) == "" and graph_paths(SEED, ["nobody"]) == []
+
+
+def test_entities_in_finds_cjk_substrings_whole_latin_words_and_the_speaker():
+    assert entities_in("小朱的儿子叫什么", ["灿灿", "小朱", "帅帅"]) == ["小朱"]
+    assert entities_in("Is EMMA older than Annabel?", ["Ann", "Emma", "emma"]) == ["Emma"]
+    assert entities_in("What does my daughter like?", ["Emma", "ann"], speaker="ann") == ["ann"]
+    assert entities_in("What does my daughter like?", ["Emma", "ann"]) == []
+
+
+def claude_extractor(fake):
+    return TripleExtractor(ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url))
+
+
+def test_a_valid_claude_reply_is_used_and_normalized():
+    reply = {"triples": [{"source": "我", "relationship": "Works_At", "target": "the Acme Corp"},
+                         {"source": "我", "relationship": "works at", "target": "Acme Corp"},
+                         {"source": "他", "relationship": "likes", "target": "tea"}]}
+    with FakeAnthropic() as fake:
+        fake.script = [json.dumps(reply, ensure_ascii=False)]
+        extractor = claude_extractor(fake)
+        triples = extractor.extract("I work at Acme Corp. He likes tea.", speaker="ann")
+    assert triples == [Triple("ann", "works at", "Acme Corp")]  # pronoun dropped, duplicate merged
+    assert extractor.label == extractor.last_label == "claude:claude-test"
+    prompt = json.loads(fake.requests[0]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+    assert prompt["input_data"] == {"speaker": "ann", "text": "I work at Acme Corp. He likes tea."}
+
+
+@pytest.mark.parametrize("bad", ["not json", json.dumps({"triples": [{"source": "ann", "relationship": "likes"}]}),
+                                 json.dumps({"relations": []})])
+def test_an_invalid_claude_reply_falls_back_to_the_patterns(bad, caplog):
+    with FakeAnthropic() as fake, caplog.at_level(logging.WARNING):
+        fake.script = [bad]
+        extractor = claude_extractor(fake)
+        triples = extractor.extract("灿灿是小朱的女儿")
+    assert triples == SEED[:1]
+    assert extractor.label == "claude:claude-test"
+    assert extractor.last_label == "offline:patterns (fallback from claude:claude-test)"
+    assert "using the offline patterns" in caplog.text
+    assert TripleExtractor().label == "offline:patterns"

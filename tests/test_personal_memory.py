@@ -1,0 +1,199 @@
+"""The personal memory service (seeds 003, 004) on real stores: process_memory's two paths, the
+durable write queue (retries, restarts, a killed process), the memory tool with history and
+scoping, contradictions superseding, the graph walk, clearing, isolation between users."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import forest_env
+
+
+@pytest.fixture
+def personal(make_forest):
+    forest = make_forest()
+    yield forest.personal
+    forest.personal.stop()
+
+
+def test_process_memory_answers_at_once_and_remembers_in_the_background(personal):
+    first = personal.process_memory("zhu", "灿灿是小朱的女儿")
+    assert first["status"] == "success" and first["metadata"]["has_memory"] is False
+    assert set(first) == {"status", "vector_chunks", "graph_relations", "metadata"}
+    personal.process_memory("zhu", "灿灿还有一个弟弟，叫帅帅")
+    personal.process_memory("zhu", "北京是中国的首都")  # public knowledge: not stored
+    assert personal.drain()
+    context = personal.process_memory("zhu", "小朱的孩子叫什么？")
+    assert context["metadata"]["has_memory"] is True and context["metadata"]["retrieval_time_ms"] >= 0
+    memories = [c["memory"] for c in context["vector_chunks"]]
+    assert "灿灿是小朱的女儿" in memories and "北京是中国的首都" not in memories
+    relations = {(r["source"], r["relationship"], r["target"]) for r in context["graph_relations"]}
+    assert ("小朱", "女儿", "灿灿") in relations and ("灿灿", "弟弟", "帅帅") in relations  # two hops
+    decisions = {d["input"]: d["decision"] for d in personal.store.decisions("zhu")}
+    assert decisions["北京是中国的首都"]["action"] == "discarded"
+    assert decisions["北京是中国的首都"]["privacy"]["label"] == "PUBLIC"
+    assert decisions["灿灿是小朱的女儿"]["action"] == "stored"
+
+
+def test_a_failing_write_is_retried_and_never_fails_the_retrieval(personal, monkeypatch):
+    clock = [1_800_000_000.0]
+    personal.clock = lambda: clock[0]
+    calls = {"n": 0}
+    real = personal.extractor.extract
+
+    def flaky(text, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("graph store unavailable")
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(personal.extractor, "extract", flaky)
+    reply = personal.process_memory("ann", "I love hiking in the Alps with my sister Mia")
+    assert reply["status"] == "success"
+    assert personal.drain(timeout=5) is True  # nothing is due: the retry waits for its backoff
+    state = personal.store.decisions("ann")[0]
+    assert state["status"] == "pending" and state["attempts"] == 1 and "graph store unavailable" in state["error"]
+    assert personal.memory_tool("search", "ann", query="hiking")["payload"]["results"] == []
+    clock[0] += 60
+    assert personal.drain()
+    assert personal.store.decisions("ann")[0]["status"] == "done"
+    found = personal.memory_tool("search", "ann", query="hiking")["payload"]["results"]
+    assert [r["memory"] for r in found] == ["I love hiking in the Alps with my sister Mia"]
+
+
+def test_queued_input_survives_a_killed_process(tmp_path, make_forest):
+    data_dir = tmp_path / "store"
+    script = ("import os\nfrom forest import MemoryForest\n"
+              "forest = MemoryForest()\n"
+              "forest.personal.process_memory('kim', 'My daughter Lena starts school in Zurich next week')\n"
+              "os._exit(0)  # killed: no drain, no close\n")
+    subprocess.run([sys.executable, "-c", script], env=forest_env(data_dir), check=True, timeout=300)
+    forest = make_forest(data_dir=data_dir)
+    forest.personal.start()
+    assert forest.personal.drain()
+    memories = forest.personal.store.memories("kim")
+    assert [m.memory for m in memories] == ["My daughter Lena starts school in Zurich next week"]  # exactly once
+    assert forest.personal.store.queue_state("kim") == {"pending": 0, "done": 1, "failed": 0}
+
+
+def test_a_server_resumes_queued_input_when_it_starts(make_forest, tmp_path):
+    from conftest import free_port
+    from forest.server import ThreadServer
+
+    forest = make_forest(data_dir=tmp_path / "store")
+    forest.personal.store.enqueue("lee", "I moved to Lisbon last spring", {}, {}, 1_700_000_000.0, 0.0)
+    server = ThreadServer(forest, port=free_port()).start()  # as `forest serve` and the workbench do
+    try:
+        deadline = time.monotonic() + 60  # no drain(): the server's start alone must set the writer going
+        while forest.personal.store.queue_state("lee")["done"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [m.memory for m in forest.personal.store.memories("lee")] == ["I moved to Lisbon last spring"]
+    finally:
+        server.stop()
+
+
+def test_memory_tool_crud_history_scoping_and_batch(personal):
+    added = personal.memory_tool("add", "ann", text=["I prefer window seats on long flights",
+                                                     "My cat Miso is afraid of the vacuum cleaner"],
+                                 agent_id="pre-trip", run_id="trip-7", metadata={"scene": "travel"})
+    assert added["operation"] == "add" and added["status"] == "success"
+    seat, cat = (r["memory_id"] for r in added["payload"]["results"])
+    personal.memory_tool("add", "ann", text="I am allergic to peanuts", agent_id="on-trip")
+    hits = personal.memory_tool("search", "ann", query="seat preference on planes", filters={"scene": "travel"})
+    assert [r["id"] for r in hits["payload"]["results"]][:1] == [seat]
+    assert all(r["metadata"].get("scene") == "travel" for r in hits["payload"]["results"])
+    scoped = personal.memory_tool("search", "ann", query="allergy", filters={"agent_id": "on-trip"})
+    assert [r["memory"] for r in scoped["payload"]["results"]] == ["I am allergic to peanuts"]
+    updated = personal.memory_tool("update", "ann", memory_id=seat, text="I prefer aisle seats on long flights",
+                                   agent_id="post-trip")
+    assert updated["status"] == "success"
+    history = updated["payload"]["history"]
+    assert [h["event"] for h in history] == ["ADD", "UPDATE"]
+    assert history[1]["old_value"] == "I prefer window seats on long flights" and history[1]["actor"] == "post-trip"
+    assert personal.memory_tool("delete", "ann", memory_id=cat)["status"] == "success"
+    assert all(r["id"] != cat for r in personal.memory_tool("search", "ann", query="cat Miso")["payload"]["results"])
+    everything = personal.memory_tool("history", "ann")["payload"]["history"]
+    assert [h["event"] for h in everything if h["memory_id"] == cat] == ["ADD", "DELETE"]
+    missing = personal.memory_tool("update", "ann", memory_id=999_999, text="x")
+    assert missing["status"] == "fallback" and "not found" in missing["payload"]["error"]
+    assert personal.memory_tool("forget", "ann")["status"] == "fallback"
+    assert personal.memory_tool("add", "ann", text=[])["status"] == "fallback"
+    bad = personal.memory_tool("search", "ann", query="x", filters={"bad key!": 1})
+    assert bad["status"] == "fallback" and "metadata key" in bad["payload"]["error"]
+
+
+def test_a_contradicting_memory_supersedes_the_old_one(personal):
+    personal.memory_tool("add", "ann", text="I live in Paris")
+    result = personal.memory_tool("add", "ann", text="I live in Berlin")
+    assert result["payload"]["results"][0]["event"] == "UPDATE"
+    live = [m.memory for m in personal.store.memories("ann")]
+    assert live == ["I live in Berlin"]
+    history = personal.memory_tool("history", "ann")["payload"]["history"]
+    assert [(h["event"], h["old_value"], h["new_value"]) for h in history][-1] == \
+        ("UPDATE", "I live in Paris", "I live in Berlin")
+    personal.memory_tool("add", "ann", text="I love jazz")
+    assert len(personal.store.memories("ann")) == 2  # another subject: kept side by side
+
+
+def test_disabled_memory_writes_nothing(make_forest):
+    forest = make_forest(memory_enabled=False)
+    assert forest.personal.process_memory("ann", "I love jazz")["status"] == "disabled"
+    assert forest.personal.memory_tool("add", "ann", text="I love jazz")["status"] == "disabled"
+    assert forest.db.query("SELECT count(*) FROM personal_write_queue")[0][0] == 0
+    assert forest.db.query("SELECT count(*) FROM personal_memories")[0][0] == 0
+
+
+def test_users_are_isolated_and_clearing_is_per_user(personal):
+    personal.memory_tool("add", "ann", text="Lena is Ann's daughter")
+    personal.memory_tool("add", "bob", text="I like espresso")
+    assert personal.memory_tool("search", "bob", query="Lena daughter")["payload"]["results"][0]["memory"] \
+        == "I like espresso"
+    assert personal.process_memory("bob", "Who is Lena?")["graph_relations"] == []
+    assert personal.user_graph("bob")["relations"] and all(
+        "Lena" not in (r["source"], r["target"]) for r in personal.user_graph("bob")["relations"])
+    ann_memory = personal.store.memories("ann")[0].id
+    assert personal.memory_tool("delete", "bob", memory_id=ann_memory)["status"] == "fallback"
+    assert personal.memory_tool("history", "bob", memory_id=ann_memory)["payload"]["history"] == []
+    assert personal.clear_user_memory("ann")["memories_removed"] == 1
+    assert personal.store.memories("ann") == [] and personal.user_graph("ann")["relations"] == []
+    assert [m.memory for m in personal.store.memories("bob")] == ["I like espresso"]
+
+
+def test_debug_process_memory_explains_every_stage(personal):
+    personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"])
+    trace = personal.debug_process_memory("zhu", "小朱的儿子叫什么")
+    for section in ("=== Retrieval ===", "=== Storage decision ===", "=== Timing ===", "=== Raw data ==="):
+        assert section in trace
+    assert "灿灿是小朱的女儿" in trace and "小朱 --[女儿]--> 灿灿 --[弟弟]--> 帅帅" in trace
+    assert "[privacy]" in trace and "total:" in trace
+
+
+def test_bad_input_is_refused_with_a_clear_message(personal):
+    from forest import InvalidInput
+
+    with pytest.raises(InvalidInput, match="user_id"):
+        personal.process_memory("", "hello")
+    with pytest.raises(InvalidInput, match="input"):
+        personal.process_memory("ann", "   ")
+    with pytest.raises(InvalidInput, match="metadata"):
+        personal.process_memory("ann", "I like tea", metadata={"scene": ["a", "list"]})
+    assert json.dumps(personal.memory_tool("search", "ann", query=""))  # a reply, not an exception
+
+
+def test_tags_dry_run_stores_nothing_and_applying_is_idempotent(personal):
+    personal.memory_tool("add", "ann", text=["I love hiking", "I really love hiking, above all in the Alps",
+                                             "I hate crowded beaches", "Hiking boots are my best purchase"])
+    dry = personal.tags("ann", dry_run=True)
+    kinds = {t["tag"]: t["kind"] for t in dry["candidates"]}
+    assert kinds.get("hiking") == "preference" and kinds.get("crowded beaches") == "dislike"
+    assert dry["applied"] == [] and dry["stored"] == []
+    weights = {t["tag"]: t["weight"] for t in dry["candidates"]}
+    assert weights["hiking"] == 1.0 and weights["crowded beaches"] == 0.5  # in three memories, in one
+    first = personal.tags("ann", dry_run=False)
+    again = personal.tags("ann", dry_run=False)
+    assert first["stored"] == again["stored"] and len(first["stored"]) == len(first["candidates"])
+    assert personal.tags("bob")["candidates"] == []
