@@ -126,6 +126,25 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--model-id", required=True)
     compact.add_argument("--session", required=True)
 
+    personal = sub.add_parser("personal", parents=[common], help="personal memory: process, search, add, history...")
+    acts = personal.add_subparsers(dest="personal_command", required=True, parser_class=_Parser)
+    process = acts.add_parser("process", parents=[common], help="process_memory: context now, write in the background")
+    process.add_argument("text", metavar="TEXT")
+    process.add_argument("--debug", action="store_true", help="run synchronously and explain every stage")
+    for name, helptext in (("add", "add memories directly (each TEXT one memory)"),
+                           ("search", "search the user's memories")):
+        act = acts.add_parser(name, parents=[common], help=helptext)
+        act.add_argument("text", nargs="+", metavar="TEXT")
+        act.add_argument("--agent-id")
+        act.add_argument("--run-id")
+    acts.add_parser("history", parents=[common], help="every change to the user's memories")
+    acts.add_parser("graph", parents=[common], help="the user's knowledge graph")
+    tags = acts.add_parser("tags", parents=[common], help="preference and topic tags (dry run unless --apply)")
+    tags.add_argument("--apply", action="store_true")
+    acts.add_parser("clear", parents=[common], help="delete everything remembered about the user")
+    for act in acts.choices.values():
+        act.add_argument("--user-id", required=True)
+
     serve = sub.add_parser("serve", parents=[common], help="serve the tools over MCP (stdio or HTTP, with REST "
                                                            "and an OpenAI-compatible endpoint)")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
@@ -407,7 +426,35 @@ def _cmd_memory(forest, args) -> int:
                                          f"{r['tokens_after']} tokens ({r['made_by']})\n")
 
 
-COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
+def _cmd_personal(forest, args) -> int:
+    personal, task, user = forest.personal, args.personal_command, args.user_id
+    if task == "process" and args.debug:
+        return _emit(args, {"trace": personal.debug_process_memory(user, args.text)}, lambda r: r["trace"] + "\n")
+    if task == "process":
+        context = personal.process_memory(user, args.text)
+        personal.drain()  # a command line process would exit before the background write
+        return _emit(args, context, lambda c: json.dumps(c, ensure_ascii=False, indent=2) + "\n")
+    if task in ("add", "search", "history"):
+        text = getattr(args, "text", None)
+        reply = personal.memory_tool(task, user, text=text if task == "add" else None,
+                                     query=" ".join(text) if task == "search" else None,
+                                     agent_id=getattr(args, "agent_id", None), run_id=getattr(args, "run_id", None),
+                                     actor="cli")
+        if reply["status"] != "success":
+            raise ForestError(reply["payload"].get("error") or reply["payload"].get("reason"))
+        return _emit(args, reply, lambda r: json.dumps(r["payload"], ensure_ascii=False, indent=2) + "\n")
+    if task == "graph":
+        graph = personal.user_graph(user)
+        return _emit(args, graph, lambda g: "".join(
+            f"{r['source']} --[{r['relationship']}]--> {r['target']}\n" for r in g["relations"]) or "no relations\n")
+    if task == "tags":
+        result = personal.tags(user, dry_run=not args.apply)
+        return _emit(args, result, lambda r: "".join(
+            f"{t['tag']} ({t['kind']}) {t['weight']:.2f}\n" for t in r["candidates"]) or "no tags\n")
+    return _emit(args, personal.clear_user_memory(user), lambda r: f"removed {r['memories_removed']} memories\n")
+
+
+COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
             "doctor": _cmd_doctor}

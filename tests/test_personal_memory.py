@@ -197,3 +197,23 @@ def test_tags_dry_run_stores_nothing_and_applying_is_idempotent(personal):
     again = personal.tags("ann", dry_run=False)
     assert first["stored"] == again["stored"] and len(first["stored"]) == len(first["candidates"])
     assert personal.tags("bob")["candidates"] == []
+
+
+def test_cli_personal_commands(tmp_path, capsys):
+    from forest.cli import main as cli
+
+    store = ["--data-dir", str(tmp_path / "store"), "--user-id", "zhu"]
+    assert cli(["personal", "add", "灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅", *store]) == 0
+    assert cli(["personal", "process", "我喜欢爵士乐", "--json", *store]) == 0
+    capsys.readouterr()
+    assert cli(["personal", "graph", *store]) == 0
+    graph = capsys.readouterr().out
+    assert "小朱 --[女儿]--> 灿灿" in graph and "--[喜欢]--> 爵士乐" in graph  # written before the command exited
+    assert cli(["personal", "search", "灿灿的弟弟", "--json", *store]) == 0
+    assert "帅帅" in json.loads(capsys.readouterr().out)["payload"]["results"][0]["memory"]
+    assert cli(["personal", "history", *store]) == 0 and '"ADD"' in capsys.readouterr().out
+    assert cli(["personal", "process", "小朱的儿子叫什么", "--debug", *store]) == 0
+    trace = capsys.readouterr().out
+    assert "=== Storage decision ===" in trace and "discarded" in trace  # a question is not stored (the seed's example)
+    assert cli(["personal", "clear", *store]) == 0 and "removed 3 memories" in capsys.readouterr().out
+    assert cli(["personal", "add", " ", *store]) == 1 and "empty" in capsys.readouterr().err

@@ -306,6 +306,8 @@ _ENCYCLOPEDIC = re.compile(
 # Questions and requests: they ask, they do not tell (unless they ask us to remember something).
 _ZH_QUESTION_WORD = "什么|怎么|怎样|如何|哪|多少|谁|为什么|是否|能不能|可不可以|要不要|有没有|是不是"
 _QUESTION_END = re.compile(r"[?？][\"'”’)）]*$|吗[。.!！]?$")
+# Chinese often asks without a mark: "小朱的儿子叫什么" ends on its interrogative word (seed 003 §3.3).
+_ZH_QUESTION_TAIL = re.compile(r"(?:什么|谁|哪里|哪儿|哪个|多少|几个|几岁|几点|怎么样|为什么|怎么办)[呢啊呀]?[。.!！]?$")
 # 呢 also ends plain statements ("我还在上班呢"); it asks only beside a question word.
 _NE_QUESTION = re.compile(rf"(?:{_ZH_QUESTION_WORD}).*呢[。.!！]?$")
 _REQUEST_START = re.compile(
@@ -352,7 +354,7 @@ def _statements(text: str) -> list[str]:
 
 
 def _asks(sentence: str) -> bool:
-    if _QUESTION_END.search(sentence) or _NE_QUESTION.search(sentence):
+    if _QUESTION_END.search(sentence) or _NE_QUESTION.search(sentence) or _ZH_QUESTION_TAIL.search(sentence):
         return True
     return bool(_REQUEST_START.search(sentence)) and not _REMEMBER.search(sentence)
 
