@@ -1,5 +1,5 @@
 """The workbench in a real headless Chromium (`streamlit run` + selenium): what AppTest cannot see,
-the drawn tree and a click on it, and a step of the Ask page."""
+the drawn tree and a click on it, a step of the Ask page, and a user's knowledge graph drawn."""
 import os
 import shutil
 import subprocess
@@ -37,6 +37,7 @@ def workbench(tmp_path_factory):
     archive = forest.ingest_text("reader", "notes", "## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" +
                                  topic_text("volcanoes"), threshold=0.0)
     nodes = forest.tree("reader", archive.id)
+    forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"])
     forest.close()
     port = free_port()
     app = subprocess.Popen([STREAMLIT, "run", str(ROOT / "app.py"), "--server.headless", "true", "--server.port",
@@ -104,3 +105,30 @@ def test_ask_page_takes_one_step(workbench):
     driver.find_element(By.XPATH, "//button[.//p[text()='Next step']]").click()
     WebDriverWait(driver, 30).until(lambda d: "Step 1: EXPLORE" in d.page_source)
     assert "node_id_to_explore" in driver.page_source
+
+
+def test_personal_memory_page_draws_the_users_graph_offline(workbench, tmp_path):
+    driver, _, _ = workbench
+    open_page(driver, "Personal memory")
+    user = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=user_id]"))
+    user.send_keys("zhu\n")
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.XPATH, "//*[@role='tab'][contains(normalize-space(.), 'Graph')]"))
+    driver.find_element(By.XPATH, "//*[@role='tab'][contains(normalize-space(.), 'Graph')]").click()
+    frame = WebDriverWait(driver, 30).until(
+        lambda d: next((f for f in d.find_elements(By.TAG_NAME, "iframe") if f.is_displayed()), None))
+    driver.switch_to.frame(frame)
+    try:
+        count = WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+            "return typeof network !== 'undefined' && document.querySelector('canvas') && "
+            "network.body.data.nodes.length"))
+        labels = driver.execute_script("return network.body.data.edges.get().map(e => e.label)")
+        remote = driver.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name).filter(n => n.startsWith('http'))")
+    finally:
+        driver.switch_to.default_content()
+    assert count == 3 and sorted(labels) == ["女儿", "弟弟"]
+    assert remote == []  # the drawing loaded nothing from the network
+    shot = tmp_path / "graph.png"
+    assert driver.save_screenshot(str(shot)) and shot.read_bytes()[:4] == b"\x89PNG"
+    if os.environ.get("FOREST_SCREENSHOTS"):
+        shutil.copy(shot, Path(os.environ["FOREST_SCREENSHOTS"]) / "graph.png")
