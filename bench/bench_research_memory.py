@@ -47,7 +47,7 @@ def main() -> None:
                 for i in range(size):  # spread over 90 days, 20 sessions
                     research.store.add_events(conn, "bench", f"session {i % 20}",
                                               [NewEvent("finding", f"event {i}", vectors[i])],
-                                              start + i * 90 * DAY / size, 7.0)
+                                              start + i * 90 * DAY / size)
             research.search_episodic("bench", "warm up")
             timings = []
             for q in range(QUERIES):

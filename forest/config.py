@@ -52,8 +52,9 @@ class Settings:
     # Hybrid search (search mode "hybrid"): weight of the vector score, the rest on BM25; or "rrf".
     hybrid_vector_weight: float = 0.7
     hybrid_fusion: str = "weighted"
-    # Research memory (seed 002). The semantic directives file is injected first into every prompt.
-    core_file: str = "data/CORE.md"
+    # Research memory (seed 002). The semantic directives file, injected first into every prompt;
+    # default CORE.md beside the data directory (data/CORE.md), wherever the process starts.
+    core_file: str | None = None
     briefing_max_lines: int = 24
     # Compaction: when a session's live messages pass compaction_ratio x session_token_limit.
     session_token_limit: int = 8000
@@ -108,6 +109,10 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         return Path(self.data_dir) / "forest.sqlite3"
+
+    @property
+    def core_path(self) -> Path:
+        return Path(self.core_file) if self.core_file else Path(self.data_dir).parent / "CORE.md"
 
     @property
     def chroma_path(self) -> Path:

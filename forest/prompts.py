@@ -1,5 +1,5 @@
-"""The LLM prompts: seed 000 §5.1 verbatim in meaning, and seed 002's reconciliation and compaction
-prompts; filled and serialized here."""
+"""The LLM prompts: seed 000 §5.1 verbatim in meaning, seed 002's reconciliation and compaction
+prompts, seed 003's privacy classification and triple extraction; filled and serialized here."""
 from __future__ import annotations
 
 import json
@@ -120,3 +120,47 @@ def _with_preamble(preamble: str, prompt: dict) -> str:
     """The research memory's directives and briefing come first in every prompt (seed 002 §3.1)."""
     body = json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
     return f"{preamble.strip()}\n\n{body}" if preamble.strip() else body
+
+
+# Seed 003 §5: the privacy filter's question, with the seed's four examples.
+PROMPT_CLASSIFY_PRIVACY = """判断以下内容是否为用户私有数据 / Decide whether the input is the user's private data.
+- PRIVATE: 个人偏好、经历、私有实体关系（家人、朋友、同事）、个人计划、关于用户本人或其熟人的个人事实
+  (personal preferences, experiences, private relations, plans, personal facts about the user or people they know)
+- PUBLIC: 通用知识、百科事实、公共信息；以及没有陈述任何关于用户的新信息的纯提问或请求
+  (general knowledge, encyclopedic facts, public information; pure questions or requests that state nothing about the user)
+
+示例 / Examples:
+- "我喜欢苹果" -> PRIVATE（个人偏好）
+- "苹果公司是乔布斯创立的" -> PUBLIC（公共事实）
+- "我明天要去北京出差" -> PRIVATE（个人计划）
+- "北京是中国的首都" -> PUBLIC（公共事实）
+
+Input: {text}
+
+Answer with {{"label": "PRIVATE" or "PUBLIC", "reason": "<one short line>"}}.
+"""
+
+
+def privacy_prompt(text: str) -> str:
+    return PROMPT_CLASSIFY_PRIVACY.format(text=json.dumps(text, ensure_ascii=False)) + JSON_ONLY
+
+
+# Seed 003: the knowledge graph's triples from one memory.
+PROMPT_EXTRACT_TRIPLES = {
+    "role": "你是一个个人知识图谱的构建者。",
+    "task": "从下面这条用户记忆中抽取关于人物、宠物、地点、组织和个人偏好的关系三元组 (source, relationship, target)。",
+    "input_data": {"speaker": "<SPEAKER>", "text": "<MEMORY_TEXT>"},
+    "constraints": {
+        "first_person": "第一人称（我、I、me、my）一律写成 speaker 的值",
+        "direction": "亲属和社会关系从拥有者出发：'灿灿是小朱的女儿' -> {source: 小朱, relationship: 女儿, target: 灿灿}",
+        "relationship": "简短的关系词，与输入文本语言保持一致",
+        "skip": "不抽取通用知识和百科事实；无法确定指代的代词不作为实体；没有关系时返回空列表",
+    },
+    "output_format": {"schema": "JSON", "json_structure": {
+        "triples": [{"source": "<实体>", "relationship": "<关系>", "target": "<实体>"}]}},
+}
+
+
+def triples_prompt(text: str, speaker: str) -> str:
+    prompt = {**PROMPT_EXTRACT_TRIPLES, "input_data": {"speaker": speaker, "text": text}}
+    return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY

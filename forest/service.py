@@ -31,6 +31,7 @@ from forest.records import (
 from forest.rerankers import Reranker
 from forest.personal.memory_store import PersonalStore
 from forest.personal.service import PersonalMemory
+from forest.research.conflicts import Conflict
 from forest.research.memory import ResearchMemory, ResearchTurn
 from forest.retrieval import Retriever
 from forest.store import ForestStore
@@ -279,10 +280,8 @@ class MemoryForest:
 
     def explore(self, model_id: str, node_id: int, query: str, threshold: float | None = None) -> list[ScoredNode]:
         """archive_drill_down: the node's direct children reranked, those >= threshold."""
-        threshold = self.settings.drill_threshold if threshold is None else threshold
-        if not 0 <= threshold <= 1:
-            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
-        return self.retriever.drill_down(check_model_id(model_id), int(node_id), check_query(query), threshold)
+        return self.retriever.drill_down(check_model_id(model_id), int(node_id), check_query(query),
+                                         self._threshold(threshold))
 
     def context(self, model_id: str, question: str, budget_tokens: int | None = None,
                 top_k: int | None = None, mode: str | None = None) -> ContextResult:
@@ -295,21 +294,25 @@ class MemoryForest:
     def ask(self, model_id: str, question: str, top_k: int | None = None,
             threshold: float | None = None) -> AgentState:
         """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace."""
-        if threshold is not None and not 0 <= threshold <= 1:
-            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
-        return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k), threshold)
+        return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
+                              self._threshold(threshold))
 
     def ask_in_session(self, model_id: str, session_id: str, question: str, top_k: int | None = None,
                        threshold: float | None = None) -> tuple[AgentState, ResearchTurn]:
         """ask within a research session (seed 002 §4): the session's directives, knowledge and
         briefing go first into the loop's prompts; the turn is then remembered (events, conflict
         reconciliation, compaction when due)."""
-        if threshold is not None and not 0 <= threshold <= 1:
-            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
         preamble = self.research.preamble(model_id, session_id)
-        state = self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k), threshold,
-                               preamble)
+        state = self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
+                               self._threshold(threshold), preamble)
         return state, self.research.record_turn(state, session_id)
+
+    def question_conflicts(self, model_id: str, session_id: str, question: str,
+                           budget_tokens: int = 3000) -> list[Conflict]:
+        """Likely conflicts among the passages a question's context gathers and the session's
+        findings (the Reconcile page's proposals)."""
+        leaves = self.context(model_id, question, budget_tokens).leaves
+        return self.research.conflicts(model_id, session_id, [leaf.node.id for leaf in leaves])
 
     # --- maintenance ------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:
@@ -336,6 +339,12 @@ class MemoryForest:
         if mode not in SEARCH_MODES:
             raise InvalidInput(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         return mode
+
+    def _threshold(self, threshold: float | None) -> float:
+        threshold = self.settings.drill_threshold if threshold is None else threshold
+        if not 0 <= threshold <= 1:
+            raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
+        return threshold
 
     def _top_k(self, top_k: int | None) -> int:
         top_k = self.settings.top_k if top_k is None else top_k

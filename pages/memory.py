@@ -46,13 +46,14 @@ with graph_tab:
         st.info("No relations yet: they are extracted from stored memories ('X is Y's daughter', '我喜欢X'...).")
 
 with memories_tab:
-    records = personal.store.memories(user_id)
+    records = personal.memories(user_id)
     st.caption(f"{len(records)} memories")
     for record in reversed(records):
         with st.expander(f"#{record.id} · {record.memory[:90]}"):
             st.markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
                         f"`{json.dumps(record.metadata, ensure_ascii=False)}`")
-            st.dataframe([h.to_dict() for h in personal.store.history(user_id, record.id)], hide_index=True)
+            st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
+                         hide_index=True)
             if st.button("Delete", key=f"delete-{record.id}"):
                 st.json(personal.memory_tool("delete", user_id, memory_id=record.id, actor="workbench"))
                 st.rerun()
@@ -61,9 +62,10 @@ with memories_tab:
         st.rerun()
 
 with queue_tab:
-    state = personal.store.queue_state(user_id)
+    queue = personal.write_queue(user_id)
+    state = queue["state"]
     st.caption(f"pending {state['pending']} · done {state['done']} · failed {state['failed']}")
     st.dataframe([{"input": d["input"][:120], "status": d["status"], "attempts": d["attempts"],
                    "privacy": (d["decision"] or {}).get("privacy", {}).get("label"),
                    "action": (d["decision"] or {}).get("action"), "error": d["error"]}
-                  for d in personal.store.decisions(user_id, 50)], hide_index=True)
+                  for d in queue["items"]], hide_index=True)

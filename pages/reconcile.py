@@ -18,8 +18,7 @@ with propose_tab:
         detect = st.form_submit_button("Find conflicts", type="primary")
     if detect:
         try:
-            leaves = forest.context(model_id, question, budget_tokens=3000).leaves
-            st.session_state["conflicts"] = research.conflicts(model_id, session, [leaf.node.id for leaf in leaves])
+            st.session_state["conflicts"] = forest.question_conflicts(model_id, session, question)
             st.session_state["reconcile_question"] = question
         except ForestError as exc:
             st.error(str(exc))

@@ -169,9 +169,9 @@ def test_a_valid_claude_reply_is_used_and_normalized():
     with FakeAnthropic() as fake:
         fake.script = [json.dumps(reply, ensure_ascii=False)]
         extractor = claude_extractor(fake)
-        triples = extractor.extract("I work at Acme Corp. He likes tea.", speaker="ann")
+        triples, last_label = extractor.extract_labelled("I work at Acme Corp. He likes tea.", speaker="ann")
     assert triples == [Triple("ann", "works at", "Acme Corp")]  # pronoun dropped, duplicate merged
-    assert extractor.label == extractor.last_label == "claude:claude-test"
+    assert extractor.label == last_label == "claude:claude-test"
     prompt = json.loads(fake.requests[0]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
     assert prompt["input_data"] == {"speaker": "ann", "text": "I work at Acme Corp. He likes tea."}
 
@@ -182,9 +182,9 @@ def test_an_invalid_claude_reply_falls_back_to_the_patterns(bad, caplog):
     with FakeAnthropic() as fake, caplog.at_level(logging.WARNING):
         fake.script = [bad]
         extractor = claude_extractor(fake)
-        triples = extractor.extract("灿灿是小朱的女儿")
+        triples, last_label = extractor.extract_labelled("灿灿是小朱的女儿")
     assert triples == SEED[:1]
     assert extractor.label == "claude:claude-test"
-    assert extractor.last_label == "offline:patterns (fallback from claude:claude-test)"
+    assert last_label == "offline:patterns (fallback from claude:claude-test)"
     assert "using the offline patterns" in caplog.text
     assert TripleExtractor().label == "offline:patterns"

@@ -248,6 +248,17 @@ def test_compaction_with_claude_writes_its_findings(make_forest, tmp_path, clock
         assert memory.messages("ann", "s1")[0].content == "We compared X and Y."
 
 
+def test_the_core_file_defaults_to_beside_the_data_directory(make_forest, tmp_path):
+    from pathlib import Path
+
+    from forest import load_settings
+
+    assert load_settings(environ={}).core_path == Path("data") / "CORE.md"  # the shipped file
+    forest = make_forest(data_dir=tmp_path / "project" / "store")
+    (tmp_path / "project" / "CORE.md").write_text("Always cite pages.", encoding="utf-8")
+    assert forest.research.directives() == "Always cite pages."
+
+
 def test_research_settings_are_checked(make_forest):
     with pytest.raises(ConfigError):
         make_forest(briefing_max_lines=3)

@@ -8,7 +8,6 @@ Counts without a name ("小朱有两个孩子", "Tom has two kids") give no trip
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable
@@ -18,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from forest.llm import ClaudeJSON, LLMError
-from forest.prompts import JSON_ONLY
+from forest.prompts import triples_prompt
 from forest.text import split_sentences
 
 log = logging.getLogger("forest.personal.graph")
@@ -272,27 +271,6 @@ def _pattern_triples(text: str, speaker: str) -> list[Triple]:
     return dedupe_triples(found)
 
 
-# --- Claude -----------------------------------------------------------------------------------
-PROMPT_EXTRACT_TRIPLES = {
-    "role": "你是一个个人知识图谱的构建者。",
-    "task": "从下面这条用户记忆中抽取关于人物、宠物、地点、组织和个人偏好的关系三元组 (source, relationship, target)。",
-    "input_data": {"speaker": "<SPEAKER>", "text": "<MEMORY_TEXT>"},
-    "constraints": {
-        "first_person": "第一人称（我、I、me、my）一律写成 speaker 的值",
-        "direction": "亲属和社会关系从拥有者出发：'灿灿是小朱的女儿' -> {source: 小朱, relationship: 女儿, target: 灿灿}",
-        "relationship": "简短的关系词，与输入文本语言保持一致",
-        "skip": "不抽取通用知识和百科事实；无法确定指代的代词不作为实体；没有关系时返回空列表",
-    },
-    "output_format": {"schema": "JSON", "json_structure": {
-        "triples": [{"source": "<实体>", "relationship": "<关系>", "target": "<实体>"}]}},
-}
-
-
-def triples_prompt(text: str, speaker: str) -> str:
-    prompt = {**PROMPT_EXTRACT_TRIPLES, "input_data": {"speaker": speaker, "text": text}}
-    return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
-
-
 def _validate_reply(reply: dict[str, Any]) -> str | None:
     triples = reply.get("triples")
     if not isinstance(triples, list):
@@ -305,25 +283,26 @@ def _validate_reply(reply: dict[str, Any]) -> str | None:
 
 class TripleExtractor:
     """Claude when a client is given, the offline patterns otherwise and whenever Claude fails.
-    `label` names the configured backend, `last_label` what produced the latest extract's triples."""
+    `label` names the configured backend; extract_labelled also says what produced the triples."""
 
     def __init__(self, llm: ClaudeJSON | None = None) -> None:
         self.llm = llm
         self.label = f"claude:{llm.model}" if llm else PATTERNS_LABEL
-        self.last_label = self.label
 
     def extract(self, text: str, speaker: str = "user") -> list[Triple]:
-        self.last_label = self.label
+        return self.extract_labelled(text, speaker)[0]
+
+    def extract_labelled(self, text: str, speaker: str = "user") -> tuple[list[Triple], str]:
+        """The triples and who produced them (returned, not kept: one extractor serves many threads)."""
         if self.llm is None or not text.strip():
-            return _pattern_triples(text, speaker)
+            return _pattern_triples(text, speaker), PATTERNS_LABEL
         try:
             reply = self.llm.ask(triples_prompt(text, speaker), _validate_reply)
         except LLMError as exc:
             log.warning("Claude triple extraction failed, using the offline patterns instead: %s", exc)
-            self.last_label = f"{PATTERNS_LABEL} (fallback from {self.label})"
-            return _pattern_triples(text, speaker)
+            return _pattern_triples(text, speaker), f"{PATTERNS_LABEL} (fallback from {self.label})"
         found = (_triple(t["source"], t["relationship"], t["target"], speaker) for t in reply["triples"])
-        return dedupe_triples(t for t in found if t)
+        return dedupe_triples(t for t in found if t), self.label
 
 
 # --- retrieval --------------------------------------------------------------------------------

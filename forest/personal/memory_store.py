@@ -110,6 +110,13 @@ class PersonalStore:
         sql, params = _filtered(user_id, scope, metadata)
         return [_record(r) for r in self.db.query(f"SELECT {_COLUMNS} {sql} ORDER BY created_at, id", params)]
 
+    def memories_by_id(self, user_id: str, ids: list[int]) -> dict[int, PersonalMemoryRecord]:
+        if not ids:
+            return {}
+        rows = self.db.query(f"SELECT {_COLUMNS} FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL "
+                             f"AND id IN ({','.join('?' * len(ids))})", (user_id, *ids))
+        return {r["id"]: _record(r) for r in rows}
+
     def vectors(self, user_id: str, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray]:
         sql, params = _filtered(user_id, scope, metadata)

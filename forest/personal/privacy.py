@@ -13,7 +13,6 @@ whatever they leave open goes to the nearest built-in prototype sentences under 
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import asdict, dataclass
@@ -23,7 +22,7 @@ import numpy as np
 
 from forest.embedders import Embedder
 from forest.llm import ClaudeJSON
-from forest.prompts import JSON_ONLY
+from forest.prompts import privacy_prompt
 from forest.text import split_sentences, truncate
 
 log = logging.getLogger("forest.personal.privacy")
@@ -32,22 +31,6 @@ PRIVATE, PUBLIC = "PRIVATE", "PUBLIC"
 OFFLINE_LABEL = "offline:rules+embedding"
 TOP_K = 3  # prototypes averaged per side: steadier than the single nearest one
 
-PROMPT_CLASSIFY_PRIVACY = """判断以下内容是否为用户私有数据 / Decide whether the input is the user's private data.
-- PRIVATE: 个人偏好、经历、私有实体关系（家人、朋友、同事）、个人计划、关于用户本人或其熟人的个人事实
-  (personal preferences, experiences, private relations, plans, personal facts about the user or people they know)
-- PUBLIC: 通用知识、百科事实、公共信息；以及没有陈述任何关于用户的新信息的纯提问或请求
-  (general knowledge, encyclopedic facts, public information; pure questions or requests that state nothing about the user)
-
-示例 / Examples:
-- "我喜欢苹果" -> PRIVATE（个人偏好）
-- "苹果公司是乔布斯创立的" -> PUBLIC（公共事实）
-- "我明天要去北京出差" -> PRIVATE（个人计划）
-- "北京是中国的首都" -> PUBLIC（公共事实）
-
-Input: {text}
-
-Answer with {{"label": "PRIVATE" or "PUBLIC", "reason": "<one short line>"}}.
-"""
 
 # Prototypes for what the rules leave open, so mostly sentences without "I"/"我": diary-style
 # fragments and third-person news of acquaintances against encyclopedic, how-to and news text.
@@ -147,7 +130,7 @@ class PrivacyClassifier:
         return [decisions[i] for i in range(len(texts))]
 
     def _ask_claude(self, llm: ClaudeJSON, text: str) -> PrivacyDecision:
-        prompt = PROMPT_CLASSIFY_PRIVACY.format(text=json.dumps(text, ensure_ascii=False)) + JSON_ONLY
+        prompt = privacy_prompt(text)
         try:
             reply = llm.ask(prompt, _validate_reply, max_tokens=200)
         except Exception as exc:  # noqa: BLE001 - LLMError, and anything the SDK lets through

@@ -52,7 +52,7 @@ WORKER_BATCH = 16
 SAME_SUBJECT = 0.6
 # Relations a subject has one value of at a time: a new value supersedes the old memory.
 SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "is married to", "born in", "is from", "住在",
-                           "工作于", "结婚", "来自"])
+                           "工作于", "结婚", "来自", "出生于"])
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 _METADATA_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _ID = re.compile(r"^[\w.:@/-]{1,200}$")
@@ -103,7 +103,7 @@ class PersonalMemory:
             log.exception("could not queue the input of user %s for writing", user_id)
         return _context(status, chunks, relations, elapsed)
 
-    def debug_process_memory(self, user_id: str, text: str, **scope: Any) -> str:
+    def debug_process_memory(self, user_id: str, text: str) -> str:
         """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
         paths, the storage decision and its reason, time per stage, the raw data."""
         user_id, text = check_user_id(user_id), check_text(text, "input", MAX_MEMORY_CHARS)
@@ -114,15 +114,12 @@ class PersonalMemory:
         chunks = self._vector_chunks(user_id, text)
         timings["vector retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
-        triples = self._triples(user_id)
-        start = entities_in(text, {t.source for t in triples} | {t.target for t in triples})
+        triples, start, relations = self._graph(user_id, text)
         paths = graph_paths(triples, start, self.settings.graph_max_depth)
-        relations = related(triples, start, self.settings.graph_max_depth, self.settings.graph_max_relations)
         timings["graph retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
         now = self.clock()
-        item = QueuedInput(0, user_id, scope.get("agent_id"), scope.get("run_id"), text, _metadata(scope.get("metadata")),
-                           now, 0)
+        item = QueuedInput(0, user_id, None, None, text, {}, now, 0)
         with self.db.transaction() as conn:
             decision = self._write(conn, item, now)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
@@ -142,11 +139,15 @@ class PersonalMemory:
         return "\n".join(lines)
 
     def _retrieve(self, user_id: str, text: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-        chunks = self._vector_chunks(user_id, text)
+        _, _, relations = self._graph(user_id, text)
+        return self._vector_chunks(user_id, text), [t.to_dict() for t in relations]
+
+    def _graph(self, user_id: str, text: str) -> tuple[list[Triple], list[str], list[Triple]]:
+        """The user's triples, the known entities the text names, and the relations around them."""
         triples = self._triples(user_id)
         start = entities_in(text, {t.source for t in triples} | {t.target for t in triples})
-        relations = related(triples, start, self.settings.graph_max_depth, self.settings.graph_max_relations)
-        return chunks, [t.to_dict() for t in relations]
+        return triples, start, related(triples, start, self.settings.graph_max_depth,
+                                       self.settings.graph_max_relations)
 
     def _vector_chunks(self, user_id: str, text: str) -> list[dict[str, Any]]:
         return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
@@ -160,7 +161,7 @@ class PersonalMemory:
             return []
         scores = np.asarray(self.embedder.calibrate(matrix @ self.embedder.embed_query(query)), dtype=float)
         best = np.argsort(-scores, kind="stable")[:top_k]
-        records = {r.id: r for r in self.store.memories(user_id, scope, metadata)}
+        records = self.store.memories_by_id(user_id, [ids[i] for i in best])
         return [(records[ids[i]], float(scores[i])) for i in best if ids[i] in records]
 
     def _triples(self, user_id: str) -> list[Triple]:
@@ -257,7 +258,7 @@ class PersonalMemory:
         if not ids:
             return None
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        records = {r.id: r for r in self.store.memories(user_id)}
+        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= SAME_SUBJECT)])
         new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
                      if t.relationship in SINGLE_VALUED}
         negated = bool(_NEGATION.search(text))
@@ -348,6 +349,15 @@ class PersonalMemory:
             self.store.upsert_tags(user_id, candidates, self.clock())
         return {"candidates": candidates, "applied": [] if dry_run else candidates,
                 "stored": self.store.tags(user_id)}
+
+    def memories(self, user_id: str) -> list[PersonalMemoryRecord]:
+        """The user's live memories, oldest first (the workbench's list)."""
+        return self.store.memories(check_user_id(user_id))
+
+    def write_queue(self, user_id: str, limit: int = 50) -> dict[str, Any]:
+        """The queue's counts for the user and its latest items with their decisions."""
+        user_id = check_user_id(user_id)
+        return {"state": self.store.queue_state(user_id), "items": self.store.decisions(user_id, limit)}
 
     def clear_user_memory(self, user_id: str) -> dict[str, Any]:
         user_id = check_user_id(user_id)

@@ -4,7 +4,6 @@ down or recalled, and S (stability, in days) grows each time it is recalled, so 
 useful keeps being found while untouched notes fade."""
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable
@@ -25,9 +24,10 @@ TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'S
                    "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
 
 
-def retention(elapsed_seconds: float, stability_days: float) -> float:
-    """Ebbinghaus retention exp(-dt/S), dt and S in days."""
-    return math.exp(-max(0.0, elapsed_seconds) / DAY / stability_days)
+def retention(elapsed_seconds: float | np.ndarray, stability_days: float | np.ndarray) -> float | np.ndarray:
+    """Ebbinghaus retention exp(-dt/S), dt and S in days; element-wise for arrays."""
+    kept = np.exp(-np.maximum(0.0, elapsed_seconds) / DAY / stability_days)
+    return float(kept) if np.ndim(kept) == 0 else kept
 
 
 @dataclass
@@ -73,7 +73,7 @@ def rank_events(clocks: np.ndarray, vectors: tuple[np.ndarray, np.ndarray], quer
         return []
     positions = np.searchsorted(ids, clocks[:, 0].astype(np.int64))
     similarity = np.asarray(calibrate(matrix[positions] @ np.asarray(query_vector, dtype=np.float32)), dtype=float)
-    kept = np.exp(-np.maximum(0.0, now - clocks[:, 1]) / DAY / clocks[:, 2])
+    kept = retention(now - clocks[:, 1], clocks[:, 2])
     score = similarity * kept
     best = np.argsort(-score, kind="stable")[:top_k] if len(score) <= top_k else \
         np.argpartition(-score, top_k)[:top_k]

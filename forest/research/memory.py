@@ -73,7 +73,7 @@ class ResearchTurn:
 class ResearchMemory:
     def __init__(self, db: Database, forest_store: ForestStore, embedder: Embedder, vectors: VectorStore,
                  settings: Settings, llm: ClaudeJSON | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.store = ResearchStore(db)
+        self.store = ResearchStore(db, settings.episodic_stability_days)
         self.event_vectors = EventVectors(self.store)
         self.forest_store = forest_store
         self.db = db
@@ -87,7 +87,7 @@ class ResearchMemory:
     # --- semantic directives and knowledge --------------------------------------------------
     @property
     def core_path(self) -> Path:
-        return Path(self.settings.core_file)
+        return self.settings.core_path
 
     def directives(self) -> str:
         """The core file's text ('' when there is none)."""
@@ -117,7 +117,7 @@ class ResearchMemory:
         now = self.clock()
         with self.db.transaction() as conn:
             version = self.store.add_knowledge(conn, model_id, topic, key, conclusion, now)
-            self.store.add_events(conn, model_id, session_id, [event], now, self.settings.episodic_stability_days)
+            self.store.add_events(conn, model_id, session_id, [event], now)
         history = self.store.knowledge(model_id, key, with_history=True)
         return {"topic": topic, "conclusion": conclusion, "version": version,
                 "history": [v.to_dict() for v in history[1:]]}
@@ -146,7 +146,7 @@ class ResearchMemory:
                 self.store.remove_workspace_items(conn, model_id, session_id, now, kind="focus")
             item_id = self.store.add_workspace_item(conn, model_id, session_id, kind, text, source, now)
             event = NewEvent(event.kind, event.content, event.embedding, {**event.data, "item_id": item_id})
-            self.store.add_events(conn, model_id, session_id, [event], now, self.settings.episodic_stability_days)
+            self.store.add_events(conn, model_id, session_id, [event], now)
         return WorkspaceItem(item_id, kind, text, source, now)
 
     def remove_note(self, model_id: str, session_id: str, item_id: int) -> None:
@@ -189,8 +189,7 @@ class ResearchMemory:
         kind = check_text(kind, "event kind", 40)
         event = self._event(kind, check_text(content, "event", MAX_MESSAGE_CHARS), data or {})
         with self.db.transaction() as conn:
-            return self.store.add_events(conn, model_id, session_id, [event], self.clock(),
-                                         self.settings.episodic_stability_days)[0]
+            return self.store.add_events(conn, model_id, session_id, [event], self.clock())[0]
 
     def search_episodic(self, model_id: str, query: str, time_range: str | None = None, top_k: int = 5,
                         session_id: str | None = None, kinds: tuple[str, ...] = ()) -> list[RecalledEvent]:
@@ -225,8 +224,7 @@ class ResearchMemory:
         event = self._event(f"message:{role}", content, {})
         now = self.clock()
         with self.db.transaction() as conn:
-            event_id = self.store.add_events(conn, model_id, session_id, [event], now,
-                                             self.settings.episodic_stability_days)[0]
+            event_id = self.store.add_events(conn, model_id, session_id, [event], now)[0]
             self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), event_id, now)
         return self.compact_if_due(model_id, session_id)
 
@@ -259,8 +257,7 @@ class ResearchMemory:
         now = self.clock()
         with self.db.transaction() as conn:
             self.store.mark_compacted(conn, model_id, [m.id for m in old], now)
-            event_id = self.store.add_events(conn, model_id, session_id, [summary_event], now,
-                                             self.settings.episodic_stability_days)[0]
+            event_id = self.store.add_events(conn, model_id, session_id, [summary_event], now)[0]
             # The summary stands where the old messages were: before the kept ones.
             at = min(m.created_at for m in old)
             self.store.add_message(conn, model_id, session_id, "summary", flush.summary,
@@ -338,7 +335,7 @@ class ResearchMemory:
         events = [NewEvent(kind, content, vector, data) for (kind, content, data), vector in zip(texts, vectors)]
         now = self.clock()
         with self.db.transaction() as conn:
-            ids = self.store.add_events(conn, model_id, session_id, events, now, self.settings.episodic_stability_days)
+            ids = self.store.add_events(conn, model_id, session_id, events, now)
             by_kind = dict(zip((e.kind for e in events), ids))
             self.store.add_message(conn, model_id, session_id, "user", state.question,
                                    estimate_tokens(state.question), by_kind["question"], now)

@@ -97,8 +97,9 @@ class NewEvent:
 
 
 class ResearchStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, initial_stability_days: float = 7.0) -> None:
         self.db = db
+        self.initial_stability_days = initial_stability_days  # S of a new event
 
     # --- workspace --------------------------------------------------------------------------
     def workspace(self, model_id: str, session_id: str) -> list[WorkspaceItem]:
@@ -135,14 +136,14 @@ class ResearchStore:
 
     # --- episodic events --------------------------------------------------------------------
     def add_events(self, conn: sqlite3.Connection, model_id: str, session_id: str, events: list[NewEvent],
-                   at: float, stability_days: float) -> list[int]:
+                   at: float) -> list[int]:
         ids = []
         for event in events:
             ids.append(conn.execute(
                 "INSERT INTO episodic_events (model_id, session_id, kind, content, data, created_at, "
                 "stability_days, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (model_id, session_id, event.kind, event.content, json.dumps(event.data, ensure_ascii=False),
-                 at, stability_days, np.asarray(event.embedding, dtype=np.float32).tobytes())).lastrowid)
+                 at, self.initial_stability_days, np.asarray(event.embedding, dtype=np.float32).tobytes())).lastrowid)
         return ids
 
     def events(self, model_id: str, *, since: float | None = None, until: float | None = None,
