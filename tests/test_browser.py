@@ -103,7 +103,9 @@ def test_ask_page_takes_one_step(workbench):
     WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.XPATH, "//button[.//p[text()='Next step']]"))
     time.sleep(0.5)
     driver.find_element(By.XPATH, "//button[.//p[text()='Next step']]").click()
-    WebDriverWait(driver, 30).until(lambda d: "Step 1: EXPLORE" in d.page_source)
+    # Streamlit streams a rerun's elements: the step's label can arrive before its JSON.
+    WebDriverWait(driver, 30).until(lambda d: "Step 1: EXPLORE" in d.page_source and
+                                    "node_id_to_explore" in d.page_source)
     assert "node_id_to_explore" in driver.page_source
 
 
