@@ -198,6 +198,43 @@ MIGRATIONS: list[tuple[int, str]] = [
         PRIMARY KEY (user_id, tag)
     );
     """),
+    (7, """
+    -- Trees that read like the paper (outline-aware, condensed, text stored once).
+    -- Summary nodes get a title (the heading path they cover, or a label of their content); leaves
+    -- keep the headings above them (a JSON list, outermost first) so a tree can be re-planned
+    -- from its stored leaves (`forest rebuild`).
+    ALTER TABLE memory_nodes ADD COLUMN title TEXT;
+    ALTER TABLE memory_nodes ADD COLUMN heading_path TEXT;
+    UPDATE memory_nodes SET heading_path = json_array(section)
+        WHERE node_type = 'LEAF_CHUNK' AND section IS NOT NULL;
+    -- Seed 000 §2.1's content of a summary node (its children's content joined) is derived from
+    -- its leaves on read instead of being stored again in every ancestor.
+    UPDATE memory_nodes SET content = '' WHERE node_type = 'SUMMARY_NODE';
+    -- Every binary merge of the seed's rule, also those condensed away into an n-ary node, so the
+    -- merge order can be replayed: left = leaves first_leaf..split_leaf-1, right = split_leaf..last_leaf.
+    CREATE TABLE archive_merges (
+        archive_id  INTEGER NOT NULL REFERENCES archives (id) ON DELETE CASCADE,
+        merge_order INTEGER NOT NULL,
+        first_leaf  INTEGER NOT NULL,
+        split_leaf  INTEGER NOT NULL,
+        last_leaf   INTEGER NOT NULL,
+        similarity  REAL,                 -- NULL for a join of archives
+        node_id     INTEGER,              -- the summary node it made, NULL if condensed into its parent
+        PRIMARY KEY (archive_id, merge_order)
+    );
+    -- A summary node's title is searchable text too.
+    DROP TRIGGER node_text_insert;
+    CREATE TRIGGER node_text_insert AFTER INSERT ON memory_nodes BEGIN
+        INSERT INTO node_text (rowid, body) VALUES (new.id, forest_index_text(
+            new.node_type, COALESCE(new.title || char(10), '') || new.summary, new.content));
+    END;
+    INSERT INTO archive_merges (archive_id, merge_order, first_leaf, split_leaf, last_leaf, similarity, node_id)
+        SELECT n.archive_id, n.merge_order, n.first_leaf,
+               (SELECT MIN(c.first_leaf) FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf),
+               n.last_leaf, n.merge_similarity, n.id
+        FROM memory_nodes n WHERE n.node_type = 'SUMMARY_NODE' AND n.merge_order IS NOT NULL
+          AND EXISTS (SELECT 1 FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf);
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -33,6 +33,8 @@ class MemoryNode:
     page_start: int | None = None
     page_end: int | None = None
     chunk_kind: str | None = None
+    title: str | None = None          # summary nodes: "3 Method › 3.2 Training", or a content label
+    heading_path: str | None = None   # leaves: JSON list of the headings above them, outermost first
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> MemoryNode:
@@ -41,6 +43,14 @@ class MemoryNode:
     @property
     def is_leaf(self) -> bool:
         return self.node_type == LEAF
+
+    @property
+    def leaf_count(self) -> int:
+        return (self.last_leaf - self.first_leaf + 1) if self.first_leaf is not None and self.last_leaf is not None else 1
+
+    @property
+    def headings(self) -> list[str]:
+        return json.loads(self.heading_path) if self.heading_path else []
 
     @property
     def citation(self) -> str:
@@ -53,6 +63,23 @@ class MemoryNode:
         if not with_content:
             data.pop("content")
         return data
+
+
+@dataclass(frozen=True)
+class MergeStep:
+    """One binary merge of the seed's rule, in merge order: leaves first_leaf..split_leaf-1 joined
+    with split_leaf..last_leaf. node_id is the summary node it made, None if that node was
+    condensed into its parent (the tree keeps fewer, wider levels than the merges)."""
+
+    merge_order: int
+    first_leaf: int
+    split_leaf: int
+    last_leaf: int
+    similarity: float | None
+    node_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass

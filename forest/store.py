@@ -12,14 +12,15 @@ from typing import Any
 from forest.db import Database
 from forest.errors import ForestError, NotFound
 from forest.lexical import phrase_match
-from forest.records import Archive, MemoryNode
+from forest.records import Archive, MemoryNode, MergeStep
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
                 "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity, "
-                "section, page_start, page_end, chunk_kind")
+                "section, page_start, page_end, chunk_kind, title, heading_path")
 # Written by allocate_and_insert besides id, archive_id, parent_id, path and depth.
 _ROW_FIELDS = ("node_type", "content", "summary", "summary_source", "leaf_index", "char_start", "first_leaf",
-               "last_leaf", "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind")
+               "last_leaf", "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind",
+               "title", "heading_path")
 _NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
 _VISIBLE = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
 def _stats(archive_filter: str) -> str:
@@ -61,6 +62,15 @@ def _insert_rows(conn, archive_id: int, rows: Sequence[dict[str, Any]], base: in
           *(r.get(name) for name in _ROW_FIELDS))
          # parents before children: a parent's offset is always higher than its children's
          for r in sorted(rows, key=lambda r: -r["offset"])))
+
+
+def _insert_merges(conn, archive_id: int, merges: Sequence[dict[str, Any]], base: int) -> None:
+    """Merge history rows; 'node_offset' names the summary node a merge made (None if condensed)."""
+    conn.executemany(
+        "INSERT INTO archive_merges (archive_id, merge_order, first_leaf, split_leaf, last_leaf, similarity, node_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ((archive_id, m["merge_order"], m["first_leaf"], m["split_leaf"], m["last_leaf"], m["similarity"],
+          None if m["node_offset"] is None else base + m["node_offset"]) for m in merges))
 
 
 class ForestStore:
@@ -110,7 +120,8 @@ class ForestStore:
                                  (model_id,)) is not None
 
     # --- nodes ----------------------------------------------------------------------------
-    def allocate_and_insert(self, archive_id: int, rows: Sequence[dict[str, Any]]) -> int:
+    def allocate_and_insert(self, archive_id: int, rows: Sequence[dict[str, Any]],
+                            merges: Sequence[dict[str, Any]] = ()) -> int:
         """Insert nodes whose ids are offsets (0..len-1) from a base allocated here; returns the base.
 
         Rows may refer to each other through 'parent_offset'; paths are built from offsets too, so
@@ -119,6 +130,7 @@ class ForestStore:
         with self.db.transaction() as conn:
             base = _reserve(conn, len(rows))
             _insert_rows(conn, archive_id, rows, base)
+            _insert_merges(conn, archive_id, merges, base)
             return base
 
     def reserve_ids(self, count: int) -> int:
@@ -129,7 +141,8 @@ class ForestStore:
 
     def graft(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
               adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = (),
-              expect: dict[int, tuple[int, frozenset[int]]] | None = None) -> None:
+              expect: dict[int, tuple[int, frozenset[int]]] | None = None,
+              merges: Sequence[dict[str, Any]] = ()) -> None:
         """In one transaction: insert `rows` (ids reserved from `base`), then hang each existing
         root under a new parent: (root id, new parent id, new parent path). The root's whole
         subtree gets the parent's path in front of its paths and its depths shifted.
@@ -154,8 +167,13 @@ class ForestStore:
                              "first_leaf = first_leaf + ?, last_leaf = last_leaf + ?, "
                              "merge_order = merge_order + ? WHERE archive_id = ?",
                              (archive_id, shift, shift, shift, merge_shift, other))
+                conn.execute("UPDATE archive_merges SET archive_id = ?, first_leaf = first_leaf + ?, "
+                             "split_leaf = split_leaf + ?, last_leaf = last_leaf + ?, "
+                             "merge_order = merge_order + ? WHERE archive_id = ?",
+                             (archive_id, shift, shift, shift, merge_shift, other))
                 conn.execute("DELETE FROM archives WHERE id = ?", (other,))
             _insert_rows(conn, archive_id, rows, base)
+            _insert_merges(conn, archive_id, merges, base)
             for root_id, parent_id, parent_path in adoptions:
                 root_path = f"{root_id}/"
                 conn.execute(
@@ -243,6 +261,13 @@ class ForestStore:
             f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.archive_id = ? "
             "ORDER BY n.depth, n.first_leaf, n.id", (model_id, archive_id))
         return [MemoryNode.from_row(r) for r in rows]
+
+    def merge_history(self, model_id: str, archive_id: int) -> list[MergeStep]:
+        """Every binary merge that built the archive, in merge order (the Forest page's replay)."""
+        self.archive(model_id, archive_id)
+        return [MergeStep(*r) for r in self.db.query(
+            "SELECT merge_order, first_leaf, split_leaf, last_leaf, similarity, node_id FROM archive_merges "
+            "WHERE archive_id = ? ORDER BY merge_order", (archive_id,))]
 
     def archive_node_ids(self, archive_id: int) -> list[int]:
         return [r[0] for r in self.db.query("SELECT id FROM memory_nodes WHERE archive_id = ?", (archive_id,))]
