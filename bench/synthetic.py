@@ -46,8 +46,8 @@ class HeadSummarizer(Summarizer):
     def summarize_leaf(self, text):
         return Summary(text[:200], "bench:head")
 
-    def summarize_parent(self, child_summaries):
-        return Summary(" | ".join(child_summaries)[:200], "bench:head")
+    def summarize_node(self, brief):
+        return Summary(" | ".join(brief.parts)[:200], "bench:head", brief.title or "group")
 
 
 def synthetic_text(n: int) -> str:

@@ -1,9 +1,10 @@
 """Export an archive to one JSON document and import it elsewhere, ids remapped.
 
-Summary nodes' content is not exported: it is their children's contents joined, rebuilt on
-import. Vectors are exported on request; they are reused on import only when the receiving
-store uses the same embedder, and recomputed otherwise (leaves from content, summary nodes from
-summary, as a build makes them).
+Summary nodes have no content of their own (it is their leaves', derived on read). The merge
+history goes along, so the receiving store can replay the build. Vectors are exported on
+request; they are reused on import only when the receiving store uses the same embedder, and
+recomputed otherwise (leaves from content, summary nodes from title and summary, as a build
+makes them).
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from forest.embedders import Embedder
 from forest.errors import InvalidInput
 from forest.records import LEAF, SUMMARY
 from forest.store import ForestStore
-from forest.tree_builder import SEPARATOR
 from forest.vectors import VectorStore
 
 FORMAT = "memory-forest-archive"
 VERSION = 1
 _CARRIED = ("node_type", "summary", "summary_source", "leaf_index", "char_start", "first_leaf", "last_leaf",
-            "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind")
+            "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind", "title",
+            "heading_path")
+_MERGE_FIELDS = ("merge_order", "first_leaf", "split_leaf", "last_leaf", "similarity")
 
 
 def export_archive(store: ForestStore, vectors: VectorStore, embedder_name: str, model_id: str,
@@ -36,6 +38,8 @@ def export_archive(store: ForestStore, vectors: VectorStore, embedder_name: str,
         "embedder": embedder_name,
         "nodes": [{"ref": n.id, "parent_ref": n.parent_id, **{k: getattr(n, k) for k in _CARRIED},
                    **({"content": n.content} if n.node_type == LEAF else {})} for n in nodes],
+        "merges": [{**{k: getattr(m, k) for k in _MERGE_FIELDS}, "node_ref": m.node_id}
+                   for m in store.merge_history(model_id, archive_id)],
     }
     if with_vectors:
         stored = vectors.get_vectors(model_id, [n.id for n in nodes])
@@ -50,17 +54,12 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
     order = _children_first(nodes)
     offset = {ref: i for i, ref in enumerate(order)}
     by_ref = {n["ref"]: n for n in nodes}
-    children: dict[Any, list] = {}
-    for n in nodes:
-        children.setdefault(n["parent_ref"], []).append(n["ref"])
-    content: dict[Any, str] = {}
-    for ref in order:  # children first, so their content is ready
-        kids = sorted(children.get(ref, []), key=lambda r: by_ref[r]["first_leaf"])
-        content[ref] = by_ref[ref]["content"] if by_ref[ref]["node_type"] == LEAF else \
-            SEPARATOR.join(content[k] for k in kids)
     rows = [{"offset": offset[ref],
              "parent_offset": None if by_ref[ref]["parent_ref"] is None else offset[by_ref[ref]["parent_ref"]],
-             "content": content[ref], **{k: by_ref[ref].get(k) for k in _CARRIED}} for ref in order]
+             "content": by_ref[ref]["content"] if by_ref[ref]["node_type"] == LEAF else "",
+             **{k: by_ref[ref].get(k) for k in _CARRIED}} for ref in order]
+    merges = [{**{k: m[k] for k in _MERGE_FIELDS}, "node_offset": offset.get(m.get("node_ref"))}
+              for m in _validated_merges(document)]
 
     shipped = document.get("vectors") if document.get("embedder") == embedder.name else None
     if shipped and all(str(ref) in shipped for ref in order):
@@ -68,13 +67,14 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
         if node_vectors.shape[1] != embedder.dim:
             raise InvalidInput(f"the exported vectors have {node_vectors.shape[1]} dimensions, expected {embedder.dim}")
     else:
-        node_vectors = embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"]) for r in rows])
+        node_vectors = embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"], r["title"])
+                                                for r in rows])
 
     meta = document["archive"]
     archive_id = store.create_archive(model_id, (name or meta.get("name") or "imported").strip(),
                                       meta.get("source"), {**(meta.get("settings") or {}), "imported": True})
     with all_or_nothing(store, vectors, archive_id, model_id) as written_ids:
-        write_archive(store, vectors, archive_id, model_id, rows, node_vectors, written_ids)
+        write_archive(store, vectors, archive_id, model_id, rows, node_vectors, written_ids, merges)
     return archive_id
 
 
@@ -111,6 +111,16 @@ def _validated_nodes(document: Any) -> list[dict[str, Any]]:
         if (n["node_type"] == SUMMARY) != (kids.get(n["ref"], 0) > 0):
             raise InvalidInput(f"node {n['ref']!r}: summary nodes must have children and leaves must not")
     return nodes
+
+
+def _validated_merges(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The merge history, if the export has one (exports made before it existed do not)."""
+    merges = document.get("merges") or []
+    if not isinstance(merges, list) or not all(
+            isinstance(m, dict) and all(isinstance(m.get(k), int) for k in _MERGE_FIELDS[:4]) for m in merges):
+        raise InvalidInput("the export's 'merges' must be a list of merge steps with integer "
+                           "merge_order, first_leaf, split_leaf and last_leaf")
+    return merges
 
 
 def _children_first(nodes: list[dict[str, Any]]) -> list[Any]:

@@ -1,7 +1,9 @@
 """Turns one document's chunks into one archive: summarize -> embed -> merge -> store.
 
-`ArchiveBuilder.grow` is the shared core: it merges over a row of roots that may mix stored roots
-(an append, forest.grow) and new leaves (every build).
+`ArchiveBuilder.grow` is the shared core: it plans a tree (forest.tree_builder.plan_tree: the
+seed's merging inside the outline, then condensed) over a row of units that may mix stored nodes
+(an append or a rebuild, forest.grow) and new leaves (every build), and summarizes and embeds the
+summary nodes it keeps. A summary node stores no text of its own: its content is its leaves'.
 
 Nothing is visible until the end: the archive row says 'building' while work goes on, the nodes
 land in one transaction, the vectors follow, and only then does the archive become 'ready'.
@@ -10,7 +12,9 @@ Any failure (or Ctrl-C) removes what was written; a killed process leaves a 'bui
 """
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,8 +26,10 @@ from forest.embedders import Embedder
 from forest.paths import positions_from_parents
 from forest.records import LEAF, SUMMARY
 from forest.store import ForestStore
-from forest.summarizers import Summarizer, Summary
-from forest.tree_builder import SEPARATOR, Merge, layout, plan_merges
+from forest.extractive import TermStats
+from forest.outline import HEADING_JOIN, DocumentOutline, document_lead
+from forest.summarizers import NodeBrief, Summarizer, Summary
+from forest.tree_builder import Segment, TreePlan, outline_segment, plan_tree
 from forest.vectors import VectorStore
 
 log = logging.getLogger("forest.build")
@@ -45,83 +51,101 @@ class BuildParams:
     merge_threshold: float
     max_node_chars: int
     embed_batch_size: int
+    max_children: int = 10     # a summary node's children: more units than this get a level between
 
 
 @dataclass
 class Root:
-    """A subtree that can still be merged: a new leaf, or a root already stored in the archive."""
+    """A unit of merging: a new leaf, or a node already stored in the archive (a root on append;
+    every leaf on rebuild)."""
 
     vector_sum: np.ndarray        # sum of the unit leaf vectors under it (average linkage)
     leaves: int
-    content: str
+    content: str                  # a leaf's text; a stored summary node's title and summary
     summary: Summary
     first_leaf: int
     last_leaf: int
     place: dict                   # section, page_start, page_end (and chunk_kind for leaves)
-    node_id: int | None = None    # set for a stored root
+    node_id: int | None = None    # set for a stored node
     char_start: int | None = None
+    headings: tuple[str, ...] = ()
 
 
 @dataclass
 class Growth:
-    """Merges planned over a row of roots, with each new parent's content, summary and vector."""
+    """A tree planned over a row of units, with each kept node's summary, title and vector."""
 
     roots: list[Root]
-    merges: list[Merge]
-    parent_content: list[str]
-    parent_summaries: list[Summary]
-    parent_vectors: np.ndarray
-    leaf_vectors: np.ndarray      # own vectors of the new leaves, in order
-    first_merge_order: int = 1    # an append continues the archive's merge numbering
+    plan: TreePlan
+    node_summaries: dict[int, Summary]   # kept item -> its summary and title
+    node_vectors: np.ndarray             # kept items in plan.kept() order
+    leaf_vectors: np.ndarray             # own vectors of the new leaves, in order
+    first_merge_order: int = 1           # an append continues the archive's merge numbering
 
-    def rows(self) -> tuple[list[dict], list[tuple[int, int]]]:
-        """Rows for every new node (offset order: new leaves, then parents) and the adoptions
-        (stored root id, offset of its new parent) that hang stored roots under new parents."""
-        n = len(self.roots)
-        shape = layout(n, self.merges, [(r.first_leaf, r.last_leaf) for r in self.roots])
-        # Which items hold stored text, which new text: a parent over both has no page range.
-        stored = [r.node_id is not None for r in self.roots]
-        fresh = [r.node_id is None for r in self.roots]
-        for m in self.merges:
-            stored.append(stored[m.left] or stored[m.right])
-            fresh.append(fresh[m.left] or fresh[m.right])
-        offsets: dict[int, int] = {}
-        for item in range(n + len(self.merges)):
-            if item >= n or self.roots[item].node_id is None:
-                offsets[item] = len(offsets)
-        rows: dict[int, dict] = {}
-        for item, offset in offsets.items():
-            parent = shape.parent[item]
-            common = {"offset": offset, "parent_offset": None if parent is None else offsets[parent],
-                      "first_leaf": shape.first_leaf[item], "last_leaf": shape.last_leaf[item]}
-            if item < n:
-                root = self.roots[item]
-                rows[item] = {**common, "node_type": LEAF, "content": root.content, "summary": root.summary.text,
-                              "summary_source": root.summary.source, "leaf_index": root.first_leaf,
-                              "char_start": root.char_start, **root.place}
-            else:
-                k = item - n
-                merge = self.merges[k]
-                rows[item] = {**common, "node_type": SUMMARY, "content": self.parent_content[k],
-                              "summary": self.parent_summaries[k].text,
-                              "summary_source": self.parent_summaries[k].source,
-                              "merge_similarity": round(merge.similarity, 6),
-                              "merge_order": self.first_merge_order + k,
-                              **({"page_start": None, "page_end": None, "section": None}
-                                 if stored[item] and fresh[item] else
-                                 span_place(self._place(merge.left, rows), self._place(merge.right, rows)))}
-        adoptions = [(self.roots[i].node_id, offsets[shape.parent[i]]) for i in range(n)
-                     if self.roots[i].node_id is not None and shape.parent[i] is not None]
-        return [rows[item] for item in sorted(offsets, key=offsets.get)], adoptions
+    def rows(self) -> tuple[list[dict], list[tuple[int, int]], list[dict]]:
+        """Rows for every new node (offset order: new leaves, then kept nodes, children before
+        parents), the adoptions (stored node id, offset of its new parent) and the merge history."""
+        plan, units = self.plan, self.roots
+        kept = plan.kept()
+        parent_of = {child: parent for parent, children in plan.children.items() for child in children}
+        offsets = {item: k for k, item in enumerate(
+            [i for i, unit in enumerate(units) if unit.node_id is None] + kept)}
+        merge_index = {m.parent: k for k, m in enumerate(plan.merges)}
 
-    def _place(self, item: int, rows: dict[int, dict]) -> dict:
-        return rows[item] if item in rows else self.roots[item].place
+        def leaf_range(item: int) -> tuple[int, int]:
+            return units[plan.first_unit[item]].first_leaf, units[plan.last_unit[item]].last_leaf
+
+        places: dict[int, dict] = {i: unit.place for i, unit in enumerate(units)}
+        stored = {i: unit.node_id is not None for i, unit in enumerate(units)}
+        fresh = {i: unit.node_id is None for i, unit in enumerate(units)}
+        rows: list[dict] = []
+        for item in sorted(offsets, key=offsets.get):
+            parent = parent_of.get(item)
+            first, last = leaf_range(item)
+            common = {"offset": offsets[item], "parent_offset": None if parent is None else offsets[parent],
+                      "first_leaf": first, "last_leaf": last}
+            if item < len(units):
+                unit = units[item]
+                rows.append({**common, "node_type": LEAF, "content": unit.content, "summary": unit.summary.text,
+                             "summary_source": unit.summary.source, "leaf_index": unit.first_leaf,
+                             "char_start": unit.char_start, "heading_path": json.dumps(list(unit.headings)),
+                             **unit.place})
+                continue
+            children = plan.children[item]
+            stored[item] = any(stored[c] for c in children)
+            fresh[item] = any(fresh[c] for c in children)
+            title = plan.titles.get(item)
+            places[item] = ({"page_start": None, "page_end": None, "section": None}
+                            if stored[item] and fresh[item] else
+                            span_place([places[c] for c in children],
+                                       title[-1] if isinstance(title, tuple) else None))
+            summary = self.node_summaries[item]
+            merge = plan.merges[merge_index[item]]
+            rows.append({**common, "node_type": SUMMARY, "content": "", "summary": summary.text,
+                         "summary_source": summary.source, "title": summary.title,
+                         "merge_similarity": round(merge.similarity, 6),
+                         "merge_order": self.first_merge_order + merge_index[item], **places[item]})
+        adoptions = [(unit.node_id, offsets[parent_of[i]]) for i, unit in enumerate(units)
+                     if unit.node_id is not None and i in parent_of]
+        merges = [{"merge_order": self.first_merge_order + k, "first_leaf": leaf_range(m.left)[0],
+                   "split_leaf": leaf_range(m.right)[0], "last_leaf": leaf_range(m.right)[1],
+                   "similarity": round(m.similarity, 6) if math.isfinite(m.similarity) else None,
+                   "node_offset": offsets.get(m.parent)} for k, m in enumerate(plan.merges)]
+        return rows, adoptions, merges
 
     @property
     def new_vectors(self) -> np.ndarray:
-        """Vectors in row order: new leaves, then new parents."""
-        parts = [v for v in (self.leaf_vectors, self.parent_vectors) if len(v)]
+        """Vectors in row order: new leaves, then kept nodes."""
+        parts = [v for v in (self.leaf_vectors, self.node_vectors) if len(v)]
         return np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+
+
+@dataclass
+class DocumentUnits:
+    """One document of a growth: its outline and which units (indices into the row) it holds."""
+
+    outline: DocumentOutline
+    units: list[int]
 
 
 class ArchiveBuilder:
@@ -132,63 +156,99 @@ class ArchiveBuilder:
         self.embedder = embedder
         self.summarizer = summarizer
 
-    def build(self, archive_id: int, model_id: str, chunks: list[Chunk], params: BuildParams,
-              progress: ProgressFn) -> None:
+    def build(self, archive_id: int, model_id: str, chunks: list[Chunk], outline: DocumentOutline,
+              params: BuildParams, progress: ProgressFn) -> None:
         """Fill the 'building' archive `archive_id`; on any failure remove everything written."""
         with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
-            growth = self.grow([], chunks, 0, params, progress)
-            rows, _ = growth.rows()
+            leaves, leaf_vectors = self.new_leaves(chunks, outline, 0, params, progress)
+            growth = self.grow(leaves, [DocumentUnits(outline, list(range(len(leaves))))], leaf_vectors,
+                               params, progress)
+            rows, _, merges = growth.rows()
             progress(Progress("store", 0, len(rows), "writing nodes"))
-            write_archive(self.store, self.vectors, archive_id, model_id, rows, growth.new_vectors, written_ids)
+            write_archive(self.store, self.vectors, archive_id, model_id, rows, growth.new_vectors, written_ids,
+                          merges)
             progress(Progress("store", len(rows), len(rows), "ready"))
 
-    def grow(self, stored_roots: list[Root], chunks: list[Chunk], first_leaf: int, params: BuildParams,
-             progress: ProgressFn) -> Growth:
-        """Summarize and embed the new chunks, then merge over [stored roots..., new leaves...]."""
+    def new_leaves(self, chunks: list[Chunk], outline: DocumentOutline, first_leaf: int, params: BuildParams,
+                   progress: ProgressFn) -> tuple[list[Root], np.ndarray]:
+        """Summarize and embed new chunks: the leaves of a growth, with their own vectors."""
         summaries = []
         for i, chunk in enumerate(chunks):
             summaries.append(self.summarizer.summarize_leaf(chunk.text))
             progress(Progress("summarize", i + 1, len(chunks), "leaf summaries"))
         # Leaves are embedded from their full text (passages), not their 200-character summary:
         # the summary is lossy and the leaf is what a question's evidence lives in.
-        leaf_vectors = self.embedder.embed_passages(
+        vectors = self.embedder.embed_passages(
             [c.text for c in chunks], params.embed_batch_size,
             lambda done, total: progress(Progress("embed", done, total, "leaves")))
-        roots = stored_roots + [
-            Root(vector, 1, chunk.text, summary, first_leaf + i, first_leaf + i, leaf_place(chunk),
-                 char_start=chunk.char_start)
-            for i, (chunk, summary, vector) in enumerate(zip(chunks, summaries, leaf_vectors))]
+        leaves = [Root(vector, 1, chunk.text, summary, first_leaf + i, first_leaf + i, leaf_place(chunk),
+                       char_start=chunk.char_start, headings=path)
+                  for i, (chunk, summary, vector, path)
+                  in enumerate(zip(chunks, summaries, vectors, outline.heading_paths))]
+        return leaves, vectors
 
-        n = len(roots)
-        progress(Progress("merge", 0, max(n - 1, 1), "planning merges"))
-        merges = plan_merges(np.array([r.vector_sum for r in roots]), [len(r.content) for r in roots],
-                             params.merge_threshold, params.max_node_chars, self.embedder.calibrate,
-                             [r.leaves for r in roots])
-        progress(Progress("merge", len(merges), max(n - 1, 1), f"{len(merges)} merges"))
+    def grow(self, units: list[Root], documents: list[DocumentUnits], leaf_vectors: np.ndarray,
+             params: BuildParams, progress: ProgressFn) -> Growth:
+        """Plan the tree over `units` (document order): each document merges inside its outline,
+        then the documents' roots and the units no document holds (stored roots) merge freely."""
+        in_documents = {u for document in documents for u in document.units}
+        top = Segment(None, [i for i in range(len(units)) if i not in in_documents], False)
+        leads: dict[int, str] = {}
+        paths = [unit.headings for unit in units]
+        for document in documents:
+            segment = outline_segment(paths, document.units, document.outline.title,
+                                      single_root=document.outline.has_headings)
+            leads[id(segment)] = document_lead([units[i].content for i in document.units],
+                                               [paths[i] for i in document.units])
+            top.children.append(segment)
+        top.children.sort(key=lambda c: units[_first_unit(c)].first_leaf)
 
-        contents = [r.content for r in roots] + [""] * len(merges)
-        all_summaries = [r.summary for r in roots] + [None] * len(merges)
-        for k, merge in enumerate(merges):
-            contents[merge.parent] = contents[merge.left] + SEPARATOR + contents[merge.right]
-            all_summaries[merge.parent] = self.summarizer.summarize_parent(
-                [all_summaries[merge.left].text, all_summaries[merge.right].text])
-            progress(Progress("summarize", k + 1, len(merges), "parent summaries"))
-        parent_vectors = self.embedder.embed_passages(
-            [embedding_text(SUMMARY, contents[m.parent], all_summaries[m.parent].text) for m in merges],
+        progress(Progress("merge", 0, max(len(units) - 1, 1), "planning merges"))
+        plan = plan_tree(np.array([u.vector_sum for u in units]), [len(u.content) for u in units],
+                         [u.leaves for u in units], top, params.merge_threshold, params.max_node_chars,
+                         self.embedder.calibrate, params.max_children)
+        kept = plan.kept()
+        progress(Progress("merge", len(plan.merges), max(len(units) - 1, 1),
+                          f"{len(plan.merges)} merges, {len(kept)} summary nodes"))
+
+        stats = TermStats.from_texts([u.content for u in units])
+        summaries: dict[int, Summary] = {}
+        for k, item in enumerate(kept):
+            segment = plan.segments.get(item)
+            title = segment.title if segment is not None else None
+            lead = leads.get(id(segment)) if segment is not None else None
+            children = plan.children[item]
+            parts = ["\n\n".join(u.content for u in units[plan.first_unit[c]: plan.last_unit[c] + 1])
+                     for c in children]
+            weights = [units[plan.last_unit[c]].last_leaf - units[plan.first_unit[c]].first_leaf + 1 for c in children]
+            heading = HEADING_JOIN.join(title) if isinstance(title, tuple) else title or \
+                _span_title([self._heading_of(c, units, plan) for c in children])
+            summaries[item] = self.summarizer.summarize_node(NodeBrief(heading, parts, weights, stats, lead))
+            progress(Progress("summarize", k + 1, len(kept), "summary nodes"))
+        node_vectors = self.embedder.embed_passages(
+            [embedding_text(SUMMARY, "", summaries[item].text, summaries[item].title) for item in kept],
             params.embed_batch_size,
             lambda done, total: progress(Progress("embed", done, total, "summary nodes")))
-        return Growth(roots, merges, contents[n:], all_summaries[n:], parent_vectors, leaf_vectors)
+        return Growth(units, plan, summaries, node_vectors, leaf_vectors)
+
+    @staticmethod
+    def _heading_of(item: int, units: list[Root], plan: TreePlan) -> tuple[str, ...]:
+        if item < len(units):
+            return units[item].headings
+        title = plan.titles.get(item)
+        return title if isinstance(title, tuple) else ()
 
 
 def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, model_id: str,
-                  rows: list[dict], node_vectors: np.ndarray, written_ids: list[int]) -> None:
+                  rows: list[dict], node_vectors: np.ndarray, written_ids: list[int],
+                  merges: list[dict] = ()) -> None:
     """Nodes in one transaction, then their vectors (row order), then the archive becomes 'ready'.
 
     Row i has offset i and names its parent by offset; paths and depths are derived here.
     """
     paths, depths = positions_from_parents([r["parent_offset"] for r in rows])
     rows = [{**r, "path_offsets": path, "depth": depth} for r, path, depth in zip(rows, paths, depths)]
-    base = store.allocate_and_insert(archive_id, rows)
+    base = store.allocate_and_insert(archive_id, rows, merges)
     ids = [base + r["offset"] for r in rows]
     written_ids.extend(ids)
     vectors.upsert(model_id, ids, node_vectors,
@@ -196,10 +256,11 @@ def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, mod
     store.set_status(archive_id, "ready")
 
 
-def embedding_text(node_type: str, content: str, summary: str) -> str:
-    """What a node's vector is made from: a leaf's own text; a summary node's summary (its start,
-    should the summary be empty)."""
-    return content if node_type == LEAF else (summary or content[:1000])
+def embedding_text(node_type: str, content: str, summary: str, title: str | None = None) -> str:
+    """What a node's vector is made from: a leaf's own text; a summary node's title and summary."""
+    if node_type == LEAF:
+        return content
+    return "\n".join(part for part in (title, summary) if part) or content[:1000]
 
 
 def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:
@@ -230,9 +291,25 @@ def leaf_place(chunk: Chunk) -> dict:
             "chunk_kind": chunk.kind}
 
 
-def span_place(left: dict, right: dict) -> dict:
-    """A summary node's place: the pages its leaves span, their section if they share one."""
-    starts = [p for p in (left.get("page_start"), right.get("page_start")) if p is not None]
-    ends = [p for p in (left.get("page_end"), right.get("page_end")) if p is not None]
+def span_place(children: list[dict], heading: str | None = None) -> dict:
+    """A summary node's place: the pages its children span; its own heading, else the section
+    its children share."""
+    starts = [c["page_start"] for c in children if c.get("page_start") is not None]
+    ends = [c["page_end"] for c in children if c.get("page_end") is not None]
+    sections = {c.get("section") for c in children}
     return {"page_start": min(starts) if starts else None, "page_end": max(ends) if ends else None,
-            "section": left.get("section") if left.get("section") == right.get("section") else None}
+            "section": heading or (sections.pop() if len(sections) == 1 else None)}
+
+
+def _span_title(headings: list[tuple[str, ...]]) -> str | None:
+    """'2 Related Work – 4 Experiments' for a node over several whole sections; None (label it by
+    its content) when a child has no heading or all share one."""
+    if not headings or not all(headings) or headings[0] == headings[-1]:
+        return None
+    return f"{headings[0][-1]} – {headings[-1][-1]}"
+
+
+def _first_unit(child: int | Segment) -> int:
+    while isinstance(child, Segment):
+        child = child.children[0]
+    return child

@@ -49,9 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
     archives = sub.add_parser("archives", parents=[common], help="list a model_id's archives")
     archives.add_argument("--model-id", required=True)
 
-    tree = sub.add_parser("tree", parents=[common], help="every node of an archive")
+    tree = sub.add_parser("tree", parents=[common], help="an archive's tree: titles, pages, summaries")
     tree.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
     tree.add_argument("--model-id", required=True)
+
+    rebuild = sub.add_parser("rebuild", parents=[common],
+                             help="re-plan an archive's tree over its stored leaves (nothing re-embedded but "
+                                  "the new summary nodes)")
+    rebuild.add_argument("archive_id", type=int, metavar="ARCHIVE_ID")
+    rebuild.add_argument("--model-id", required=True)
+    rebuild.add_argument("--no-progress", action="store_true")
 
     retrieve = sub.add_parser("retrieve", parents=[common], help="representative nodes for a query")
     retrieve.add_argument("query", metavar="QUERY")
@@ -211,6 +218,13 @@ def _cmd_ingest(forest: MemoryForest, args) -> int:
         f"{a['roots']} root(s), depth {a['depth']}\n" for a in rows))
 
 
+def _cmd_rebuild(forest: MemoryForest, args) -> int:
+    with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=f"archive {args.archive_id}") as bar:
+        archive = forest.rebuild_archive(args.model_id, args.archive_id, progress=bar.update).to_dict()
+    return _emit(args, archive, lambda a: f"archive {a['id']} '{a['name']}' rebuilt: {a['leaves']} leaves, "
+                                          f"{a['nodes']} nodes, {a['roots']} root(s), depth {a['depth']}\n")
+
+
 def _cmd_merge_archives(forest: MemoryForest, args) -> int:
     if args.join:
         archive = forest.join_archives(args.model_id, args.join, name=args.name)
@@ -256,13 +270,14 @@ def _cmd_tree(forest, args) -> int:
         lines: list[str] = []
 
         def walk(node: dict) -> None:
+            indent, pages = "  " * node["depth"], f" ({node['citation']})" if node["citation"] else ""
             if node["leaf_index"] is not None:
-                where = f"leaf {node['leaf_index']}" + (f", {node['citation']}" if node["citation"] else "")
-            elif node["merge_similarity"] is None:
-                where = f"merge {node['merge_order']}, joined archives"
+                lines.append(f"{indent}[{node['id']}] leaf {node['leaf_index']}{pages}: {node['summary'][:90]}")
             else:
-                where = f"merge {node['merge_order']} sim={node['merge_similarity']:.3f}"
-            lines.append(f"{'  ' * node['depth']}[{node['id']}] {node['node_type']} ({where}) {node['summary'][:90]}")
+                merged = ("joined archives" if node["merge_similarity"] is None
+                          else f"merged at {node['merge_similarity']:.2f}")
+                lines.append(f"{indent}[{node['id']}] {node['title'] or '(untitled)'}{pages}, "
+                             f"{node['leaf_count']} leaves, {merged}\n{indent}    {node['summary'][:160]}")
             for child in sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"]):
                 walk(child)
 
@@ -457,7 +472,7 @@ def _cmd_personal(forest, args) -> int:
 COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
-            "doctor": _cmd_doctor}
+            "doctor": _cmd_doctor, "rebuild": _cmd_rebuild}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -43,6 +43,8 @@ class Settings:
     chunk_overlap: int = 100
     merge_threshold: float = 0.2
     max_node_chars: int = 2_000_000
+    # Most children a summary node shows before the tree adds a level (condensation, tree_builder).
+    tree_max_children: int = 10
     # Retrieval.
     top_k: int = 8
     drill_threshold: float = 0.3
@@ -79,6 +81,8 @@ class Settings:
     max_file_mb: float = 100.0
 
     def __post_init__(self) -> None:
+        if self.tree_max_children < 2:
+            raise ConfigError(f"tree_max_children must be at least 2, got {self.tree_max_children}")
         if self.chunk_size < 50:
             raise ConfigError(f"chunk_size must be at least 50 characters, got {self.chunk_size}")
         if not 0 <= self.chunk_overlap < self.chunk_size:

@@ -121,12 +121,13 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
 
 
 def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: str, ids: list[int]) -> None:
-    """Vectors are recomputed exactly as the build made them: leaves from content, others from summary."""
+    """Vectors are recomputed exactly as the build made them: leaves from content, others from
+    title and summary."""
     for start in range(0, len(ids), 256):
         chunk = ids[start : start + 256]
-        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary FROM memory_nodes "
+        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary, title FROM memory_nodes "
                         f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        texts = [embedding_text(r["node_type"], r["content"], r["summary"]) for r in rows]
+        texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"]) for r in rows]
         vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
                        [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
 

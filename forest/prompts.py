@@ -30,10 +30,22 @@ def leaf_summary_prompt(text: str, max_chars: int) -> str:
     return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
 
 
-def parent_summary_prompt(child_summaries: list[str], max_chars: int) -> str:
+def node_summary_prompt(child_texts: list[str], max_chars: int, heading_path: str | None,
+                        lead: str | None = None) -> str:
+    """Seed 000 §5.1's parent prompt over the text under each child, told where in the document
+    the node sits (its heading path); a node without a heading is also given a short title, and
+    a document node is given its abstract to start from."""
     prompt = json.loads(json.dumps(PROMPT_CREATE_PARENT_SUMMARY))
-    prompt["input_data"]["child_summaries"] = list(child_summaries)
+    prompt["input_data"]["child_summaries"] = list(child_texts)
+    if heading_path:
+        prompt["input_data"]["heading_path"] = heading_path
+    if lead:
+        prompt["input_data"]["abstract"] = lead
     prompt["constraints"]["max_length_chars"] = max_chars
+    if not heading_path:
+        prompt["output_format"]["json_structure"] = {
+            "title": "<不超过8个词的标题，概括这些片段的共同主题 / a title of at most 8 words>",
+            **prompt["output_format"]["json_structure"]}
     return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
 
 

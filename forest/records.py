@@ -58,11 +58,23 @@ class MemoryNode:
         return cite(self.page_start, self.page_end, self.section)
 
     def to_dict(self, with_content: bool = True) -> dict[str, Any]:
+        """Every field, its citation and leaf count. A summary node stores no text of its own
+        (its content is its leaves'), so it has content only once that was read in."""
         data = asdict(self)
         data["citation"] = self.citation
-        if not with_content:
+        data["leaf_count"] = self.leaf_count
+        if not with_content or (not self.is_leaf and not self.content):
             data.pop("content")
         return data
+
+    def outline_entry(self) -> dict[str, Any]:
+        """What a reader (person or LLM) needs to choose where to go: a summary node's title,
+        summary, pages and size; a leaf's own text."""
+        entry = {"id": self.id, "node_type": self.node_type, "citation": self.citation,
+                 "page_start": self.page_start, "page_end": self.page_end}
+        if self.is_leaf:
+            return {**entry, "section": self.section, "content": self.content}
+        return {**entry, "title": self.title, "summary": self.summary, "leaf_count": self.leaf_count}
 
 
 @dataclass(frozen=True)

@@ -130,7 +130,8 @@ class Retriever:
 
     def _rerank(self, model_id: str, query: str, nodes: list[MemoryNode]) -> list[ScoredNode]:
         stored = self.vectors.get_vectors(model_id, [n.id for n in nodes])
-        candidates = [Candidate(n.id, n.summary, n.content, stored.get(n.id)) for n in nodes]
+        candidates = [Candidate(n.id, n.summary if n.is_leaf else f"{n.title or ''}\n{n.summary}".strip(), n.content,
+                                stored.get(n.id)) for n in nodes]
         scores = self.reranker.score(query, candidates)
         ranked = [ScoredNode(n, s) for n, s in zip(nodes, scores)]
         ranked.sort(key=lambda s: (-s.relevance_score, s.node.first_leaf or 0))

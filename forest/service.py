@@ -20,11 +20,13 @@ from forest.doctor import DoctorReport, examine, repair
 from forest.document import Document
 from forest.embedders import Embedder
 from forest.errors import ConfigError, InvalidInput
-from forest.grow import ArchivePair, append_to_archive, join_archives, similar_archives
+from forest.grow import ArchivePair, append_to_archive, join_archives, rebuild_archive, similar_archives
+from forest.outline import DocumentOutline, heading_paths
 from forest.records import (
     Archive,
     ContextResult,
     MemoryNode,
+    MergeStep,
     Representative,
     ScoredNode,
 )
@@ -138,14 +140,13 @@ class MemoryForest:
         run = self._run_settings(chunk_size, chunk_overlap, threshold)
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
-        params = BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size)
+        params = _build_params(run)
         recorded = {"chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
                     "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
-        builder = ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
         with self._build_lock:
             archive_id = self.store.create_archive(model_id, name, document.source, recorded)
-            builder.build(archive_id, model_id, chunks, params, progress)
+            self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
         return self.store.archive(model_id, archive_id)
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
@@ -162,16 +163,34 @@ class MemoryForest:
         recorded = archive.settings
         run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
                                  recorded.get("merge_threshold"))
-        if recorded.get("embedder", self.embedder.name) != self.embedder.name:
-            raise ConfigError(f"archive {archive_id} was built with {recorded['embedder']}, "
-                              f"this forest embeds with {self.embedder.name}")
+        self._check_embedder(archive)
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
-        params = BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size)
         with self._build_lock:
-            append_to_archive(self.store, self.vectors, self.embedder, self.summarizer, model_id, archive_id,
-                              chunks, _document_entry(document, 0, len(chunks)), params, progress)
+            append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
+                              _document_entry(document, 0, len(chunks)), _build_params(run), progress)
         return self.store.archive(model_id, archive_id)
+
+    def rebuild_archive(self, model_id: str, archive_id: int, *, progress: ProgressFn | None = None) -> Archive:
+        """Re-plan an archive's tree over its stored leaves and vectors (see forest.grow)."""
+        model_id = check_model_id(model_id)
+        archive = self.store.archive(model_id, archive_id)
+        self._check_embedder(archive)
+        recorded = archive.settings
+        run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
+                                 recorded.get("merge_threshold"))
+        with self._build_lock:
+            rebuild_archive(self._builder, model_id, archive_id, _build_params(run), progress or _no_progress)
+        return self.store.archive(model_id, archive_id)
+
+    @property
+    def _builder(self) -> ArchiveBuilder:
+        return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
+
+    def _check_embedder(self, archive: Archive) -> None:
+        if archive.settings.get("embedder", self.embedder.name) != self.embedder.name:
+            raise ConfigError(f"archive {archive.id} was built with {archive.settings['embedder']}, "
+                              f"this forest embeds with {self.embedder.name}")
 
     def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:
         from ingest import load_document
@@ -260,8 +279,13 @@ class MemoryForest:
     def tree(self, model_id: str, archive_id: int) -> list[MemoryNode]:
         return self.store.archive_nodes(check_model_id(model_id), archive_id)
 
-    def node(self, model_id: str, node_id: int) -> MemoryNode:
-        return self.store.node(check_model_id(model_id), node_id)
+    def node(self, model_id: str, node_id: int, full_text: bool = False) -> MemoryNode:
+        """One node; with full_text, a summary node's content is its leaves' text joined."""
+        node = self.store.node(check_model_id(model_id), node_id)
+        return self.store.with_text(model_id, node) if full_text else node
+
+    def merge_history(self, model_id: str, archive_id: int) -> list[MergeStep]:
+        return self.store.merge_history(check_model_id(model_id), archive_id)
 
     def children(self, model_id: str, node_id: int) -> list[MemoryNode]:
         self.store.node(check_model_id(model_id), node_id)
@@ -351,6 +375,15 @@ class MemoryForest:
         if not 1 <= top_k <= 200:
             raise InvalidInput(f"top_k must be between 1 and 200, got {top_k}")
         return top_k
+
+
+def _build_params(run: Settings) -> BuildParams:
+    return BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size, run.tree_max_children)
+
+
+def _outline(document: Document, chunks: list[Chunk]) -> DocumentOutline:
+    return DocumentOutline(document.title or document.name,
+                           heading_paths([c.section for c in chunks], document.headings))
 
 
 def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[str, Any]:

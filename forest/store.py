@@ -7,12 +7,14 @@ import math
 import os
 import socket
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from forest.db import Database
 from forest.errors import ForestError, NotFound
 from forest.lexical import phrase_match
 from forest.records import Archive, MemoryNode, MergeStep
+from forest.tree_builder import SEPARATOR
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
                 "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity, "
@@ -184,6 +186,42 @@ class ForestStore:
             conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
                          (archive_id,))
 
+    def replace_tree(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
+                     leaf_parents: Sequence[tuple[int, int | None]], merges: Sequence[dict[str, Any]],
+                     expect_nodes: frozenset[int]) -> list[int]:
+        """In one transaction: drop the archive's summary nodes and merge history, insert `rows`
+        (new summary nodes, ids reserved from `base`) and hang each leaf under its new parent:
+        (leaf id, parent offset or None). Leaves keep their ids, text and vectors. If the archive's
+        nodes are no longer `expect_nodes` (another process changed it), nothing is written.
+        Returns the ids of the summary nodes removed (their vectors are the caller's to delete)."""
+        with self.db.transaction() as conn:
+            now = frozenset(r[0] for r in conn.execute("SELECT id FROM memory_nodes WHERE archive_id = ?",
+                                                       (archive_id,)))
+            if now != expect_nodes:
+                raise ForestError(f"archive {archive_id} changed while its tree was being re-planned "
+                                  "(another process writing to it?); nothing was changed, try again")
+            old = [r[0] for r in conn.execute(
+                "SELECT id FROM memory_nodes WHERE archive_id = ? AND node_type = 'SUMMARY_NODE'", (archive_id,))]
+            conn.execute("UPDATE memory_nodes SET parent_id = NULL WHERE archive_id = ?", (archive_id,))
+            conn.execute("DELETE FROM memory_nodes WHERE archive_id = ? AND node_type = 'SUMMARY_NODE'", (archive_id,))
+            conn.execute("DELETE FROM archive_merges WHERE archive_id = ?", (archive_id,))
+            _insert_rows(conn, archive_id, rows, base)
+            _insert_merges(conn, archive_id, merges, base)
+            path_of = {r["offset"]: "".join(f"{base + o}/" for o in r["path_offsets"]) for r in rows}
+            conn.executemany(
+                "UPDATE memory_nodes SET parent_id = ?, path = ?, depth = ? WHERE id = ?",
+                ((None if parent is None else base + parent,
+                  (path_of[parent] if parent is not None else "") + f"{leaf_id}/",
+                  0 if parent is None else path_of[parent].count("/"), leaf_id)
+                 for leaf_id, parent in leaf_parents))
+            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
+                         (archive_id,))
+            return old
+
+    def last_merge_order(self, archive_id: int) -> int:
+        row = self.db.query_one("SELECT MAX(merge_order) FROM archive_merges WHERE archive_id = ?", (archive_id,))
+        return int(row[0] or 0)
+
     def rename_archive(self, archive_id: int, name: str) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE archives SET name = ? WHERE id = ?", (name, archive_id))
@@ -254,6 +292,14 @@ class ForestStore:
             "AND n.node_type = 'LEAF_CHUNK' AND n.leaf_index BETWEEN ? AND ? ORDER BY n.leaf_index",
             (model_id, archive_id, first_leaf, last_leaf))
         return [MemoryNode.from_row(r) for r in rows]
+
+    def with_text(self, model_id: str, node: MemoryNode) -> MemoryNode:
+        """A summary node with its content read in: its leaves' text joined (seed 000 §2.1),
+        derived here rather than stored again in every ancestor."""
+        if node.is_leaf:
+            return node
+        leaves = self.leaves_between(model_id, node.archive_id, node.first_leaf, node.last_leaf)
+        return replace(node, content=SEPARATOR.join(leaf.content for leaf in leaves))
 
     def archive_nodes(self, model_id: str, archive_id: int) -> list[MemoryNode]:
         self.archive(model_id, archive_id)  # NotFound for other model_ids and unfinished builds

@@ -89,10 +89,11 @@ class ForestTools:
                                 description="Minimum relevance (0-1) of the children returned; default "
                                             "the server's drill threshold.", ge=0, le=1)] = None) -> dict[str, Any]:
         """Drill down one level: the direct children of node_id reranked against the query, those
-        with relevance_score >= threshold, best first. Children that are SUMMARY_NODEs can be
-        explored again; LEAF_CHUNKs are original passages (content, citation). Exploring a leaf
-        returns the leaf itself with score 1.0. An empty list means no child is relevant enough:
-        lower the threshold or explore another node."""
+        with relevance_score >= threshold, best first. A SUMMARY_NODE child comes as its title
+        (the section it covers, e.g. "3 Method › 3.2 Training"), summary, pages and leaf_count:
+        explore it to go down. A LEAF_CHUNK child is an original passage (content, citation).
+        Exploring a leaf returns the leaf itself with score 1.0. An empty list means no child is
+        relevant enough: lower the threshold or explore another node."""
         with _tool_errors():
             children = self.forest.explore(model_id, node_id, query, threshold)
             return {"node_id": node_id, "children": [_child(c) for c in children]}
@@ -108,11 +109,15 @@ class ForestTools:
             hits = self.forest.search(model_id, query, top_k, mode)
             return {"mode": mode, "hits": [h.to_dict() for h in hits]}
 
-    def get_memory_node(self, model_id: ModelId, node_id: NodeId) -> dict[str, Any]:
-        """One node in full: summary, content (the source text for a leaf; the joined text of its
-        passages for a summary node), citation, parent_id, path (root first), depth."""
+    def get_memory_node(self, model_id: ModelId, node_id: NodeId,
+                        full_text: Annotated[bool, Field(
+                            description="For a SUMMARY_NODE, also return every passage below it joined "
+                                        "(can be long: a whole section or paper).")] = False) -> dict[str, Any]:
+        """One node: title (summary nodes), summary, citation, page range, leaf_count, parent_id,
+        path (root first), depth; content for a leaf (the source text), and for a summary node
+        only with full_text."""
         with _tool_errors():
-            return {"node": self.forest.node(model_id, node_id).to_dict()}
+            return {"node": self.forest.node(model_id, node_id, full_text).to_dict()}
 
     def list_archives(self, model_id: ModelId) -> dict[str, Any]:
         """The model_id's archives (one per ingested document or group of documents): id, name,
@@ -125,7 +130,8 @@ class ForestTools:
                          max_depth: Annotated[int, Field(description="Deepest level to include (0 = roots "
                                                                      "only).", ge=0, le=64)] = 3) -> dict[str, Any]:
         """The archive's tree from its roots down to max_depth: id, parent_id, depth, node_type,
-        summary, citation (no content; get_memory_node has it). A table of contents of a document."""
+        title (summary nodes: the heading path they cover), summary, citation, page range,
+        leaf_count (no content; get_memory_node has it). A table of contents of the document."""
         with _tool_errors():
             nodes = [n for n in self.forest.tree(model_id, archive_id) if n.depth <= max_depth]
             return {"archive_id": archive_id, "max_depth": max_depth,
@@ -299,9 +305,7 @@ class ForestTools:
 
 
 def _child(scored) -> dict[str, Any]:
-    node = scored.node
-    return {"id": node.id, "summary": node.summary, "content": node.content, "node_type": node.node_type,
-            "relevance_score": scored.relevance_score, "citation": node.citation}
+    return {**scored.node.outline_entry(), "relevance_score": scored.relevance_score}
 
 
 @contextmanager

@@ -14,16 +14,31 @@ and the leaves under the other, computed in O(dim) from the sums of their unit l
 subtree looks ever more similar to its neighbours and swallows them one by one into a chain.
 Planning needs no model call; a parent's stored vector is the embedding of its summary,
 computed afterwards in one batch.
+
+`plan_tree` runs that rule inside the document's outline and then condenses the binary result:
+
+- Outline: headings are merge barriers. Merging runs inside each lowest-level section first; the
+  section's subtree then takes part, as one unit, in its parent section's merging, up to the
+  document. A section's remaining roots are merged below the threshold too (most similar adjacent
+  pair first), so every section with more than one unit has one node: the table of contents.
+- Condensation: a binary merge tree over n units is log2(n) levels deep at best and a chain at
+  worst. Each kept node instead takes its children by cutting its own dendrogram: the loosest
+  merges (lowest similarity) are undone first, those of groups too big for the levels left before
+  the others, until it has k children, k = ceil(n ** (1/levels)) with levels = ceil(log(n) /
+  log(max_children)), so a node over n units is about `levels` deep and no level peels single
+  units off one at a time. Up to max_children units hang directly.
+  Every kept node is still a node of the binary tree (a contiguous run of leaves merged by the
+  seed's rule); the merges condensed away stay in the merge history.
 """
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from forest.paths import positions_from_parents
 
 SEPARATOR = "\n---\n"
 
@@ -97,27 +112,145 @@ def plan_merges(vectors: np.ndarray, sizes: Sequence[int], threshold: float, max
 
 
 @dataclass
-class Layout:
-    """Parent, children, depth and leaf range of every item once the merges are applied."""
+class Segment:
+    """A stretch of the row of units that merges on its own before taking part in its parent's
+    merging: a section (title = its heading path), a document, or the whole row."""
 
-    parent: list[int | None]
-    children: list[list[int]]
-    depth: list[int]
-    roots: list[int]          # in document order
-    first_leaf: list[int]
-    last_leaf: list[int]
+    title: tuple[str, ...] | str | None
+    children: list[int | Segment] = field(default_factory=list)   # unit indices and sub-segments
+    single_root: bool = False     # merge below the threshold until one root is left
 
 
-def layout(n_items: int, merges: Sequence[Merge], leaf_ranges: Sequence[tuple[int, int]] | None = None) -> Layout:
-    total = n_items + len(merges)
-    parent: list[int | None] = [None] * total
-    children: list[list[int]] = [[] for _ in range(total)]
-    ranges = list(leaf_ranges) if leaf_ranges is not None else [(i, i) for i in range(n_items)]
-    first = [r[0] for r in ranges] + [0] * len(merges)
-    last = [r[1] for r in ranges] + [0] * len(merges)
-    for m in merges:
-        parent[m.left] = parent[m.right] = m.parent
-        children[m.parent] = [m.left, m.right]
-        first[m.parent], last[m.parent] = first[m.left], last[m.right]
-    roots = sorted((i for i in range(total) if parent[i] is None), key=lambda i: first[i])
-    return Layout(parent, children, positions_from_parents(parent)[1], roots, first, last)
+@dataclass
+class TreePlan:
+    """Binary merges (items: units 0..n-1, then parents n, n+1, ... in merge order), the merges
+    kept as nodes with their children in document order, and the section or document each
+    section node stands for."""
+
+    merges: list[Merge]
+    children: dict[int, list[int]]          # kept parent item -> child items
+    segments: dict[int, Segment]            # kept item -> the segment it is the one root of
+    roots: list[int]                         # top items in document order
+    first_unit: list[int]                    # per item: first and last unit it covers
+    last_unit: list[int]
+
+    def kept(self) -> list[int]:
+        """Kept parent items, children before parents."""
+        return sorted(self.children)
+
+    @property
+    def titles(self) -> dict[int, tuple[str, ...] | str]:
+        return {item: segment.title for item, segment in self.segments.items()}
+
+
+def outline_segment(paths: Sequence[Sequence[str]], units: Sequence[int], title, single_root: bool,
+                    level: int = 0) -> Segment:
+    """Nest `units` (in document order) by their heading paths: a run of units under the same
+    heading at `level` becomes a sub-segment; units with no heading at this level stay units."""
+    segment = Segment(title, [], single_root)
+    run: list[int] = []
+    for unit in list(units) + [None]:
+        key = None if unit is None or len(paths[unit]) <= level else paths[unit][level]
+        if run and (unit is None or key != paths[run[0]][level]):
+            segment.children.append(outline_segment(paths, run, tuple(paths[run[0]][: level + 1]), True, level + 1))
+            run = []
+        if unit is not None:
+            if key is None:
+                segment.children.append(unit)
+            else:
+                run.append(unit)
+    return segment
+
+
+def plan_tree(vectors: np.ndarray, sizes: Sequence[int], counts: Sequence[int], top: Segment, threshold: float,
+              max_chars: int, calibrate: Callable[[float], float] = float, max_children: int = 10) -> TreePlan:
+    """Merge by the seed's rule inside each segment (see the module docstring), then condense."""
+    n = len(sizes)
+    sums = [np.asarray(v, dtype=np.float64) for v in vectors]
+    size, count = list(sizes), list(counts)
+    first, last = list(range(n)), list(range(n))
+    merges: list[Merge] = []
+    plan = TreePlan(merges, {}, {}, [], first, last)
+    below: dict[int, tuple[int, int]] = {}
+
+    def merge_row(row: list[int], floor: float) -> list[int]:
+        local = plan_merges(np.array([sums[i] for i in row]), [size[i] for i in row], floor, max_chars,
+                            calibrate, [count[i] for i in row])
+        items = list(row)
+        for m in local:
+            a, b, parent = items[m.left], items[m.right], len(sums)
+            items.append(parent)
+            sums.append(sums[a] + sums[b])
+            size.append(size[a] + len(SEPARATOR) + size[b])
+            count.append(count[a] + count[b])
+            first.append(first[a])
+            last.append(last[b])
+            below[parent] = (a, b)
+            merges.append(Merge(a, b, parent, m.similarity))
+        merged = {i for pair in (below[p] for p in items[len(row):]) for i in pair}
+        return sorted((i for i in items if i not in merged), key=lambda i: first[i])
+
+    def build(segment: Segment) -> list[int]:
+        units: list[int] = []
+        for child in segment.children:
+            units.extend(build(child) if isinstance(child, Segment) else [child])
+        roots = merge_row(units, threshold)
+        if segment.single_root and len(roots) > 1:
+            roots = merge_row(roots, -math.inf)
+        atomic = set(units)
+        sections = {u for u in units if u in plan.segments}
+        for root in roots:
+            if root not in atomic:
+                _condense(root, atomic, sections, below, merges, first, plan.children, max_children)
+        if len(roots) == 1 and roots[0] in plan.children and segment.title is not None:
+            plan.segments[roots[0]] = segment
+        return roots
+
+    plan.roots = build(top)
+    return plan
+
+
+def _condense(root: int, atomic: set[int], sections: set[int], below: dict[int, tuple[int, int]],
+              merges: list[Merge], first: list[int], children: dict[int, list[int]], max_children: int) -> None:
+    """Choose the children of `root` and of every group under it down to the `atomic` units.
+
+    The author's sections are a table of contents, not regrouped: a node keeps all its units as
+    children while at most max_children of them are plain leaves (and max_children ** 2 in all)."""
+    units: dict[int, int] = {}
+    leaves: dict[int, int] = {}
+    stack = [root]
+    while stack:  # post-order without recursion: a chain can be thousands of merges deep
+        item = stack[-1]
+        if item in atomic:
+            stack.pop()
+            units[item], leaves[item] = 1, int(item not in sections)
+        elif all(part in units for part in below[item]):
+            stack.pop()
+            left, right = below[item]
+            units[item], leaves[item] = units[left] + units[right], leaves[left] + leaves[right]
+        else:
+            stack.extend(part for part in below[item] if part not in units)
+    similarity = {m.parent: m.similarity for m in merges}
+    pending = [root]
+    while pending:
+        item = pending.pop()
+        total = units[item]
+        if total <= max_children or (leaves[item] <= max_children and total <= max_children ** 2):
+            wanted, capacity = total, 1
+        else:
+            levels = math.ceil(math.log(total) / math.log(max_children) - 1e-9)
+            wanted = math.ceil(total ** (1 / levels) - 1e-9)
+            capacity = max_children ** (levels - 1)
+        frontier: list[int] = []
+        # groups too big for the levels left are split first, then the loosest merges
+        loosest = [(units[item] <= capacity, similarity[item], item)]
+        while loosest and len(frontier) + len(loosest) < wanted:
+            split = heapq.heappop(loosest)[2]
+            for part in below[split]:
+                if part in atomic:
+                    frontier.append(part)
+                else:
+                    heapq.heappush(loosest, (units[part] <= capacity, similarity[part], part))
+        groups = [entry[2] for entry in loosest]
+        children[item] = sorted(frontier + groups, key=lambda i: first[i])
+        pending.extend(groups)

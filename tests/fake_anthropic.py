@@ -30,7 +30,10 @@ class FakeAnthropic:
         body = json.loads(prompt[: prompt.rindex("}") + 1])
         data = body["input_data"]
         source = data.get("text") or " / ".join(data.get("child_summaries", []))
-        return json.dumps({"summary": "CLAUDE: " + " ".join(source.split())[:150]}, ensure_ascii=False)
+        reply = {"summary": "CLAUDE: " + " ".join(source.split())[:150]}
+        if "title" in body.get("output_format", {}).get("json_structure", {}):
+            reply["title"] = "CLAUDE TITLE: " + " ".join(source.split()[:4])
+        return json.dumps(reply, ensure_ascii=False)
 
     def _handler(self):
         fake = self

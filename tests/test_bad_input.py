@@ -53,16 +53,17 @@ def test_bad_files_are_refused(forest, tmp_path, name, content, message):
 
 
 def test_a_failure_midway_through_a_build_leaves_nothing(forest):
-    """The summarizer fails on the fourth parent: the build is rolled back whole."""
+    """The summarizer fails on the first summary node, after every leaf was summarized and
+    embedded: the build is rolled back whole."""
     real = forest.summarizer
     calls = {"n": 0}
 
     class FailingSummarizer(type(real)):
-        def summarize_parent(self, child_summaries):
+        def summarize_node(self, brief):
             calls["n"] += 1
-            if calls["n"] == 4:
+            if calls["n"] == 1:
                 raise RuntimeError("summarizer crashed")
-            return super().summarize_parent(child_summaries)
+            return super().summarize_node(brief)
 
     forest.summarizer = FailingSummarizer(real.max_chars)
     with pytest.raises(RuntimeError, match="summarizer crashed"):

@@ -5,25 +5,49 @@ import logging
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
 from forest.llm import ClaudeJSON
-from forest.summarizers import EXTRACTIVE_LABEL, ClaudeSummarizer
+from forest.extractive import TermStats
+from forest.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, ClaudeSummarizer, NodeBrief
 
 
 def summarizer_for(fake, retries=2):
     return ClaudeSummarizer(ClaudeJSON("test-key", "claude-test", retries=retries, base_url=fake.url), 200)
 
 
+def brief(title, parts):
+    return NodeBrief(title, parts, [1] * len(parts), TermStats.from_texts(parts))
+
+
+def prompt_of(request):
+    return json.loads(request["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+
+
 def test_leaf_and_parent_prompts_are_the_seeds_and_replies_are_parsed():
     with FakeAnthropic() as fake:
         summarizer = summarizer_for(fake)
         leaf = summarizer.summarize_leaf("Magma rises through the crust and erupts.")
-        parent = summarizer.summarize_parent(["first child", "second child"])
+        parent = summarizer.summarize_node(brief("3 Method › 3.2 Training", ["first child", "second child"]))
+        group = summarizer.summarize_node(brief(None, ["lava flows downhill", "ash clouds rise"]))
     assert leaf.text.startswith("CLAUDE: Magma rises") and leaf.source == "claude:claude-test"
-    assert parent.text == "CLAUDE: first child / second child"
-    leaf_prompt = json.loads(fake.requests[0]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+    assert parent.text == "CLAUDE: first child / second child" and parent.title == "3 Method › 3.2 Training"
+    leaf_prompt = prompt_of(fake.requests[0])
     assert leaf_prompt["role"] == "你是一个严谨的信息归档员。"
     assert leaf_prompt["constraints"]["max_length_chars"] == 200
-    parent_prompt = json.loads(fake.requests[1]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+    parent_prompt = prompt_of(fake.requests[1])
+    assert parent_prompt["role"] == "你是一个高级知识整合专家，擅长从多个相关的信息片段中提炼出更高层次的共同主题。"
     assert parent_prompt["input_data"]["child_summaries"] == ["first child", "second child"]
+    assert parent_prompt["input_data"]["heading_path"] == "3 Method › 3.2 Training"   # the heading path as context
+    assert "title" not in parent_prompt["output_format"]["json_structure"]
+    # without a heading the model names the node too
+    assert "title" in prompt_of(fake.requests[2])["output_format"]["json_structure"]
+    assert group.title == "CLAUDE TITLE: lava flows downhill /"
+
+
+def test_a_node_reply_without_the_title_it_was_asked_for_falls_back_to_the_labelled_extractive_one():
+    with FakeAnthropic() as fake:
+        fake.script = [json.dumps({"summary": "no title here"})] * 3
+        summary = summarizer_for(fake).summarize_node(brief(None, ["Lava flows downhill fast. It burns trees.",
+                                                                   "Ash clouds rise high. Planes stay grounded."]))
+    assert summary.source == EXTRACTIVE_NODE_LABEL and summary.title
 
 
 def test_bad_output_is_retried_then_accepted():
@@ -51,5 +75,6 @@ def test_ingest_with_an_api_key_uses_claude_for_every_summary(make_forest, monke
         archive = forest.ingest_text("m", "claude", topic_text("jazz"))
         nodes = forest.tree("m", archive.id)
     assert {n.summary_source for n in nodes} == {"claude:claude-test"}
-    assert all(n.summary.startswith("CLAUDE: ") and len(n.summary) <= 200 for n in nodes)
+    assert all(n.summary.startswith("CLAUDE: ") and len(n.summary) <= (200 if n.is_leaf else 400) for n in nodes)
+    assert all(n.title for n in nodes if not n.is_leaf)
     assert len(fake.requests) == len(nodes)

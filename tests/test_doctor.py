@@ -32,14 +32,16 @@ def test_missing_and_orphan_vectors_are_found_and_repaired(forest):
     forest.doctor(repair_drift=True)
     assert forest.doctor().healthy
     assert set(forest.vectors.ids("m")) == set(ids)
-    # Re-embedded exactly as the build made them: a leaf from its content, a summary node from its summary.
+    # Re-embedded exactly as the build made them: a leaf from its content, a summary node from
+    # its title and summary.
     stored = forest.vectors.get_vectors("m", deleted)
     assert float(stored[leaf.id] @ forest.embedder.embed_passages([leaf.content])[0]) > 0.999
-    assert float(stored[summary.id] @ forest.embedder.embed_passages([summary.summary])[0]) > 0.999
+    assert float(stored[summary.id] @ forest.embedder.embed_passages([f"{summary.title}\n{summary.summary}"])[0]) > 0.999
 
 
 def test_broken_paths_and_depths_are_rebuilt_from_parent_ids(forest):
-    archive = forest.ingest_text("m", "notes", topic_text("photosynthesis", "jazz"), threshold=0.0)
+    text = f"## Plants\n\n{topic_text('photosynthesis')}\n\n## Music\n\n{topic_text('jazz')}"
+    archive = forest.ingest_text("m", "notes", text, chunk_size=200, threshold=0.0)
     before = {n.id: (n.path, n.depth) for n in forest.tree("m", archive.id)}
     leaf = next(n for n in forest.tree("m", archive.id) if n.depth >= 2)
     with forest.db.transaction() as conn:

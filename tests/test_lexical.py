@@ -60,12 +60,15 @@ def test_a_schema_3_store_is_indexed_when_it_upgrades(tmp_path, make_forest):
     old.ingest_text("m", "terms", TERMS, chunk_size=300)
     old.close()
     raw = sqlite3.connect(tmp_path / "store" / "forest.sqlite3")
-    # Back to schema 3: without the FTS index (4), research memory (5) and personal memory (6).
+    # Back to schema 3: without the FTS index (4), research memory (5), personal memory (6) and
+    # titles and merge history (7).
     raw.executescript("DROP TRIGGER node_text_insert; DROP TRIGGER node_text_delete; DROP TABLE node_text; "
                       "DROP TABLE workspace_items; DROP TABLE session_messages; DROP TABLE episodic_events; "
                       "DROP TABLE semantic_knowledge; DROP TABLE personal_memory_history; "
                       "DROP TABLE personal_triples; DROP TABLE personal_memories; DROP TABLE personal_write_queue; "
-                      "DROP TABLE personal_tags; PRAGMA user_version = 3;")
+                      "DROP TABLE personal_tags; DROP TABLE archive_merges; "
+                      "ALTER TABLE memory_nodes DROP COLUMN title; ALTER TABLE memory_nodes DROP COLUMN heading_path; "
+                      "PRAGMA user_version = 3;")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")
     assert upgraded.db.schema_version == LATEST_VERSION

@@ -43,10 +43,12 @@ def test_cross_encoder_loads_from_a_local_directory_and_scores_on_0_1(tiny_cross
 
 def test_drill_down_through_the_cross_encoder(tiny_cross_encoder, make_forest):
     forest = make_forest(reranker_model_dir=str(tiny_cross_encoder), chunk_size=300)
-    archive = forest.ingest_text("m", "doc", topic_text("volcanoes", "jazz"), threshold=0.0)
+    text = f"## Volcanoes\n\n{topic_text('volcanoes')}\n\n## Jazz\n\n{topic_text('jazz')}"
+    archive = forest.ingest_text("m", "doc", text, threshold=0.0)
     root = next(n for n in forest.tree("m", archive.id) if n.parent_id is None)
     children = forest.explore("m", root.id, "volcano eruption", threshold=0.0)
-    assert len(children) == 2 and all(0 <= c.relevance_score <= 1 for c in children)
+    assert {c.node.title for c in children} == {"Volcanoes", "Jazz"}   # one node per section
+    assert all(0 <= c.relevance_score <= 1 for c in children)
     assert children[0].relevance_score >= children[1].relevance_score
 
 

@@ -1,8 +1,11 @@
-"""The heap-based merge planner against a direct transcription of the seed's rescanning loop."""
+"""The heap-based merge planner against a direct transcription of the seed's rescanning loop, and
+the tree plan over it: outline barriers and condensation."""
+import math
+
 import numpy as np
 import pytest
 
-from forest.tree_builder import SEPARATOR, average_linkage, layout, plan_merges
+from forest.tree_builder import SEPARATOR, Segment, average_linkage, outline_segment, plan_merges, plan_tree
 
 
 def seed_reference(vectors, sizes, threshold, max_chars):
@@ -56,10 +59,9 @@ def test_merge_conditions_hold_and_threshold_can_leave_several_roots():
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     sizes = [100] * 20
     merges = plan_merges(vectors, sizes, threshold=0.5, max_chars=10**9)
-    shape = layout(20, merges)
-    assert len(shape.roots) == 2
     assert all(m.similarity > 0.5 for m in merges)
-    assert [(shape.first_leaf[r], shape.last_leaf[r]) for r in shape.roots] == [(0, 9), (10, 19)]
+    plan = plan_tree(vectors, sizes, [1] * 20, Segment(None, list(range(20))), 0.5, 10**9)
+    assert [(plan.first_unit[r], plan.last_unit[r]) for r in plan.roots] == [(0, 9), (10, 19)]
 
 
 def test_size_limit_is_respected():
@@ -73,29 +75,97 @@ def test_size_limit_is_respected():
         sizes_of.append(sizes_of[m.left] + len(SEPARATOR) + sizes_of[m.right])
 
 
-def test_layout_invariants_and_contiguous_leaves():
-    rng = np.random.default_rng(11)
-    vectors, sizes = random_document(rng, 200)
-    merges = plan_merges(vectors, sizes, threshold=-1.0, max_chars=10**9)
-    assert len(merges) == 199  # everything merges into one tree
-    shape = layout(200, merges)
-    assert len(shape.roots) == 1
-    for node in range(len(shape.parent)):
-        if shape.parent[node] is not None:
-            assert shape.depth[node] == shape.depth[shape.parent[node]] + 1
-        kids = shape.children[node]
-        if kids:
-            left, right = kids
-            assert shape.last_leaf[left] + 1 == shape.first_leaf[right]  # adjacent, in order
-            assert (shape.first_leaf[node], shape.last_leaf[node]) == (shape.first_leaf[left], shape.last_leaf[right])
+def depth_of(plan, item):
+    deepest, stack = 0, [(item, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in plan.children.get(node, []))
+    return deepest
 
 
-def test_average_linkage_keeps_trees_shallow_on_a_drifting_document():
-    """Centroid similarity would grow one big subtree into a chain (depth ~ n)."""
-    rng = np.random.default_rng(5)
-    vectors, sizes = random_document(rng, 256, dim=64)
-    shape = layout(256, plan_merges(vectors, sizes, threshold=-1.0, max_chars=10**9))
-    assert max(shape.depth) < 40
+def leaves_under(plan, item):
+    return list(range(plan.first_unit[item], plan.last_unit[item] + 1))
+
+
+def check_contiguous(plan, n):
+    """Every kept node's children tile its leaf range in document order; the roots tile 0..n-1."""
+    for parent, children in plan.children.items():
+        assert plan.first_unit[children[0]] == plan.first_unit[parent]
+        assert plan.last_unit[children[-1]] == plan.last_unit[parent]
+        for left, right in zip(children, children[1:]):
+            assert plan.last_unit[left] + 1 == plan.first_unit[right]
+    assert plan.first_unit[plan.roots[0]] == 0 and plan.last_unit[plan.roots[-1]] == n - 1
+    for m in plan.merges:  # the binary history: adjacent runs, left before right
+        assert plan.last_unit[m.left] + 1 == plan.first_unit[m.right]
+
+
+@pytest.mark.parametrize("n", [7, 40, 200, 1000])
+def test_condensed_tree_is_shallow_contiguous_and_keeps_every_merge(n):
+    rng = np.random.default_rng(n)
+    vectors, sizes = random_document(rng, n)
+    plan = plan_tree(vectors, sizes, [1] * n, Segment(None, list(range(n))), -1.0, 10**9, max_children=10)
+    assert len(plan.merges) == n - 1 and len(plan.roots) == 1   # the full binary history stays
+    check_contiguous(plan, n)
+    assert all(2 <= len(children) <= 10 for children in plan.children.values())
+    # log10(n) levels when the cuts are balanced; unbalanced cuts cost at most two more
+    assert depth_of(plan, plan.roots[0]) <= math.ceil(math.log(n) / math.log(10)) + 2
+    binary_depth = max(len(path) for path in _binary_paths(plan))
+    assert depth_of(plan, plan.roots[0]) < binary_depth
+
+
+def _binary_paths(plan):
+    below = {m.parent: (m.left, m.right) for m in plan.merges}
+    paths, stack = [], [(plan.roots[0], [])]
+    while stack:
+        item, path = stack.pop()
+        if item in below:
+            stack.extend((child, path + [item]) for child in below[item])
+        else:
+            paths.append(path)
+    return paths
+
+
+def test_no_level_peels_single_leaves_off_a_chain():
+    """A chain (each leaf merged onto the growing block) must not become a chain of nodes."""
+    n = 60
+    rng = np.random.default_rng(2)
+    vectors, sizes = random_document(rng, n, drift=0.05)
+    plan = plan_tree(vectors, sizes, [1] * n, Segment(None, list(range(n))), -1.0, 10**9)
+    for children in plan.children.values():
+        kept = [c for c in children if c in plan.children]
+        assert not (len(children) == 2 and len(kept) == 1), "a node that only peels one leaf off"
+    assert depth_of(plan, plan.roots[0]) <= 3
+
+
+def test_outline_sections_are_merge_barriers_and_nodes():
+    paths = ([()] + [("Abstract",)] * 2 + [("1 Intro",)] * 5 + [("2 Method",)] * 2 + [("2 Method", "2.1 Data")] * 14
+             + [("2 Method", "2.2 Model")] * 6 + [("3 Results",)] * 12 + [("4 Conclusion",)])
+    n = len(paths)
+    rng = np.random.default_rng(0)
+    vectors, sizes = random_document(rng, n, drift=1.0)   # similarity alone would ignore the sections
+    top = outline_segment(paths, range(n), "Paper", single_root=True)
+    plan = plan_tree(vectors, sizes, [1] * n, top, 0.9, 10**9, max_children=5)
+    check_contiguous(plan, n)
+    assert len(plan.roots) == 1 and plan.titles[plan.roots[0]] == "Paper"
+    sections = {title: item for item, title in plan.titles.items() if isinstance(title, tuple)}
+    # every section of more than one leaf is one node holding exactly its leaves
+    for title in {p for p in paths if p}:
+        held = [i for i, p in enumerate(paths) if p[: len(title)] == title]
+        if len(held) > 1:
+            assert leaves_under(plan, sections[title]) == held
+    # no node mixes two sections below the section level: a group is inside one section, or
+    # holds every leaf of each section it touches
+    for item in plan.children:
+        group = set(leaves_under(plan, item))
+        for title in {p for p in paths if p}:
+            section = {i for i, p in enumerate(paths) if p[: len(title)] == title}
+            assert not group & section or section <= group or group <= section
+    # the author's sections stay a table of contents: 2 Method holds its own leaves and both subsections
+    method = plan.children[sections[("2 Method",)]]
+    assert sections[("2 Method", "2.1 Data")] in method and sections[("2 Method", "2.2 Model")] in method
+    # a big section gets one level of groups under its node, no more
+    assert depth_of(plan, sections[("2 Method", "2.1 Data")]) == 2
 
 
 def test_empty_and_single_inputs():
