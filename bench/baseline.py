@@ -1,9 +1,10 @@
-"""Run a bench script against another version of the engine, in the same run on the same machine.
+"""Run a bench against another version of the engine, in the same run on the same machine.
 
-`measure_against(ref, script, args)` checks `ref` out into a temporary git worktree and runs this
-checkout's `script` with that worktree first on PYTHONPATH, so the same measuring code times the
-other version's `forest` (for example the commit before a change, to print before and after side
-by side). The script must print one JSON document on stdout when given `--json-out -`.
+A version is this checkout or a git ref checked out into a temporary worktree; the bench's own
+script runs with that version first on PYTHONPATH, so the same measuring code drives either
+engine. `measure_against` runs a script once and reads its JSON (`--json-out -`);
+`EngineProcess` keeps a script's `--serve` loop running (JSON lines in and out), so the
+measurements of two versions can be interleaved and share whatever else the machine is doing.
 """
 from __future__ import annotations
 
@@ -13,8 +14,45 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+class EngineProcess:
+    def __init__(self, script: Path, ref: str | None = None) -> None:
+        self.ref = ref
+        self._checkout = tempfile.TemporaryDirectory(prefix="forest-baseline-") if ref else None
+        tree = ROOT
+        if self._checkout:
+            tree = Path(self._checkout.name) / "tree"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), ref],
+                           check=True)
+        self.tree = tree
+        self.process = subprocess.Popen([sys.executable, str(script), "--serve"], cwd=str(tree), text=True,
+                                        env={**os.environ, "PYTHONPATH": str(tree)},
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the engine process for {self.ref or 'this checkout'} ended early")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+        if self._checkout:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(self.tree)], check=False)
+            self._checkout.cleanup()
+
+    def __enter__(self) -> EngineProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def measure_against(ref: str, script: Path, args: list[str]) -> dict:

@@ -5,22 +5,22 @@ Target (issue 3 §7): a 15-page paper in under 30 s on a 2-core machine. The def
 starts (a long-running workbench or server loads them once).
 
 With `--against REF` (default ef1c2a5, the last commit before outline-aware trees) the same
-measurement also runs on that version of the engine, in the same run, and the build times are
-compared paper by paper (issue 12: no more than 10% slower).
+measurement also runs on that version of the engine, in a second process, the runs of the two
+interleaved, and the build times are compared paper by paper (issue 12: no more than 10% slower).
 
-Run: `python bench/bench_pdf_ingest.py [PDF ...] [--repeat 2] [--against REF | --against none]`
+Run: `python bench/bench_pdf_ingest.py [PDF ...] [--repeat 3] [--against REF | --against none]`
 """
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from baseline import EngineProcess
 from forest.build import Progress
 from forest.service import MemoryForest
 
@@ -42,63 +42,69 @@ class StageClock:
         self.last = now
 
 
-def measure(pdfs: list[Path], repeat: int, say) -> list[dict]:
-    """Median ingest of each PDF over `repeat` runs, by stage; models loaded before the clock."""
-    rows = []
+def serve() -> None:
+    """JSON lines: {"pdf": path, "model_id": m} in, that ingest's figures out (models loaded first)."""
     with tempfile.TemporaryDirectory() as data_dir:
         forest = MemoryForest(data_dir=data_dir)
-        started = time.perf_counter()
         forest.embedder.embed_query("warm up")
         forest.vectors  # noqa: B018 - opens the store before timing
-        say(f"models loaded in {time.perf_counter() - started:.1f} s (not counted below)")
-        for pdf in pdfs:
-            runs = []
-            for attempt in range(repeat):
-                clock = StageClock()
-                start = clock.last
-                archive = forest.ingest_file(pdf, f"bench-{attempt}", progress=clock)
-                runs.append((time.perf_counter() - start, dict(clock.seconds), archive))
-            total, seconds, archive = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
-            rows.append({"paper": pdf.stem, "pages": archive.settings["documents"][0]["pages"],
-                         "leaves": archive.leaves, "nodes": archive.nodes, "seconds": seconds, "total": total,
-                         "runs": [r[0] for r in runs]})
+        for line in sys.stdin:
+            request = json.loads(line)
+            clock = StageClock()
+            start = clock.last
+            archive = forest.ingest_file(request["pdf"], request["model_id"], progress=clock)
+            print(json.dumps({"paper": Path(request["pdf"]).stem, "pages": archive.settings["documents"][0]["pages"],
+                              "leaves": archive.leaves, "nodes": archive.nodes, "seconds": dict(clock.seconds),
+                              "total": time.perf_counter() - start}), flush=True)
         forest.close()
-    return rows
 
 
 def table(version: str, rows: list[dict]) -> str:
     header = f"{'paper':<22}{'pages':>6}{'leaves':>8}{'nodes':>7}" + "".join(f"{s:>11}" for s in STAGES) + f"{'total':>9}"
-    lines = [f"[{version}]", header, "-" * len(header)]
+    lines = [f"[{version}] median of the runs", header, "-" * len(header)]
     for r in rows:
         lines.append(f"{r['paper']:<22}{r['pages']:>6}{r['leaves']:>8}{r['nodes']:>7}"
                      + "".join(f"{r['seconds'].get(s, 0.0):>10.2f}s" for s in STAGES) + f"{r['total']:>8.1f}s")
-        if len(r["runs"]) > 1:
-            lines.append(f"{'':<22}runs: " + ", ".join(f"{t:.1f} s" for t in r["runs"])
-                         + f" (median {statistics.median(r['runs']):.1f} s)")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pdfs", nargs="*", type=Path, default=[DEFAULT_PDF])
-    parser.add_argument("--repeat", type=int, default=2, help="ingest each PDF this many times (report the median)")
+    parser.add_argument("--repeat", type=int, default=3, help="ingest each PDF this many times per version (median)")
     parser.add_argument("--against", default=DEFAULT_BASELINE, help="git ref to time too ('none' to skip)")
-    parser.add_argument("--json-out", help="'-': print the figures as JSON only")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    pdfs = [p.resolve() for p in args.pdfs]
-    if args.json_out == "-":
-        json.dump(measure(pdfs, args.repeat, lambda line: print(line, file=sys.stderr)), sys.stdout)
-        return
-    rows = measure(pdfs, args.repeat, print)
-    print(table("this version", rows))
-    if args.against != "none":
-        from baseline import measure_against
-
-        before = measure_against(args.against, Path(__file__), [*map(str, pdfs), "--repeat", str(args.repeat)])
-        print(table(args.against, before))
-        print(f"\n{'paper':<22}{'this version':>14}{args.against:>14}{'ratio':>8}")
-        for now, then in zip(rows, before):
-            print(f"{now['paper']:<22}{now['total']:>13.1f}s{then['total']:>13.1f}s{now['total'] / then['total']:>8.2f}")
+    if args.serve:
+        return serve()
+    versions = {"this version": None} | ({} if args.against == "none" else {args.against: args.against})
+    engines = {name: EngineProcess(Path(__file__), ref) for name, ref in versions.items()}
+    runs: dict[str, list[list[dict]]] = {name: [] for name in engines}
+    try:
+        for n, pdf in enumerate(args.pdfs):
+            per_version: dict[str, list[dict]] = {name: [] for name in engines}
+            for attempt in range(args.repeat):
+                # interleaved, alternating who goes first: both versions share the machine's mood
+                order = list(engines) if attempt % 2 == 0 else list(reversed(engines))
+                for name in order:
+                    per_version[name].append(engines[name].ask({"pdf": str(pdf.resolve()),
+                                                                "model_id": f"bench-{n}-{attempt}"}))
+            for name, results in per_version.items():
+                runs[name].append(results)
+    finally:
+        for engine in engines.values():
+            engine.close()
+    medians = {name: [sorted(results, key=lambda r: r["total"])[len(results) // 2] for results in per_pdf]
+               for name, per_pdf in runs.items()}
+    for name, rows in medians.items():
+        print(table(name, rows) + "\n")
+    if len(medians) == 2:
+        (now_name, now), (then_name, then) = medians.items()
+        print(f"{'paper':<22}{now_name:>14}{then_name:>14}{'ratio':>8}")
+        for a, b in zip(now, then):
+            print(f"{a['paper']:<22}{a['total']:>13.1f}s{b['total']:>13.1f}s{a['total'] / b['total']:>8.2f}")
+        total_now, total_then = sum(r["total"] for r in now), sum(r["total"] for r in then)
+        print(f"{'all':<22}{total_now:>13.1f}s{total_then:>13.1f}s{total_now / total_then:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forest.document import Heading
-from forest.text import content_terms, split_sentences
+from forest.text import STOPWORDS, cjk_ratio, content_terms, split_sentences, tokenize
 
 HEADING_JOIN = " › "
+PROSE_STOPWORD_SHARE = 0.25   # English prose runs at 40-50% function words; an author list near 0
 _ABSTRACT = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s*)?(abstract|summary|摘要|概要)\W*$", re.IGNORECASE)
 
 
@@ -27,23 +28,34 @@ class DocumentOutline:
 
 def heading_paths(sections: Sequence[str | None], headings: Sequence[Heading]) -> list[tuple[str, ...]]:
     """For each item (passage or chunk, in reading order, named by its nearest heading), the
-    headings above it, outermost first. The document's headings are walked in order alongside,
-    so a heading that holds only subsections (no text of its own) is still an ancestor."""
-    paths: list[tuple[str, ...]] = []
+    headings above it, outermost first, from the document's outline: a heading that holds only
+    subsections (no text of its own) is still an ancestor. An item is matched to the next heading
+    of its name, else to the last one before (text that reading order puts after a later
+    heading, as two-column pages can), else it stands alone."""
+    outline: list[tuple[str, ...]] = []
     stack: list[Heading] = []
+    for heading in headings:
+        while stack and stack[-1].level >= heading.level:
+            stack.pop()
+        stack.append(heading)
+        outline.append(tuple(h.title for h in stack))
+    paths: list[tuple[str, ...]] = []
     position = 0
     for section in sections:
-        if section is not None and (not stack or stack[-1].title != section):
-            found = next((k for k in range(position, len(headings)) if headings[k].title == section), None)
-            if found is None:
-                stack = [Heading(section)]
-            else:
-                for heading in headings[position : found + 1]:
-                    while stack and stack[-1].level >= heading.level:
-                        stack.pop()
-                    stack.append(heading)
-                position = found + 1
-        paths.append(tuple(h.title for h in stack) if section is not None else ())
+        if section is None:
+            paths.append(())
+            continue
+        if paths and paths[-1] and paths[-1][-1] == section:
+            paths.append(paths[-1])
+            continue
+        ahead = next((k for k in range(position, len(headings)) if headings[k].title == section), None)
+        if ahead is not None:
+            position = ahead + 1
+            paths.append(outline[ahead])
+        else:
+            behind = next((k for k in range(min(position, len(headings)) - 1, -1, -1)
+                           if headings[k].title == section), None)
+            paths.append(outline[behind] if behind is not None else (section,))
     return paths
 
 
@@ -58,7 +70,17 @@ def document_lead(texts: Sequence[str], paths: Sequence[tuple[str, ...]]) -> str
     if abstract:
         return "\n\n".join(abstract)
     for text in texts:
-        prose = [s for s in split_sentences(text) if len(content_terms(s)) >= 6]
-        if len(prose) >= 2:
-            return " ".join(prose)
+        if _is_prose(text):
+            return text
     return texts[0] if texts else ""
+
+
+def _is_prose(text: str) -> bool:
+    """Two sentences of six content words or more, and (outside CJK) the function words of running
+    text: author lists and affiliations have almost none."""
+    if sum(len(content_terms(s)) >= 6 for s in split_sentences(text)) < 2:
+        return False
+    if cjk_ratio(text) > 0.5:
+        return True
+    tokens = tokenize(text)
+    return sum(t in STOPWORDS for t in tokens) >= PROSE_STOPWORD_SHARE * len(tokens)

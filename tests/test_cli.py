@@ -42,7 +42,22 @@ def test_tree_lists_every_node_with_its_place(store):
     for key in ("id", "parent_id", "path", "depth", "node_type", "summary", "leaf_index"):
         assert all(key in n for n in nodes)
     text = run(data_dir, "tree", str(archive["id"]), "--model-id", "m").stdout
-    assert text.count("\n") == archive["nodes"] and "LEAF_CHUNK" in text
+    summaries = [n for n in nodes if n["node_type"] == "SUMMARY_NODE"]
+    # a line per leaf, two per summary node (title line, then its summary)
+    assert text.count("\n") == archive["nodes"] + len(summaries)
+    assert all(f"[{n['id']}] {n['title']}" in text and f"{n['leaf_count']} leaves" in text for n in summaries)
+
+
+def test_rebuild_keeps_the_leaves_and_replaces_the_summary_nodes(store):
+    data_dir, archive = store
+    before = json.loads(run(data_dir, "tree", str(archive["id"]), "--model-id", "m", "--json").stdout)
+    rebuilt = json.loads(run(data_dir, "rebuild", str(archive["id"]), "--model-id", "m", "--json").stdout)
+    after = json.loads(run(data_dir, "tree", str(archive["id"]), "--model-id", "m", "--json").stdout)
+    assert rebuilt["leaves"] == archive["leaves"]
+    assert {n["id"] for n in after if n["leaf_index"] is not None} == {n["id"] for n in before if n["leaf_index"] is not None}
+    assert not {n["id"] for n in after if n["leaf_index"] is None} & {n["id"] for n in before if n["leaf_index"] is None}
+    missing = run(data_dir, "rebuild", "999", "--model-id", "m", ok=False)
+    assert missing.returncode != 0 and "archive 999 not found" in missing.stderr
 
 
 def test_retrieve_explore_context(store):

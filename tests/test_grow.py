@@ -25,6 +25,16 @@ def assert_consistent(forest, model_id, archive_id):
     assert leaves == list(range(len(leaves)))
     orders = sorted(n.merge_order for n in nodes.values() if n.node_type == SUMMARY and n.merge_order)
     assert orders == sorted(set(orders))
+    # the merge history: numbered 1..M, each step two adjacent runs of leaves, and every summary
+    # node the step that made it
+    history = forest.merge_history(model_id, archive_id)
+    assert [m.merge_order for m in history] == list(range(1, len(history) + 1))
+    assert all(m.first_leaf < m.split_leaf <= m.last_leaf for m in history)
+    made = {m.node_id: m for m in history if m.node_id is not None}
+    assert set(made) == {n.id for n in nodes.values() if n.node_type == SUMMARY}
+    for node_id, step in made.items():
+        node = nodes[node_id]
+        assert (step.merge_order, step.first_leaf, step.last_leaf) == (node.merge_order, node.first_leaf, node.last_leaf)
     collection = forest.vectors._client.get_collection(collection_name(model_id))
     stored = collection.get(ids=[str(i) for i in nodes], include=["metadatas"])
     assert len(stored["ids"]) == len(nodes)
