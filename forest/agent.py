@@ -6,8 +6,8 @@ EXPLORE, replaces the explored node in the context by its children that clear th
 MCP's ask_memory and the OpenAI endpoint call `run`.
 
 Policies: Claude with PROMPT_AGENTIC_REASONING_LOOP when a key is set; offline a deterministic
-policy that explores the best-scoring summary node until the passages in the context clear the
-threshold and outscore what is left to explore, then answers extractively from those passages,
+policy that goes where the search hits lie (it explores the summary node that holds the best
+passage not read yet, a section at a time), then answers extractively from the passages read,
 labelled as such.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from forest.errors import InvalidInput
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import agent_loop_prompt
-from forest.records import MemoryNode
+from forest.records import MemoryNode, ScoredNode
 from forest.text import content_terms, split_sentences, term_coverage, truncate
 
 log = logging.getLogger("forest.agent")
@@ -29,6 +29,7 @@ ANSWER, EXPLORE = "ANSWER", "EXPLORE"
 OFFLINE_LABEL = "offline:deterministic-policy"
 EXTRACTIVE_NOTE = "Extractive answer (offline, no LLM): sentences quoted from the cited passages."
 MAX_ANSWER_SENTENCES = 4
+GUIDING_HITS = 3   # the offline policy reads down to the best few search hits
 
 
 @dataclass
@@ -38,9 +39,15 @@ class ContextNode:
     hint: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node_id": self.node.id, "node_type": self.node.node_type, "summary": self.node.summary,
-                "hint": self.hint, "score": self.score, "archive_id": self.node.archive_id,
-                "citation": self.node.citation}
+        """What the policy (and a person stepping through) sees of a node: a summary node's title,
+        summary, pages and leaf count; a leaf's summary and citation (its text is added for
+        Claude)."""
+        shown = {"node_id": self.node.id, "node_type": self.node.node_type, "summary": self.node.summary,
+                 "hint": self.hint, "score": self.score, "archive_id": self.node.archive_id,
+                 "citation": self.node.citation, "page_start": self.node.page_start, "page_end": self.node.page_end}
+        if not self.node.is_leaf:
+            shown.update(title=self.node.title, leaf_count=self.node.leaf_count)
+        return shown
 
 
 @dataclass
@@ -50,11 +57,12 @@ class Decision:
     node_id: int | None = None       # EXPLORE
     reasoning: str = ""
     final_answer: str = ""           # ANSWER
+    cited_ids: list[int] = field(default_factory=list)   # ANSWER: the passages the answer rests on
 
     def to_seed_json(self) -> dict[str, Any]:
-        """The decision as the seed's output format (§5.2.1)."""
+        """The decision as the seed's output format (§5.2.1), with the passages cited."""
         if self.action == ANSWER:
-            return {"action": ANSWER, "payload": {"final_answer": self.final_answer}}
+            return {"action": ANSWER, "payload": {"final_answer": self.final_answer, "cited_node_ids": self.cited_ids}}
         return {"action": EXPLORE, "payload": {"node_id_to_explore": self.node_id,
                                                "reasoning_for_exploration": self.reasoning}}
 
@@ -84,6 +92,7 @@ class AgentState:
     cited: list[ContextNode] = field(default_factory=list)
     # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
     preamble: str = ""
+    hits: list[ScoredNode] = field(default_factory=list)   # the search hits behind the context, best first
 
     @property
     def done(self) -> bool:
@@ -105,20 +114,23 @@ class Policy(ABC):
 
 
 class OfflinePolicy(Policy):
-    """Deterministic best-first: explore the best-scoring summary node while it outscores every
-    leaf in the context or no leaf clears the threshold; then answer from the leaves that do."""
+    """Deterministic: explore the summary node in the context that holds the best search hit not
+    read yet (GUIDING_HITS of them); once those passages are in the context (or none is under a
+    node left to explore), answer from the passages read."""
 
     label = OFFLINE_LABEL
 
     def decide(self, state: AgentState) -> Decision:
         explorable = _explorable(state)
-        leaves = [c.score for c in state.context if c.node.is_leaf]
-        best = max(explorable, key=lambda c: c.score) if explorable else None
-        if best is None or (leaves and max(leaves) >= max(best.score, state.threshold)):
-            return Decision(ANSWER, self.label, final_answer=extractive_answer(state.question, _evidence(state)))
-        why = (f"no passage clears {state.threshold:.2f} yet" if not leaves or max(leaves) < state.threshold
-               else f"summary node {best.node.id} ({best.score:.2f}) outscores every passage ({max(leaves):.2f})")
-        return Decision(EXPLORE, self.label, node_id=best.node.id, reasoning=f"{why}; exploring node {best.node.id}")
+        for hit in _unread_hits(state):
+            holder = next((c for c in explorable if c.node.archive_id == hit.node.archive_id
+                           and hit.node.path.startswith(c.node.path)), None)
+            if holder is not None:
+                where = ", ".join(p for p in (holder.node.title, holder.node.citation) if p) or f"node {holder.node.id}"
+                return Decision(EXPLORE, self.label, node_id=holder.node.id,
+                                reasoning=f"{where} holds the best passage not read yet "
+                                          f"(search score {hit.relevance_score:.2f}); exploring node {holder.node.id}")
+        return answer_from_evidence(state, self.label)
 
 
 class ClaudePolicy(Policy):
@@ -135,13 +147,19 @@ class ClaudePolicy(Policy):
         nodes = [{**c.to_dict(), **({"content": truncate(c.node.content, 1500)} if c.node.is_leaf else {})}
                  for c in state.context]
 
+        passages = {c.node.id for c in state.context if c.node.is_leaf}
+
         def validate(reply: dict[str, Any]) -> str | None:
             payload = reply.get("payload")
             if reply.get("action") not in (ANSWER, EXPLORE) or not isinstance(payload, dict):
                 return "action must be ANSWER or EXPLORE with a payload object"
             if reply["action"] == ANSWER:
-                return None if isinstance(payload.get("final_answer"), str) and payload["final_answer"].strip() \
-                    else "ANSWER needs a non-empty final_answer"
+                if not (isinstance(payload.get("final_answer"), str) and payload["final_answer"].strip()):
+                    return "ANSWER needs a non-empty final_answer"
+                cited = payload.get("cited_node_ids", [])
+                if not isinstance(cited, list) or not all(isinstance(i, int) and i in passages for i in cited):
+                    return f"cited_node_ids must list LEAF_CHUNK ids from the context ({sorted(passages)})"
+                return None
             try:
                 node_id = int(payload.get("node_id_to_explore"))
             except (TypeError, ValueError):
@@ -157,7 +175,8 @@ class ClaudePolicy(Policy):
             return decision
         payload = reply["payload"]
         if reply["action"] == ANSWER:
-            return Decision(ANSWER, self.label, final_answer=payload["final_answer"].strip())
+            return Decision(ANSWER, self.label, final_answer=payload["final_answer"].strip(),
+                            cited_ids=list(dict.fromkeys(payload.get("cited_node_ids", []))))
         return Decision(EXPLORE, self.label, node_id=int(payload["node_id_to_explore"]),
                         reasoning=str(payload.get("reasoning_for_exploration", "")))
 
@@ -175,7 +194,8 @@ class AgentLoop:
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
         representatives = self.forest.retrieve(model_id, question, top_k)
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        return AgentState(model_id, question, threshold, context, preamble=preamble)
+        hits = sorted((h for r in representatives for h in r.hits), key=lambda h: -h.relevance_score)
+        return AgentState(model_id, question, threshold, context, preamble=preamble, hits=hits)
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
         """One decision. `explore_node_id` overrides the policy (the workbench's 'explore this')."""
@@ -187,18 +207,21 @@ class AgentLoop:
                 raise InvalidInput(f"node {explore_node_id} is not an unexplored summary node in the context")
             decision = Decision(EXPLORE, "user", node_id=explore_node_id, reasoning="chosen by the user")
         elif len(state.steps) >= self.max_steps - 1:
-            decision = Decision(ANSWER, OFFLINE_LABEL + " (step limit)",
-                                final_answer=extractive_answer(state.question, _evidence(state)))
+            decision = answer_from_evidence(state, OFFLINE_LABEL + " (step limit)")
         else:
             decision = self.policy.decide(state)
         step = Step(len(state.steps) + 1, seen, decision)
         state.steps.append(step)
         if decision.action == ANSWER:
             state.answer, state.answered_by = decision.final_answer, decision.source
-            state.cited = _evidence(state)
+            by_id = {c.node.id: c for c in state.context}
+            state.cited = [by_id[i] for i in decision.cited_ids if i in by_id]
             return state
         children = self.forest.explore(state.model_id, decision.node_id, state.question, threshold=0.0)
-        kept = [c for c in children if c.relevance_score >= state.threshold] or children[:1]
+        guiding = [h.node.path for h in state.hits[:GUIDING_HITS]]
+        # what clears the threshold, and whatever leads to one of the best hits
+        kept = [c for c in children if c.relevance_score >= state.threshold
+                or any(path.startswith(c.node.path) for path in guiding)] or children[:1]
         step.children = [{**ContextNode(c.node, c.relevance_score, "").to_dict(), "kept": c in kept}
                          for c in children]
         hint = f"child of explored node {decision.node_id}"
@@ -219,16 +242,32 @@ def _explorable(state: AgentState) -> list[ContextNode]:
     return [c for c in state.context if not c.node.is_leaf and c.node.id not in state.explored]
 
 
+def _unread_hits(state: AgentState) -> list[ScoredNode]:
+    """The best hits whose passage is not in the context yet (a summary hit: not explored yet)."""
+    in_context = {c.node.id for c in state.context if c.node.is_leaf}
+    return [h for h in state.hits[:GUIDING_HITS]
+            if h.node.id not in (in_context if h.node.is_leaf else set(state.explored))]
+
+
 def _evidence(state: AgentState) -> list[ContextNode]:
-    """Leaves that clear the threshold, best first; else the best leaves there are."""
+    """Leaves that clear the threshold or were among the best hits, best first; else the best
+    leaves there are."""
+    guiding = {h.node.id for h in state.hits[:GUIDING_HITS]}
     leaves = sorted((c for c in state.context if c.node.is_leaf), key=lambda c: -c.score)
-    return [c for c in leaves if c.score >= state.threshold] or leaves[:2]
+    return [c for c in leaves if c.score >= state.threshold or c.node.id in guiding] or leaves[:2]
 
 
-def extractive_answer(question: str, evidence: list[ContextNode]) -> str:
-    """The sentences of the evidence that share most words with the question, each cited."""
+def answer_from_evidence(state: AgentState, source: str) -> Decision:
+    """The offline answer: quoted sentences of the evidence, citing the passages quoted."""
+    text, cited = extractive_answer(state.question, _evidence(state))
+    return Decision(ANSWER, source, final_answer=text, cited_ids=[c.node.id for c in cited])
+
+
+def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
+    """The sentences of the evidence that share most words with the question, each cited, and
+    the passages they come from."""
     if not evidence:
-        return "The memory holds nothing relevant to this question."
+        return "The memory holds nothing relevant to this question.", []
     terms = set(content_terms(question))
     candidates = []
     for rank, item in enumerate(evidence):
@@ -238,4 +277,5 @@ def extractive_answer(question: str, evidence: list[ContextNode]) -> str:
     best.sort(key=lambda c: (-c[1], -c[2]))  # evidence order, then reading order
     lines = [f"- {truncate(sentence, 400)} [node {item.node.id}{', ' + item.node.citation if item.node.citation else ''}]"
              for _, _, _, sentence, item in best]
-    return EXTRACTIVE_NOTE + "\n" + "\n".join(lines)
+    cited = list({id(item): item for *_, item in best}.values())
+    return EXTRACTIVE_NOTE + "\n" + "\n".join(lines), cited

@@ -56,7 +56,8 @@ PROMPT_AGENTIC_REASONING_LOOP = {
     "input_data": {"user_query": "<USER_QUERY_TEXT>", "context_nodes": []},
     "available_actions": [
         {"action_name": "ANSWER", "description": "当且仅当上下文信息已足够全面回答用户问题时使用此操作。",
-         "output_payload": {"final_answer": "基于上下文生成的完整回答。"}},
+         "output_payload": {"final_answer": "基于上下文生成的完整回答。",
+                            "cited_node_ids": "<回答实际依据的LEAF_CHUNK节点id列表 / ids of the passages the answer rests on>"}},
         {"action_name": "EXPLORE",
          "description": "当上下文中的某个节点是'SUMMARY_NODE'类型，且其摘要表明需要更多细节才能回答问题时使用。一次只能探索一个节点。",
          "output_payload": {"node_id_to_explore": "<选择一个需要深入的node_id>",
@@ -65,7 +66,7 @@ PROMPT_AGENTIC_REASONING_LOOP = {
     "output_format": {
         "schema": "JSON", "description": "你的回答必须是以下两种JSON结构之一。",
         "json_structure_options": [
-            {"action": "ANSWER", "payload": {"final_answer": "<string>"}},
+            {"action": "ANSWER", "payload": {"final_answer": "<string>", "cited_node_ids": ["<integer>"]}},
             {"action": "EXPLORE", "payload": {"node_id_to_explore": "<integer>", "reasoning_for_exploration": "<string>"}},
         ],
     },

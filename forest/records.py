@@ -141,6 +141,7 @@ class Representative:
     score: float              # best vector similarity (0-1 scale) among the hits it stands for
     hit_ids: list[int]
     hint: str
+    hits: list[ScoredNode] = field(default_factory=list, repr=False)   # the hits themselves, best first
 
     def to_dict(self, with_content: bool = False) -> dict[str, Any]:
         return {**self.node.to_dict(with_content), "kind": self.kind, "score": self.score,

@@ -101,11 +101,11 @@ class Retriever:
             if len(members) == 1:
                 node = members[0].node
                 representatives.append(Representative(node, "hit", best, ids,
-                                                      HINT_LEAF if node.is_leaf else HINT_SUMMARY))
+                                                      HINT_LEAF if node.is_leaf else HINT_SUMMARY, members))
                 continue
             lca = self._lowest_common_ancestor(model_id, archive_id, [m.node for m in members])
             hint = HINT_LCA.format(n=len(ids), ids=", ".join(map(str, ids)))
-            representatives.append(Representative(lca, "lca", best, ids, hint))
+            representatives.append(Representative(lca, "lca", best, ids, hint, members))
         representatives.sort(key=lambda r: -r.score)
         return representatives
 

@@ -73,16 +73,25 @@ def test_claude_decides_with_the_seed_prompt_and_bad_replies_fall_back(forest):
         root = state.context[0].node
         fake.script = [json.dumps({"action": "EXPLORE", "payload": {"node_id_to_explore": root.id,
                                                                     "reasoning_for_exploration": "need details"}}),
-                       "not json at all", json.dumps({"action": "EXPLORE", "payload": {"node_id_to_explore": 424242}}),
-                       json.dumps({"action": "ANSWER", "payload": {"final_answer": "Charlie Parker [node 5]"}})]
+                       "not json at all", json.dumps({"action": "EXPLORE", "payload": {"node_id_to_explore": 424242}})]
         loop.step(state)
         assert state.steps[0].decision.source == "claude:claude-test" and state.explored == [root.id]
         prompt = json.loads(fake.requests[0]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
         assert prompt["input_data"]["user_query"] == "Who played bebop?"
         assert prompt["input_data"]["context_nodes"][0]["node_id"] == root.id
+        shown = prompt["input_data"]["context_nodes"][0]   # a summary node comes with what it covers
+        assert (shown["title"], shown["leaf_count"]) == (root.title, root.leaf_count) and "page_start" in shown
         assert [a["action_name"] for a in prompt["available_actions"]] == [ANSWER, EXPLORE]
         loop.step(state)  # two unusable replies (retries=1): this step falls back to the offline policy
         assert state.steps[1].decision.source.startswith(OFFLINE_LABEL + " (fallback")
-        while not state.done:
-            loop.step(state)
-        assert state.answer == "Charlie Parker [node 5]" and state.answered_by == "claude:claude-test"
+        assert not state.done
+        passages = [c.node for c in state.context if c.node.is_leaf]
+        cited = passages[0]
+        fake.script = [json.dumps({"action": "ANSWER", "payload": {"final_answer": "Charlie Parker",
+                                                                   "cited_node_ids": [424242]}}),
+                       json.dumps({"action": "ANSWER", "payload": {"final_answer": f"Charlie Parker [node {cited.id}]",
+                                                                   "cited_node_ids": [cited.id]}})]
+        loop.step(state)   # a citation of a node it was not shown is refused and asked again
+        assert state.answer == f"Charlie Parker [node {cited.id}]" and state.answered_by == "claude:claude-test"
+        assert [c.node.id for c in state.cited] == [cited.id]    # what the model cites, not all it saw
+        assert state.to_dict()["trace"][-1]["decision"]["payload"]["cited_node_ids"] == [cited.id]

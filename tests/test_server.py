@@ -148,7 +148,10 @@ def test_every_tool_over_streamable_http(served):
     for key in ("retrieve", "explore", "search", "node", "archives", "tree", "add", "ask"):
         assert not r[key].is_error, (key, r[key].content)
     children = r["explore"].structured_content["children"]
-    assert children and {"id", "summary", "content", "node_type", "relevance_score"} <= set(children[0])
+    assert children
+    for child in children:   # a summary child by what it covers, a passage by its text
+        shown = {"title", "summary", "leaf_count"} if child["node_type"] == "SUMMARY_NODE" else {"content", "section"}
+        assert {"id", "node_type", "relevance_score", "citation", *shown} <= set(child)
     assert "Parker" in r["search"].structured_content["hits"][0]["content"]
     assert {a["name"] for a in r["archives"].structured_content["archives"]} == {"earth and music"}
     assert max(n["depth"] for n in r["tree"].structured_content["nodes"]) <= 1
