@@ -10,7 +10,9 @@ from forest.document import Heading
 from forest.text import STOPWORDS, cjk_ratio, content_terms, split_sentences, tokenize
 
 HEADING_JOIN = " › "
+OPENING_LEAVES = 5          # where a paper's abstract can be, when no heading says so
 PROSE_STOPWORD_SHARE = 0.25   # English prose runs at 40-50% function words; an author list near 0
+_INLINE_ABSTRACT = re.compile(r"^\s*(?:abstract|摘\s*要)\s*[—–:：.-]\s*", re.IGNORECASE | re.MULTILINE)
 _ABSTRACT = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s*)?(abstract|summary|摘要|概要)\W*$", re.IGNORECASE)
 
 
@@ -69,6 +71,10 @@ def document_lead(texts: Sequence[str], paths: Sequence[tuple[str, ...]]) -> str
     abstract = [t for t, p in zip(texts, paths) if p and is_abstract(p[0])]
     if abstract:
         return "\n\n".join(abstract)
+    for text in texts[:OPENING_LEAVES]:
+        inline = _INLINE_ABSTRACT.search(text)   # "Abstract—In this work, ..." (IEEE, ACM styles)
+        if inline:
+            return text[inline.end():]
     for text in texts:
         if _is_prose(text):
             return text

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_EVAL, topic_text
-from forest.outline import heading_paths
+from forest.outline import document_lead, heading_paths
 from forest.document import Heading
 from forest.tree_builder import SEPARATOR
 from ingest import text_document
@@ -56,6 +56,17 @@ def test_heading_paths_follow_the_outline_even_through_headings_without_text():
     assert heading_paths(sections, headings) == [
         (), ("1 Intro",), ("2 Method", "2.1 Data"), ("2 Method", "2.1 Data", "2.1.1 Cleaning"),
         ("2 Method", "2.2 Model"), ("2 Method", "2.2 Model"), ("3 Results",)]
+
+
+def test_the_lead_is_the_abstract_else_the_first_real_prose():
+    authors = "Ann Lee1, Bo Chen2\nUniversity of Somewhere1, Institute of Elsewhere2\nEmail: {ann,bo}@example.org"
+    body = ("Named entity recognition is a task of natural language processing. It has been studied for "
+            "many languages, and modern neural taggers reach strong results on most benchmark corpora.")
+    inline = authors + "\nAbstract—In this work, we build datasets for Armenian. We also train baselines on them."
+    assert document_lead([inline, body], [(), ("I Introduction",)]).startswith("In this work, we build datasets")
+    assert document_lead([authors, body], [(), ("I Introduction",)]) == body   # author lines are not prose
+    assert document_lead([authors, "Our abstract. It says a lot.", body],
+                         [(), ("Abstract",), ("1 Intro",)]) == "Our abstract. It says a lot."
 
 
 def test_sections_become_titled_nodes_and_no_node_mixes_two_sections(forest):
