@@ -192,13 +192,19 @@ def plan_tree(vectors: np.ndarray, sizes: Sequence[int], counts: Sequence[int], 
 
     def build(segment: Segment) -> list[int]:
         units: list[int] = []
+        sections: set[int] = set()   # units that are whole sections (a one-leaf section too)
         for child in segment.children:
-            units.extend(build(child) if isinstance(child, Segment) else [child])
+            if isinstance(child, Segment):
+                roots = build(child)
+                units.extend(roots)
+                if child.title is not None and len(roots) == 1:
+                    sections.add(roots[0])
+            else:
+                units.append(child)
         roots = merge_row(units, threshold)
         if segment.single_root and len(roots) > 1:
             roots = merge_row(roots, -math.inf)
         atomic = set(units)
-        sections = {u for u in units if u in plan.segments}
         for root in roots:
             if root not in atomic:
                 _condense(root, atomic, sections, below, merges, first, plan.children, max_children)
