@@ -14,6 +14,7 @@ import networkx as nx
 
 from forest.paths import path_ids
 from forest.records import MemoryNode
+from forest.text import truncate
 
 X_STEP, Y_STEP = 60, 110
 COLOURS = {"summary": "#4f7cac", "leaf": "#5a9e6f", "caption": "#d08c3c", "hit": "#d64541", "lca": "#e3b505",
@@ -81,8 +82,8 @@ def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Ov
         kind = "summary" if not node.is_leaf else ("caption" if node.chunk_kind == "caption" else "leaf")
         colour = COLOURS["lca"] if node.id in overlay.lca_ids else COLOURS["hit"] if node.id in overlay.hit_ids \
             else COLOURS[kind]
-        label = f"{node.id}" if node.is_leaf else f"{node.id}\n{node.summary[:24]}…"
-        title = "\n".join(x for x in (f"{node.node_type} {node.id}", node.citation, node.summary) if x)
+        label = node_label(node)
+        title = "\n".join(x for x in (node.title, f"{node.node_type} {node.id}", node.citation, node.summary) if x)
         net.add_node(node.id, label=label, title=title, x=x, y=y, color=colour,
                      shape="dot" if node.is_leaf else "box", size=10 if node.is_leaf else 16,
                      borderWidth=4 if node.id in overlay.hit_ids | overlay.lca_ids else 1)
@@ -95,6 +96,13 @@ def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Ov
                "edges": {"arrows": {"to": {"enabled": False}}, "smooth": False},
                "nodes": {"font": {"size": 11, "multi": False}}}
     return {"nodes": net.nodes, "edges": net.edges, "options": options}
+
+
+def node_label(node: MemoryNode, width: int = 28) -> str:
+    """What a node says at a glance: a summary node its title, a leaf its page (or number)."""
+    if node.is_leaf:
+        return f"p. {node.page_start}" if node.page_start is not None else f"#{node.leaf_index}"
+    return truncate(node.title or node.summary, width)
 
 
 def vis_network_js() -> str:

@@ -88,9 +88,9 @@ choices = [n.id for n in sorted(nodes, key=lambda n: (n.depth, n.first_leaf or 0
 if clicked is not None:
     st.session_state["tree_node"] = clicked
 selected = st.selectbox("Node", choices, key="tree_node",
-                        format_func=lambda i: f"{i} · {by_id[i].node_type} · {by_id[i].summary[:70]}")
+                        format_func=lambda i: f"{i} · {by_id[i].title or by_id[i].node_type} · {by_id[i].summary[:70]}")
 node = by_id[selected]
-st.subheader(f"Node {node.id} ({node.node_type})")
+st.subheader(node.title or f"Node {node.id} ({node.node_type})")
 st.markdown(f"**Summary** ({node.summary_source}): {node.summary}")
 meta = {"depth": node.depth, "path": node.path, "pages": node.citation or "-", "leaves":
         f"{node.first_leaf}-{node.last_leaf}", "merge": node.merge_order, "similarity": node.merge_similarity}

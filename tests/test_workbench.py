@@ -226,7 +226,8 @@ def test_tree_view_positions_overlay_and_replay():
 
     def node(i, parent, path, depth, kind, first, last, merge=None):
         return MemoryNode(i, 1, parent, path, depth, kind, f"text {i}", f"summary {i}", "test", first if kind == LEAF else None,
-                          None, first, last, merge, 0.5 if merge else None)
+                          None, first, last, merge, 0.5 if merge else None, page_start=first + 1,
+                          title=f"{i} Section with a rather long heading" if kind == SUMMARY else None)
 
     nodes = [node(5, None, "5/", 0, SUMMARY, 0, 2, 2), node(4, 5, "5/4/", 1, SUMMARY, 0, 1, 1),
              node(1, 4, "5/4/1/", 2, LEAF, 0, 0), node(2, 4, "5/4/2/", 2, LEAF, 1, 1), node(3, 5, "5/3/", 1, LEAF, 2, 2)]
@@ -242,6 +243,8 @@ def test_tree_view_positions_overlay_and_replay():
     assert overlay.path_edges == {(5, 4), (4, 1), (5, 3)}
     lit = {n["id"]: n["color"] for n in vis_data(nodes, overlay=overlay)["nodes"]}
     assert lit[5] != lit[4] and lit[1] == lit[3]
+    labels = {n["id"]: n["label"] for n in data["nodes"]}   # titles for summary nodes, pages for leaves
+    assert labels[4] == "4 Section with a rather long…" and labels[1] == "p. 1"
 
 
 def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):
