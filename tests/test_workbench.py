@@ -244,7 +244,7 @@ def test_tree_view_positions_overlay_and_replay():
     lit = {n["id"]: n["color"] for n in vis_data(nodes, overlay=overlay)["nodes"]}
     assert lit[5] != lit[4] and lit[1] == lit[3]
     labels = {n["id"]: n["label"] for n in data["nodes"]}   # titles for summary nodes, pages for leaves
-    assert labels[4] == "4 Section with a rather long…" and labels[1] == "p. 1"
+    assert labels[4] == "4 Section with a rather…" and labels[1] == "p. 1"
 
 
 def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):
