@@ -236,7 +236,7 @@ class ArchiveBuilder:
         if item < len(units):
             return units[item].headings
         title = plan.titles.get(item)
-        return title if isinstance(title, tuple) else ()
+        return title if isinstance(title, tuple) else (title,) if title else ()   # a document: its title
 
 
 def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, model_id: str,

@@ -133,8 +133,9 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
         shift += archive.leaves
 
     parts = [_unit_text(root) for root, _ in roots]
+    title = name.strip() if name and name.strip() else " + ".join(a.name for a in archives)
     summary = summarizer.summarize_node(NodeBrief(
-        name.strip() if name and name.strip() else None, parts,
+        title, parts,
         [root.leaf_count for root, _ in roots], TermStats.from_texts(parts)))
     sections = {root.section for root, _ in roots}
     row = {"offset": 0, "parent_offset": None, "node_type": SUMMARY, "content": "", "title": summary.title,
