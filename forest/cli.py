@@ -313,12 +313,16 @@ def _cmd_export(forest, args) -> int:
 
 
 def _cmd_import(forest, args) -> int:
+    from forest.archive_io import MAX_IMPORT_BYTES, read_export
+
+    path = Path(args.file)
     try:
-        document = json.loads(Path(args.file).read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_IMPORT_BYTES:  # refused before reading it into memory
+            raise ForestError(f"{args.file} is {path.stat().st_size:,} bytes; imports are limited to "
+                              f"{MAX_IMPORT_BYTES:,}")
+        document = read_export(path.read_bytes(), args.file)
     except FileNotFoundError:
         raise ForestError(f"{args.file}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ForestError(f"{args.file}: not a JSON export ({exc})") from None
     archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()
     return _emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
 
