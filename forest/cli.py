@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
 
+    reembed = sub.add_parser("reembed", parents=[common],
+                             help="re-embed a model_id's episodic events with the configured embedder")
+    reembed.add_argument("--model-id", required=True)
+
     sub.add_parser("config", parents=[common], help="print the configuration in force")
     return parser
 
@@ -327,6 +331,11 @@ def _cmd_import(forest, args) -> int:
     return _emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
 
 
+def _cmd_reembed(forest, args) -> int:
+    done = {"model_id": args.model_id, "events_reembedded": forest.research.reembed(args.model_id)}
+    return _emit(args, done, lambda d: f"re-embedded {d['events_reembedded']} episodic events of {d['model_id']}\n")
+
+
 def _cmd_doctor(forest, args) -> int:
     report = forest.doctor(repair_drift=args.repair).to_dict()
 
@@ -461,7 +470,7 @@ def _cmd_personal(forest, args) -> int:
 COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
-            "doctor": _cmd_doctor}
+            "doctor": _cmd_doctor, "reembed": _cmd_reembed}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -198,6 +198,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         PRIMARY KEY (user_id, tag)
     );
     """),
+    # 9: episodic event vectors carry the embedder that made them (NULL: made before this tag, unknown).
+    (9, """
+    ALTER TABLE episodic_events ADD COLUMN embedder TEXT;
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
