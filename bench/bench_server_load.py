@@ -15,6 +15,8 @@ result with the same question (a node another client found if the result had non
 --calls calls have been made in total. An error is a result with is_error, a result without
 the tool's key (representative_nodes / children), or an exception (--call-timeout included).
 Latency is per call, from call_tool to its result; connecting the sessions is not counted.
+Beside them, --storm-clients sessions call process_memory in a loop (a personal-memory write
+storm); their calls are a row of their own and their errors count in the verdict.
 
 Page load: `streamlit run app.py` with FOREST_DATA_DIR set to the same store (and
 FOREST_SERVER_PORT=0, so the workbench does not start a second endpoint). Headless Chromium
