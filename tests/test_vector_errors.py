@@ -36,3 +36,26 @@ def test_a_chroma_error_surfaces_instead_of_looking_empty(make_forest, monkeypat
     assert len(forest.vectors.ids("alice")) == vectors_before
     assert forest.doctor().healthy
     assert forest.search("alice", "lava")
+
+
+def test_a_chroma_error_mid_write_leaves_no_archive_and_doctor_cleans_up(make_forest, monkeypatch):
+    forest = make_forest()
+    forest.ingest_text("alice", "jazz", topic_text("jazz"))
+    before = sorted(forest.vectors.ids("alice"))
+    collection = forest.vectors._collection("alice", create=True)
+    real_upsert = collection.upsert
+
+    def half_then_fail(ids, embeddings, metadatas):  # half the batch lands, then the store fails
+        half = len(ids) // 2
+        if half:
+            real_upsert(ids=ids[:half], embeddings=embeddings[:half], metadatas=metadatas[:half])
+        raise InternalError("disk full")
+
+    monkeypatch.setattr(collection, "upsert", half_then_fail)
+    with pytest.raises(Exception, match="disk full"):
+        forest.ingest_text("alice", "volcanoes", topic_text("volcanoes"))
+    monkeypatch.undo()
+    assert [a.name for a in forest.archives("alice")] == ["jazz"]
+    forest.doctor(repair_drift=True)
+    assert forest.doctor().healthy
+    assert sorted(forest.vectors.ids("alice")) == before
