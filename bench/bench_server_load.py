@@ -15,6 +15,8 @@ result with the same question (a node another client found if the result had non
 --calls calls have been made in total. An error is a result with is_error, a result without
 the tool's key (representative_nodes / children), or an exception (--call-timeout included).
 Latency is per call, from call_tool to its result; connecting the sessions is not counted.
+Beside them, --storm-clients sessions call process_memory in a loop (a personal-memory write
+storm); their calls are a row of their own and their errors count in the verdict.
 
 Page load: `streamlit run app.py` with FOREST_DATA_DIR set to the same store (and
 FOREST_SERVER_PORT=0, so the workbench does not start a second endpoint). Headless Chromium
@@ -57,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "eval" / "qasper-dev"
 MODEL_ID = "bench"
 TOOLS = ("retrieve_memory", "explore_memory_node")
+STORM = "process_memory (storm)"
 TARGET_PAGE_SECONDS = 2.0
 
 # Ready when the script's output is on the page; an exception box is a failed load.
@@ -98,16 +101,17 @@ def pick_papers(data: Path, count: int) -> tuple[list[str], list[str]]:
 
 # --- the clients (run in a spawned process) --------------------------------------------------
 def run_load(url: str, questions: list[str], clients: int, calls: int, top_k: int, call_timeout: float,
-             max_seconds: float, seed: int, done: Any, results: Any) -> None:
+             max_seconds: float, seed: int, done: Any, results: Any, storm_clients: int = 0) -> None:
     try:
-        outcome = asyncio.run(_load(url, questions, clients, calls, top_k, call_timeout, max_seconds, seed, done))
+        outcome = asyncio.run(_load(url, questions, clients, calls, top_k, call_timeout, max_seconds, seed, done,
+                                    storm_clients))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, never lost
         outcome = {"fatal": f"{type(exc).__name__}: {exc}"}
     results.put(outcome)
 
 
 async def _load(url: str, questions: list[str], clients: int, calls: int, top_k: int, call_timeout: float,
-                max_seconds: float, seed: int, done: Any) -> dict[str, Any]:
+                max_seconds: float, seed: int, done: Any, storm_clients: int = 0) -> dict[str, Any]:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -128,7 +132,7 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
         if ready == clients:
             all_ready.set()
 
-    async def call(session, tool: str, args: dict[str, Any], key: str) -> dict[str, Any] | None:
+    async def call(session, tool: str, args: dict[str, Any], key: str, label: str | None = None) -> dict[str, Any] | None:
         start = time.perf_counter()
         error, payload = None, None
         try:
@@ -141,7 +145,7 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
                 payload = result.structured_content
         except Exception as exc:  # noqa: BLE001 - every failure is counted, none stops the run
             error = f"{type(exc).__name__}: {exc}"[:300]
-        records.append((tool, (time.perf_counter() - start) * 1000, error))
+        records.append((label or tool, (time.perf_counter() - start) * 1000, error))
         with done.get_lock():
             done.value += 1
         return payload
@@ -194,7 +198,25 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
             if not marked:
                 mark_ready()
 
+    async def storm(i: int) -> None:
+        """A personal-memory write storm beside the readers: process_memory with private statements
+        (each one queued and written by the background writer) until the readers are done."""
+        try:
+            http = create_mcp_http_client()
+            async with (http, streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+                        ClientSession(read, write) as session):
+                await session.initialize()
+                await go.wait()
+                n = 0
+                while issued < calls:
+                    n += 1
+                    await call(session, "process_memory", {"user_id": f"storm-{i}", "input":
+                               f"My friend number {n} is called Robin{i}x{n} and lives in Lyon."}, "vector_chunks", STORM)
+        except Exception as exc:  # noqa: BLE001
+            records.append((STORM, 0.0, f"storm {i}: {type(exc).__name__}: {exc}"[:300]))
+
     tasks = [asyncio.create_task(client(i)) for i in range(clients)]
+    storms = [asyncio.create_task(storm(i)) for i in range(storm_clients)]
     start = time.perf_counter()
     await all_ready.wait()
     connected_in = time.perf_counter() - start
@@ -202,7 +224,7 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
     start = time.perf_counter()
     hung = False
     try:
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout=max_seconds)
+        await asyncio.wait_for(asyncio.gather(*tasks, *storms), timeout=max_seconds)
     except TimeoutError:
         hung = True
     wall = time.perf_counter() - start
@@ -336,6 +358,9 @@ def make_timer(profile_dir: Path, timeout: float) -> tuple[BrowserTimer | ShellT
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=50, help="concurrent MCP sessions")
+    parser.add_argument("--storm-clients", type=int, default=4,
+                        help="extra MCP sessions calling process_memory in a loop (a personal-memory write "
+                             "storm) while the readers run; their errors count in the verdict")
     parser.add_argument("--calls", type=int, default=2000, help="tool calls in total, over all clients")
     parser.add_argument("--papers", type=int, default=5, help="QASPER papers to ingest")
     parser.add_argument("--top-k", type=int, default=8)
@@ -412,7 +437,7 @@ def main() -> int:
         load_process = spawn.Process(
             target=run_load, name="bench-clients",
             args=(server.url, questions, args.clients, args.calls, args.top_k, args.call_timeout,
-                  args.max_seconds, args.seed, done, results))
+                  args.max_seconds, args.seed, done, results, args.storm_clients))
         load_process.start()
         outcome = None
         marks = sorted(args.page_at)
@@ -473,8 +498,8 @@ def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, 
     header = f"{'tool':<22}{'calls':>7}{'errors':>8}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
     print(header)
     print("-" * len(header))
-    groups = [(tool, [r for r in records if r[0] == tool]) for tool in (*TOOLS, "session")]
-    groups = [g for g in groups if g[1] or g[0] != "session"] + [("all", records)]
+    groups = [(tool, [r for r in records if r[0] == tool]) for tool in (*TOOLS, STORM, "session")]
+    groups = [g for g in groups if g[1] or g[0] not in ("session", STORM)] + [("all", records)]
     for name, rows in groups:
         ms = [r[1] for r in rows if r[2] is None]
         errors = sum(r[2] is not None for r in rows)

@@ -8,6 +8,7 @@ makes them).
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,11 @@ from forest.vectors import VectorStore
 
 FORMAT = "memory-forest-archive"
 VERSION = 1
+# Import limits: a file is parsed whole in memory and every node is written in one transaction, so an
+# unbounded export could exhaust memory or hold the write lock for minutes. A 1,000-page book is about
+# 10,000 nodes and 30 MB with vectors.
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+MAX_IMPORT_NODES = 100_000
 _CARRIED = ("node_type", "summary", "summary_source", "leaf_index", "char_start", "first_leaf", "last_leaf",
             "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind", "title",
             "heading_path")
@@ -78,6 +84,16 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
     return archive_id
 
 
+def read_export(raw: bytes | str, where: str = "the export") -> Any:
+    """Parse an export file's text within MAX_IMPORT_BYTES; a clear InvalidInput otherwise."""
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise InvalidInput(f"{where} is {len(raw):,} bytes; imports are limited to {MAX_IMPORT_BYTES:,}")
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{where}: not a JSON export ({exc})") from None
+
+
 def _validated_nodes(document: Any) -> list[dict[str, Any]]:
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise InvalidInput(f"not a Memory Forest archive export (expected format {FORMAT!r})")
@@ -88,6 +104,8 @@ def _validated_nodes(document: Any) -> list[dict[str, Any]]:
     nodes = document.get("nodes")
     if not isinstance(nodes, list) or not nodes:
         raise InvalidInput("the export has no nodes")
+    if len(nodes) > MAX_IMPORT_NODES:
+        raise InvalidInput(f"the export has {len(nodes):,} nodes; imports are limited to {MAX_IMPORT_NODES:,}")
     refs = set()
     for n in nodes:
         if not isinstance(n, dict) or "ref" not in n or n.get("node_type") not in (LEAF, SUMMARY):

@@ -161,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", parents=[common], help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
 
+    reembed = sub.add_parser("reembed", parents=[common],
+                             help="re-embed a model_id's episodic events with the configured embedder")
+    reembed.add_argument("--model-id", required=True)
+
     sub.add_parser("config", parents=[common], help="print the configuration in force")
     return parser
 
@@ -328,14 +332,23 @@ def _cmd_export(forest, args) -> int:
 
 
 def _cmd_import(forest, args) -> int:
+    from forest.archive_io import MAX_IMPORT_BYTES, read_export
+
+    path = Path(args.file)
     try:
-        document = json.loads(Path(args.file).read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_IMPORT_BYTES:  # refused before reading it into memory
+            raise ForestError(f"{args.file} is {path.stat().st_size:,} bytes; imports are limited to "
+                              f"{MAX_IMPORT_BYTES:,}")
+        document = read_export(path.read_bytes(), args.file)
     except FileNotFoundError:
         raise ForestError(f"{args.file}: no such file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ForestError(f"{args.file}: not a JSON export ({exc})") from None
     archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()
     return _emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
+
+
+def _cmd_reembed(forest, args) -> int:
+    done = {"model_id": args.model_id, "events_reembedded": forest.research.reembed(args.model_id)}
+    return _emit(args, done, lambda d: f"re-embedded {d['events_reembedded']} episodic events of {d['model_id']}\n")
 
 
 def _cmd_doctor(forest, args) -> int:
@@ -472,7 +485,7 @@ def _cmd_personal(forest, args) -> int:
 COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
-            "doctor": _cmd_doctor, "rebuild": _cmd_rebuild}
+            "doctor": _cmd_doctor, "rebuild": _cmd_rebuild, "reembed": _cmd_reembed}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -235,6 +235,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         FROM memory_nodes n WHERE n.node_type = 'SUMMARY_NODE' AND n.merge_order IS NOT NULL
           AND EXISTS (SELECT 1 FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf);
     """),
+    # 9: episodic event vectors carry the embedder that made them (NULL: made before this tag, unknown).
+    (9, """
+    ALTER TABLE episodic_events ADD COLUMN embedder TEXT;
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

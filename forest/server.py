@@ -1,7 +1,7 @@
 """Serving the tools: one MCP server definition, over stdio or streamable HTTP, with REST and an
 OpenAI-compatible chat endpoint next to MCP on the same HTTP app.
 
-HTTP routes:  /mcp (MCP streamable HTTP)  ·  GET|POST /tools/<name> (REST, JSON)  ·  /openapi.json
+HTTP routes:  /mcp (MCP streamable HTTP)  ·  POST /tools/<name> (REST, JSON; GET for read-only tools)  ·  /openapi.json
               POST /v1/chat/completions, GET /v1/models (OpenAI-compatible)  ·  /health
 
 Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
@@ -41,8 +41,6 @@ from forest.tools import ForestTools, UnknownId
 log = logging.getLogger("forest.server")
 
 MAX_BODY_BYTES = 8_000_000
-WRITING_TOOLS = ("add_document", "update_semantic_knowledge", "add_research_note", "process_memory",
-                 "debug_process_memory", "memory", "clear_user_memory")
 INSTRUCTIONS = (
     "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
     "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "
@@ -149,6 +147,8 @@ class _Gate:
     - A token, when set, is required on every route but /health.
     - On a loopback bind without a token, the Host (and any Origin) must be loopback too, so a web
       page cannot reach the tools through DNS rebinding.
+    - A browser request another site started is refused (Sec-Fetch-Site: cross-site): an <img> or a
+      form on any page would otherwise reach the tools, and such requests may carry no Origin at all.
     - Bodies over MAX_BODY_BYTES are refused, whether they declare a length or arrive chunked.
     """
 
@@ -166,6 +166,8 @@ class _Gate:
             given = headers.get("authorization", "")
             if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
                 return await _error(401, "missing or wrong bearer token")(scope, receive, send)
+        if _cross_site(headers):
+            return await _error(403, "cross-site browser requests are refused")(scope, receive, send)
         if self.loopback and not self.token and not (
                 _host_of(headers.get("host", "")) in LOOPBACK_HOSTS
                 and _host_of(headers.get("origin", "").split("://")[-1] or "localhost") in LOOPBACK_HOSTS):
@@ -197,6 +199,13 @@ class _Gate:
         return await self.app(scope, receive, send)
 
 
+def _cross_site(headers: dict[str, str]) -> bool:
+    """A request a web page on another site made. Browsers send Sec-Fetch-Site on every request (no
+    Origin on a GET <img>, for instance); an Origin of "null" comes from sandboxed or file: pages.
+    Clients that are not browsers (curl, SDKs, MCP clients) send neither header."""
+    return headers.get("sec-fetch-site", "").lower() == "cross-site" or headers.get("origin", "") == "null"
+
+
 def _host_of(netloc: str) -> str:
     netloc = netloc.strip().lower()
     if netloc.startswith("["):
@@ -215,8 +224,8 @@ class _Rest:
         name = request.path_params["name"]
         if name not in ForestTools.NAMES:
             return _error(404, f"no tool named {name!r}; see /openapi.json")
-        if request.method == "GET" and name in WRITING_TOOLS:
-            return _error(405, f"{name} writes: call it with POST and a JSON body")
+        if request.method == "GET" and name not in ForestTools.READ_ONLY:
+            return _error(405, f"{name} has side effects (writes or model calls): call it with POST and a JSON body")
         if request.method == "POST":
             try:
                 args = await request.json()
@@ -245,11 +254,13 @@ class _Rest:
             responses = {"200": {"description": "the tool's result (JSON)"},
                          "400": {"description": "bad arguments"}, "404": {"description": "unknown id"}}
             paths[f"/tools/{tool.name}"] = {
-                "get": {"operationId": tool.name, "summary": (tool.description or "").split(".")[0],
-                        "description": tool.description, "parameters": params, "responses": responses},
                 "post": {"operationId": f"{tool.name}_post", "description": tool.description,
                          "requestBody": {"content": {"application/json": {"schema": schema}}},
                          "responses": responses}}
+            if tool.name in ForestTools.READ_ONLY:
+                paths[f"/tools/{tool.name}"]["get"] = {
+                    "operationId": tool.name, "summary": (tool.description or "").split(".")[0],
+                    "description": tool.description, "parameters": params, "responses": responses}
         return JSONResponse({"openapi": "3.1.0", "info": {"title": "Memory Forest tools", "version": "0.4"},
                              "paths": paths})
 

@@ -69,6 +69,11 @@ class ForestTools:
              "update_semantic_knowledge", "get_research_briefing", "add_research_note", "reconcile_passages",
              "process_memory", "debug_process_memory", "get_user_graph", "memory", "clear_user_memory")
 
+    # Tools that neither write nor spend model calls: the only ones REST serves on GET. Every other tool
+    # (ask_memory writes session events and calls Claude; search_episodic_memory counts recalls) is POST only.
+    READ_ONLY = frozenset({"retrieve_memory", "explore_memory_node", "search_memory", "get_memory_node",
+                           "list_archives", "get_archive_tree", "get_research_briefing", "get_user_graph"})
+
     def __init__(self, forest: MemoryForest) -> None:
         self.forest = forest
         self._building: anyio.Semaphore | None = None  # one build at a time: the engine serializes them

@@ -18,6 +18,10 @@ import numpy as np
 from forest.errors import ConfigError, ForestError
 
 
+class VectorStoreError(ForestError):
+    """The vector store failed (not "it holds nothing"): callers must not read this as empty."""
+
+
 class VectorStore(ABC):
     @abstractmethod
     def upsert(self, model_id: str, ids: Sequence[int], vectors: np.ndarray,
@@ -75,6 +79,8 @@ class ChromaVectorStore(VectorStore):
         self.max_batch = int(self._client.get_max_batch_size())
 
     def _collection(self, model_id: str, create: bool):
+        from chromadb.errors import NotFoundError
+
         name = collection_name(model_id)
         with self._lock:
             coll = self._collections.get(name)
@@ -86,8 +92,10 @@ class ChromaVectorStore(VectorStore):
                 else:
                     try:
                         coll = self._client.get_collection(name, embedding_function=None)
-                    except Exception:  # NotFoundError on recent chroma, ValueError on older ones
+                    except NotFoundError:  # only this means "nothing stored yet"
                         return None
+                    except Exception as exc:  # anything else is a failure, never an empty store
+                        raise VectorStoreError(f"the vector store at {self.location} failed: {exc}") from exc
                 meta = coll.metadata or {}
                 if meta.get("embedder") not in (None, self.embedder_name):
                     raise ConfigError(

@@ -79,3 +79,22 @@ def test_export_and_import_through_the_cli(tmp_path):
     assert json.loads(done.stdout)["name"] == "shared"
     bad = subprocess.run([forest_cli, "import", str(doc), "--model-id", "n"], env=b, capture_output=True, text=True)
     assert bad.returncode == 1 and "not a JSON export" in bad.stderr
+
+
+def test_imports_over_the_size_or_node_limit_are_refused_and_write_nothing(forest, monkeypatch, tmp_path):
+    from forest import archive_io
+
+    archive = forest.ingest_text("m", "notes", topic_text("jazz"))
+    document = forest.export_archive("m", archive.id)
+    text = json.dumps(document)
+    before = forest.db.query("SELECT COUNT(*) FROM memory_nodes")[0][0]
+    monkeypatch.setattr(archive_io, "MAX_IMPORT_NODES", len(document["nodes"]) - 1)
+    with pytest.raises(InvalidInput, match="imports are limited to"):
+        forest.import_archive("m", document)
+    monkeypatch.setattr(archive_io, "MAX_IMPORT_BYTES", len(text) - 1)
+    with pytest.raises(InvalidInput, match="bytes; imports are limited"):
+        archive_io.read_export(text, "upload.json")
+    with pytest.raises(InvalidInput, match="not a JSON export"):
+        archive_io.read_export(b"\xff{", "upload.json")
+    assert forest.db.query("SELECT COUNT(*) FROM memory_nodes")[0][0] == before
+    assert len(forest.archives("m")) == 1

@@ -262,7 +262,17 @@ def test_rest_parity_openapi_and_errors(served):
         known = http.post("/tools/update_semantic_knowledge", json={"model_id": "carol", "topic": "photosynthesis",
                                                                      "conclusion": "Light reactions split water."})
         assert known.status_code == 200 and known.json()["version"] == 1
-        recalled = http.get("/tools/search_episodic_memory", params={"model_id": "carol", "query": "water splitting"})
+        # Tools with side effects other than writing are POST only too (recall counts, Claude calls).
+        for name in ("search_episodic_memory", "ask_memory", "reconcile_passages", "debug_process_memory"):
+            assert http.get(f"/tools/{name}", params={"model_id": "carol", "query": "q"}).status_code == 405
+        recalled = http.post("/tools/search_episodic_memory", json={"model_id": "carol", "query": "water splitting"})
+        # A browser request another site started is refused even without an Origin (an <img> sends none).
+        assert http.get("/tools/list_archives", params={"model_id": "alice"},
+                        headers={"sec-fetch-site": "cross-site"}).status_code == 403
+        assert http.post("/tools/list_archives", json={"model_id": "alice"},
+                         headers={"origin": "null"}).status_code == 403
+        assert http.get("/tools/list_archives", params={"model_id": "alice"},
+                        headers={"sec-fetch-site": "same-origin"}).status_code == 200
         assert recalled.status_code == 200 and recalled.json()["events"][0]["kind"] == "knowledge"
         odd = http.post("/v1/chat/completions", json={"model": "alice", "messages": [
             {"role": "user", "content": [{"type": "text", "text": 5}]}]})

@@ -63,6 +63,12 @@ class EventVectors:
             return ids, matrix if matrix is not None else np.zeros((0, 0), dtype=np.float32)
 
 
+    def forget(self, model_id: str) -> None:
+        """Drop the cached vectors (after they were re-embedded)."""
+        with self._lock:
+            self._cache.pop(model_id, None)
+
+
 def rank_events(clocks: np.ndarray, vectors: tuple[np.ndarray, np.ndarray], query_vector: np.ndarray,
                 calibrate: Callable[[np.ndarray], Any], now: float, top_k: int) -> list[tuple[int, float, float]]:
     """(event id, similarity, retention) of the top_k events by similarity x retention, among the

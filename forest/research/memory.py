@@ -73,7 +73,7 @@ class ResearchTurn:
 class ResearchMemory:
     def __init__(self, db: Database, forest_store: ForestStore, embedder: Embedder, vectors: VectorStore,
                  settings: Settings, llm: ClaudeJSON | None = None, clock: Callable[[], float] = time.time) -> None:
-        self.store = ResearchStore(db, settings.episodic_stability_days)
+        self.store = ResearchStore(db, settings.episodic_stability_days, embedder.name)
         self.event_vectors = EventVectors(self.store)
         self.forest_store = forest_store
         self.db = db
@@ -208,6 +208,17 @@ class ResearchMemory:
         found = [RecalledEvent(events[i], similarity, kept, similarity * kept) for i, similarity, kept in ranked]
         self.store.mark_recalled(model_id, [r.event.id for r in found], now, self.settings.episodic_recall_growth)
         return found
+
+    def reembed(self, model_id: str) -> int:
+        """Re-embed the model_id's episodic events made by another (or an unknown) embedder with the
+        configured one, in one transaction; returns how many."""
+        rows = self.store.events_to_reembed(model_id)
+        if rows:
+            vectors = self.embedder.embed_passages([content for _, content in rows])
+            with self.db.transaction() as conn:
+                self.store.set_event_vectors(conn, [i for i, _ in rows], vectors)
+        self.event_vectors.forget(model_id)
+        return len(rows)
 
     def timeline(self, model_id: str, session_id: str, limit: int = 50) -> list[dict[str, Any]]:
         """The session's latest events, newest first (without recalling them)."""

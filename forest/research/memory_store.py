@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from forest.db import Database
+from forest.errors import ConfigError
 
 WORKSPACE_KINDS = ("focus", "constraint", "finding")
 
@@ -97,8 +98,9 @@ class NewEvent:
 
 
 class ResearchStore:
-    def __init__(self, db: Database, initial_stability_days: float = 7.0) -> None:
+    def __init__(self, db: Database, initial_stability_days: float = 7.0, embedder_name: str = "") -> None:
         self.db = db
+        self.embedder_name = embedder_name  # tags every event vector; vectors of another embedder are refused
         self.initial_stability_days = initial_stability_days  # S of a new event
 
     # --- workspace --------------------------------------------------------------------------
@@ -141,9 +143,10 @@ class ResearchStore:
         for event in events:
             ids.append(conn.execute(
                 "INSERT INTO episodic_events (model_id, session_id, kind, content, data, created_at, "
-                "stability_days, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "stability_days, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (model_id, session_id, event.kind, event.content, json.dumps(event.data, ensure_ascii=False),
-                 at, self.initial_stability_days, np.asarray(event.embedding, dtype=np.float32).tobytes())).lastrowid)
+                 at, self.initial_stability_days, np.asarray(event.embedding, dtype=np.float32).tobytes(),
+                 self.embedder_name)).lastrowid)
         return ids
 
     def events(self, model_id: str, *, since: float | None = None, until: float | None = None,
@@ -163,12 +166,31 @@ class ResearchStore:
         return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
     def event_vectors(self, model_id: str, after_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, unit vectors) of the model_id's events with id > after_id, in id order."""
+        """(ids, unit vectors) of the model_id's events with id > after_id, in id order. Vectors another
+        embedder made are refused: two 384-d spaces would mix silently."""
+        other = self.db.query_one("SELECT embedder FROM episodic_events WHERE model_id = ? AND id > ? "
+                                  "AND embedder IS NOT NULL AND embedder != ? LIMIT 1",
+                                  (model_id, after_id, self.embedder_name))
+        if other is not None:
+            raise ConfigError(
+                f"the episodic events of model_id {model_id!r} were embedded by {other[0]}, but the configured "
+                f"embedder is {self.embedder_name}; run `forest reembed --model-id {model_id}` to re-embed them")
         rows = self.db.query("SELECT id, embedding FROM episodic_events WHERE model_id = ? AND id > ? ORDER BY id",
                              (model_id, after_id))
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return ids, matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
+
+    def events_to_reembed(self, model_id: str) -> list[tuple[int, str]]:
+        """(id, content) of the model_id's events not tagged with the configured embedder."""
+        rows = self.db.query("SELECT id, content FROM episodic_events WHERE model_id = ? "
+                             "AND (embedder IS NULL OR embedder != ?) ORDER BY id", (model_id, self.embedder_name))
+        return [(r[0], r[1]) for r in rows]
+
+    def set_event_vectors(self, conn: sqlite3.Connection, ids: list[int], vectors: np.ndarray) -> None:
+        conn.executemany("UPDATE episodic_events SET embedding = ?, embedder = ? WHERE id = ?",
+                         [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder_name, i)
+                          for i, v in zip(ids, vectors)])
 
     def events_by_id(self, model_id: str, ids: list[int]) -> dict[int, EpisodicEvent]:
         if not ids:
