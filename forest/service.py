@@ -8,19 +8,12 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forest import components
-from forest.agent import AgentLoop, AgentState
-from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
-from forest.chunking import Chunk, chunk_document
 from forest.config import Settings, load_settings
 from forest.db import Database
-from forest.doctor import DoctorReport, examine, repair
-from forest.document import Document
-from forest.embedders import Embedder
 from forest.errors import ConfigError, InvalidInput
-from forest.grow import ArchivePair, append_to_archive, join_archives, similar_archives
 from forest.records import (
     Archive,
     ContextResult,
@@ -28,16 +21,26 @@ from forest.records import (
     Representative,
     ScoredNode,
 )
-from forest.rerankers import Reranker
-from forest.personal.memory_store import PersonalStore
-from forest.personal.service import PersonalMemory
-from forest.research.conflicts import Conflict
-from forest.research.memory import ResearchMemory, ResearchTurn
-from forest.retrieval import Retriever
 from forest.store import ForestStore
-from forest.summarizers import Summarizer
 from forest.validation import check_model_id, check_query
-from forest.vectors import VectorStore
+
+# The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
+# imported by the methods that use them, so a CLI command loads only what it runs.
+if TYPE_CHECKING:
+    from forest.agent import AgentLoop, AgentState
+    from forest.build import Progress, ProgressFn
+    from forest.chunking import Chunk
+    from forest.doctor import DoctorReport
+    from forest.document import Document
+    from forest.embedders import Embedder
+    from forest.grow import ArchivePair
+    from forest.personal.service import PersonalMemory
+    from forest.rerankers import Reranker
+    from forest.research.conflicts import Conflict
+    from forest.research.memory import ResearchMemory, ResearchTurn
+    from forest.retrieval import Retriever
+    from forest.summarizers import Summarizer
+    from forest.vectors import VectorStore
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 
@@ -86,12 +89,16 @@ class MemoryForest:
 
     @cached_property
     def agent(self) -> AgentLoop:
+        from forest.agent import AgentLoop
+
         with self._init_lock:
             return AgentLoop(self, components.make_policy(self.settings))
 
     @cached_property
     def research(self) -> ResearchMemory:
         """Research memory (seed 002): directives, workspace, episodic events, knowledge."""
+        from forest.research.memory import ResearchMemory
+
         embedder, vectors = self.embedder, self.vectors
         with self._init_lock:
             return ResearchMemory(self.db, self.store, embedder, vectors, self.settings,
@@ -100,12 +107,16 @@ class MemoryForest:
     @cached_property
     def personal(self) -> PersonalMemory:
         """Personal memory service (seeds 003, 004): process_memory, the memory tool, the graph."""
+        from forest.personal.service import PersonalMemory
+
         embedder = self.embedder
         with self._init_lock:
             return PersonalMemory(self.db, embedder, self.settings, components.make_llm(self.settings))
 
     @cached_property
     def retriever(self) -> Retriever:
+        from forest.retrieval import Retriever
+
         return Retriever(self.store, self.vectors, self.embedder, self.reranker,
                          self.settings.hybrid_vector_weight, self.settings.hybrid_fusion)
 
@@ -131,6 +142,8 @@ class MemoryForest:
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`."""
+        from forest.build import ArchiveBuilder, BuildParams
+
         model_id = check_model_id(model_id)
         name = (name or document.name or "").strip()
         if not name:
@@ -157,6 +170,9 @@ class MemoryForest:
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
                         progress: ProgressFn | None = None) -> Archive:
+        from forest.build import BuildParams
+        from forest.grow import append_to_archive
+
         model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
         recorded = archive.settings
@@ -174,6 +190,7 @@ class MemoryForest:
         return self.store.archive(model_id, archive_id)
 
     def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:
+        from forest.build import Progress
         from ingest import load_document
 
         report = progress or _no_progress
@@ -200,6 +217,9 @@ class MemoryForest:
 
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
+        from forest.build import Progress
+        from forest.chunking import chunk_document
+
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
         chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
@@ -235,12 +255,16 @@ class MemoryForest:
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
+        from forest.grow import similar_archives
+
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
         return similar_archives(self.store, self.vectors, self.embedder, check_model_id(model_id), threshold)
 
     def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:
         """Put the trees of several archives under one new super-root, in the first archive."""
+        from forest.grow import join_archives
+
         model_id = check_model_id(model_id)
         with self._build_lock:
             archive_id = join_archives(self.store, self.vectors, self.embedder, self.summarizer, model_id,
@@ -318,10 +342,14 @@ class MemoryForest:
     def resume_pending_writes(self) -> None:
         """Servers call this at start: process_memory input queued by an earlier process that
         stopped before writing it is written now (the model loads only if there is some)."""
+        from forest.personal.memory_store import PersonalStore
+
         if PersonalStore(self.db).has_pending():
             self.personal.start()
 
     def doctor(self, repair_drift: bool = False) -> DoctorReport:
+        from forest.doctor import examine, repair
+
         with self._build_lock:
             report = examine(self.db, self.store, self.vectors)
             if repair_drift and not report.healthy:
