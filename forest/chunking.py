@@ -25,6 +25,7 @@ class Chunk:
     page_start: int | None = None
     page_end: int | None = None
     kind: str = TEXT
+    heading_path: tuple[str, ...] = ()   # the enclosing headings, outermost first (chunk_paragraphs)
 
 
 def chunk_document(document: Document, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
