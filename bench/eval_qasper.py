@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from flat_baselines import DENSE_1000, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
 from forest.records import LEAF
 from forest.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.service import MemoryForest
@@ -234,6 +235,8 @@ def main() -> None:
                         help="keep --data-dir and skip papers already ingested there (matched by archive name)")
     parser.add_argument("--search-mode", choices=("vector", "bm25", "hybrid"), default=None,
                         help="hits the forest's context starts from (default: the search_mode setting)")
+    parser.add_argument("--no-compare", action="store_true",
+                        help="skip the two-protocol comparison (forest context and ask, flat systems, McNemar)")
     parser.add_argument("--json", type=Path, help="write every figure (and per-question recall) here")
     args = parser.parse_args()
     if args.papers < 1 or args.skip < 0 or any(b < 1 for b in args.budgets):
@@ -254,6 +257,10 @@ def main() -> None:
             raise SystemExit(f"{data_dir} already holds archives under {MODEL_ID!r}: pass --reuse or use an empty dir")
         seconds = ingest(forest, args.data, papers, None if temporary else data_dir / TIMINGS_FILE)
         report = evaluate(forest, args.data, papers, questions, budgets, seconds)
+        if not args.no_compare:
+            per_paper_seconds = ingest_per_paper(forest, args.data, papers)
+            report["comparison"] = compare(forest, args.data, papers, questions, budgets, seconds,
+                                           per_paper_seconds)
     finally:
         forest.close()
         if temporary:
@@ -378,6 +385,133 @@ def evaluate(forest: MemoryForest, data: Path, papers: list[str], questions: lis
         "embed_query_ms_p50": statistics.median(embed_ms),
         "per_question": per_question,
     }
+
+
+# --- two protocols, every system, one run ----------------------------------------------------
+# Flat systems with the forest's embedder. "flat dense 1000" is the forest's old leaf chunking;
+# the others are candidates for the strongest flat system (paragraph-aware chunks, the title and
+# heading path in the embedded text); the best at the smallest budget, per-paper protocol, is the
+# one the forest is tested against (McNemar).
+FLAT_CANDIDATES = (
+    DENSE_1000,
+    FlatConfig("flat recursive 600 +title|path", "recursive", 600, 60, context=True),
+    FlatConfig("flat para 600", "paragraph", 600),
+    FlatConfig("flat para 400 +title|path", "paragraph", 400, context=True),
+    FlatConfig("flat para 600 +title|path", "paragraph", 600, context=True),
+    FlatConfig("flat para 1000 +title|path", "paragraph", 1000, context=True),
+)
+PROTOCOLS = ("per-paper", "forest")
+
+
+def per_paper_model_id(paper: str) -> str:
+    return f"{MODEL_ID}-{paper}"
+
+
+def ingest_per_paper(forest: MemoryForest, data: Path, papers: list[str]) -> dict[str, float]:
+    """Each paper also ingested as the only archive of its own model_id (per-paper protocol)."""
+    seconds: dict[str, float] = {}
+    for paper in tqdm(papers, desc="ingest per paper", unit="paper"):
+        if forest.archives(per_paper_model_id(paper)):
+            continue
+        start = time.perf_counter()
+        forest.ingest_file(data / "papers" / f"{paper}.txt", per_paper_model_id(paper), name=paper)
+        seconds[paper] = time.perf_counter() - start
+    return seconds
+
+
+def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list[Question],
+            budgets: list[int], ingest_seconds: dict[str, float], per_paper_seconds: dict[str, float]) -> dict:
+    """Forest context, forest ask (offline policy, its cited passages), the flat candidates and
+    BM25 (over the 1,000-char chunks) in both protocols. A question is a hit when some gold
+    paragraph of some annotator is found (the is_found rule); McNemar pairs these hits."""
+    from ingest import load_document
+
+    gold = {p: terms(p) for q in questions for ev in q.annotators for p in ev}
+    documents = {p: load_document(data / "papers" / f"{p}.txt") for p in papers}
+    cache = EmbeddingCache(forest.embedder)
+    start = time.perf_counter()
+    indexes = {c.name: FlatIndex.build(c, documents, cache) for c in FLAT_CANDIDATES}
+    flat_build_s = time.perf_counter() - start
+    dense = indexes[DENSE_1000.name]
+    bm25 = BM25([tokenize(t) for t in dense.texts])
+
+    def hit(q: Question, texts: list[str]) -> bool:
+        return question_recall(q, [terms(t) for t in texts], gold) > 0
+
+    hits: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
+    tokens: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+    latency_ms: dict[str, list[float]] = defaultdict(list)
+
+    def record(system: str, protocol: str, budget: int, q: Question, texts: list[str]) -> None:
+        hits[system, protocol, budget].append(hit(q, texts))
+        tokens[system, protocol, budget].append(sum(estimate_tokens(t) for t in texts))
+
+    for q in tqdm(questions, desc="compare", unit="question"):
+        vector = forest.embedder.embed_query(q.text)
+        for protocol in PROTOCOLS:
+            model_id = per_paper_model_id(q.paper_id) if protocol == "per-paper" else MODEL_ID
+            scope = q.paper_id if protocol == "per-paper" else None
+            for budget in budgets:
+                ms, result = timed(forest.context, model_id, q.text, budget_tokens=budget)
+                latency_ms[f"context {protocol}"].append(ms)
+                record("forest context", protocol, budget, q, [s.node.content for s in result.leaves])
+                for name, index in indexes.items():
+                    record(name, protocol, budget, q, index.dense(vector, budget, scope))
+                rows = dense.scope(scope)
+                order = rows[rank(bm25.scores(q.text)[rows])]
+                record("BM25 1000", protocol, budget,
+                       q, [dense.texts[i] for i in fill_budget(list(order), lambda i: dense.tokens[i], budget)[0]])
+            ms, state = timed(forest.ask, model_id, q.text)
+            latency_ms[f"ask {protocol}"].append(ms)
+            cited = [c.node.content for c in state.cited]
+            cited_tokens = sum(estimate_tokens(t) for t in cited)
+            hits["forest ask (cited)", protocol, 0].append(hit(q, cited))
+            tokens["forest ask (cited)", protocol, 0].append(cited_tokens)
+            # flat dense at the very tokens ask's citations use
+            record("flat dense 1000 @ ask tokens", protocol, 0, q,
+                   dense.dense(vector, max(cited_tokens, 1), scope))
+
+    def mean(key) -> float:
+        return statistics.fmean(hits[key]) if hits[key] else float("nan")
+
+    flat_names = [c.name for c in FLAT_CANDIDATES]
+    best = max(flat_names, key=lambda n: (mean((n, "per-paper", budgets[0])), mean((n, "per-paper", budgets[-1]))))
+    systems = ["forest context", *flat_names, "BM25 1000"]
+    print(f"\n== two protocols, hit = some gold paragraph found (is_found), {len(questions)} questions ==")
+    header = f"{'system':<34}" + "".join(f"{f'{p[:9]}@{b}':>16}" for p in PROTOCOLS for b in budgets)
+    print(header)
+    print("-" * len(header))
+    for system in systems:
+        cells = "".join(f"{mean((system, p, b)):8.3f} ({statistics.fmean(tokens[system, p, b]):5.0f})"
+                        for p in PROTOCOLS for b in budgets)
+        print(f"{system + (' *best flat' if system == best else ''):<34}{cells}")
+    print("(cells: hit rate (mean tokens used))")
+    for p in PROTOCOLS:
+        ask, flat = ("forest ask (cited)", p, 0), ("flat dense 1000 @ ask tokens", p, 0)
+        print(f"{p}: forest ask cited {mean(ask):.3f} using {statistics.fmean(tokens[ask]):.0f} tokens; "
+              f"flat dense 1000 at the same tokens {mean(flat):.3f}; "
+              f"ask p50 {statistics.median(latency_ms[f'ask {p}']):.0f} ms")
+    tests = {}
+    print(f"\nMcNemar (exact binomial on discordant pairs), forest context vs {best}:")
+    for p in PROTOCOLS:
+        for b in budgets:
+            only_forest, only_flat, pvalue = mcnemar_exact(hits["forest context", p, b], hits[best, p, b])
+            tests[f"{p}@{b}"] = {"forest_only": only_forest, "flat_only": only_flat, "p": pvalue}
+            print(f"  {p:<10} @{b:<5} forest only {only_forest:3d}, flat only {only_flat:3d}, p = {pvalue:.3f}")
+    print("\ncontext latency ms: " + ", ".join(
+        f"{p} p50 {statistics.median(latency_ms[f'context {p}']):.0f} p95 {percentile(latency_ms[f'context {p}'], 0.95):.0f}"
+        for p in PROTOCOLS))
+    both = [p for p in papers if p in ingest_seconds]
+    print("ingest s/paper: " + (f"forest protocol mean {statistics.fmean(ingest_seconds[p] for p in both):.1f}; " if both else "")
+          + (f"per-paper mean {statistics.fmean(per_paper_seconds.values()):.1f}" if per_paper_seconds else "per-paper reused")
+          + f"; flat systems ({len(indexes)}) chunked and embedded in {flat_build_s:.0f} s total, "
+          f"{len(cache.vectors)} distinct texts embedded")
+    return {"best_flat": best,
+            "hit_rate": {f"{s}|{p}|{b}": mean((s, p, b)) for (s, p, b) in hits},
+            "mean_tokens": {f"{s}|{p}|{b}": statistics.fmean(v) for (s, p, b), v in tokens.items()},
+            "mcnemar": tests,
+            "latency_ms": {k: {"p50": statistics.median(v), "p95": percentile(v, 0.95)} for k, v in latency_ms.items()},
+            "per_paper_ingest_seconds": per_paper_seconds, "flat_build_seconds": flat_build_s}
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ has one section and a page range to cite.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from forest.document import PASSAGE_SEPARATOR, TEXT, Document, Passage
+from forest.outline import heading_paths
 
 # Paragraphs, then lines, then sentence ends (Latin and CJK), then clauses, then words.
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", ". ", "? ", "! ", "；", "; ", "，", ", ", " ", ""]
@@ -25,6 +26,7 @@ class Chunk:
     page_start: int | None = None
     page_end: int | None = None
     kind: str = TEXT
+    heading_path: tuple[str, ...] = ()   # the enclosing headings, outermost first
 
 
 def chunk_document(document: Document, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
@@ -51,7 +53,8 @@ def chunk_document(document: Document, chunk_size: int, chunk_overlap: int) -> l
             last = run[max(bisect_right(local_starts, max(end - 1, begin)) - 1, 0)][1]
             chunks.append(Chunk(piece.page_content, run[0][0] + begin, section, first.page_start,
                                 last.page_end, kind))
-    return chunks
+    paths = heading_paths([c.section for c in chunks], document.headings)
+    return [replace(chunk, heading_path=path) for chunk, path in zip(chunks, paths)]
 
 
 def _run_key(item: tuple[int, Passage]) -> tuple:

@@ -9,11 +9,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forest.config import load_settings
 from forest.errors import ForestError
-from forest.service import MemoryForest
+
+if TYPE_CHECKING:
+    from forest.service import MemoryForest
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -177,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings({"data_dir": getattr(args, "data_dir", None)})
         if args.command == "config":
             return _emit(args, settings.describe(), _text_config)
+        from forest.service import MemoryForest  # the engine loads after argument parsing
+
         forest = MemoryForest(settings)
         try:
             return COMMANDS[args.command](forest, args)

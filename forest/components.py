@@ -9,15 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forest.config import Settings
-from forest.embedders import Embedder
 from forest.errors import ConfigError
-from forest.rerankers import Reranker
-from forest.summarizers import Summarizer
-from forest.vectors import ChromaVectorStore, VectorStore
 
+# Each part's module is imported when the part is made, so a command loads only the parts it uses.
 if TYPE_CHECKING:
     from forest.agent import Policy
+    from forest.embedders import Embedder
     from forest.llm import ClaudeJSON
+    from forest.rerankers import Reranker
+    from forest.summarizers import Summarizer
+    from forest.vectors import VectorStore
 
 log = logging.getLogger("forest")
 
@@ -78,6 +79,8 @@ def make_llm(settings: Settings) -> ClaudeJSON | None:
 
 
 def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
+    from forest.vectors import ChromaVectorStore
+
     if settings.chroma_host:
         return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
                                  embedder_name=embedder.name, dim=embedder.dim)

@@ -8,20 +8,12 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forest import components
-from forest.agent import AgentLoop, AgentState
-from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
-from forest.chunking import Chunk, chunk_document
 from forest.config import Settings, load_settings
 from forest.db import Database
-from forest.doctor import DoctorReport, examine, repair
-from forest.document import Document
-from forest.embedders import Embedder
 from forest.errors import ConfigError, InvalidInput
-from forest.grow import ArchivePair, append_to_archive, join_archives, rebuild_archive, similar_archives
-from forest.outline import DocumentOutline, heading_paths
 from forest.records import (
     Archive,
     ContextResult,
@@ -30,16 +22,27 @@ from forest.records import (
     Representative,
     ScoredNode,
 )
-from forest.rerankers import Reranker
-from forest.personal.memory_store import PersonalStore
-from forest.personal.service import PersonalMemory
-from forest.research.conflicts import Conflict
-from forest.research.memory import ResearchMemory, ResearchTurn
-from forest.retrieval import Retriever
 from forest.store import ForestStore
-from forest.summarizers import Summarizer
 from forest.validation import check_model_id, check_query
-from forest.vectors import VectorStore
+
+# The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
+# imported by the methods that use them, so a CLI command loads only what it runs.
+if TYPE_CHECKING:
+    from forest.agent import AgentLoop, AgentState
+    from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
+    from forest.chunking import Chunk
+    from forest.doctor import DoctorReport
+    from forest.document import Document
+    from forest.embedders import Embedder
+    from forest.grow import ArchivePair
+    from forest.outline import DocumentOutline
+    from forest.personal.service import PersonalMemory
+    from forest.rerankers import Reranker
+    from forest.research.conflicts import Conflict
+    from forest.research.memory import ResearchMemory, ResearchTurn
+    from forest.retrieval import Retriever
+    from forest.summarizers import Summarizer
+    from forest.vectors import VectorStore
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 
@@ -88,12 +91,16 @@ class MemoryForest:
 
     @cached_property
     def agent(self) -> AgentLoop:
+        from forest.agent import AgentLoop
+
         with self._init_lock:
             return AgentLoop(self, components.make_policy(self.settings))
 
     @cached_property
     def research(self) -> ResearchMemory:
         """Research memory (seed 002): directives, workspace, episodic events, knowledge."""
+        from forest.research.memory import ResearchMemory
+
         embedder, vectors = self.embedder, self.vectors
         with self._init_lock:
             return ResearchMemory(self.db, self.store, embedder, vectors, self.settings,
@@ -102,12 +109,16 @@ class MemoryForest:
     @cached_property
     def personal(self) -> PersonalMemory:
         """Personal memory service (seeds 003, 004): process_memory, the memory tool, the graph."""
+        from forest.personal.service import PersonalMemory
+
         embedder = self.embedder
         with self._init_lock:
             return PersonalMemory(self.db, embedder, self.settings, components.make_llm(self.settings))
 
     @cached_property
     def retriever(self) -> Retriever:
+        from forest.retrieval import Retriever
+
         return Retriever(self.store, self.vectors, self.embedder, self.reranker,
                          self.settings.hybrid_vector_weight, self.settings.hybrid_fusion)
 
@@ -158,6 +169,8 @@ class MemoryForest:
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
                         progress: ProgressFn | None = None) -> Archive:
+        from forest.grow import append_to_archive
+
         model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
         recorded = archive.settings
@@ -173,6 +186,8 @@ class MemoryForest:
 
     def rebuild_archive(self, model_id: str, archive_id: int, *, progress: ProgressFn | None = None) -> Archive:
         """Re-plan an archive's tree over its stored leaves and vectors (see forest.grow)."""
+        from forest.grow import rebuild_archive
+
         model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
         self._check_embedder(archive)
@@ -185,6 +200,8 @@ class MemoryForest:
 
     @property
     def _builder(self) -> ArchiveBuilder:
+        from forest.build import ArchiveBuilder
+
         return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
 
     def _check_embedder(self, archive: Archive) -> None:
@@ -193,6 +210,7 @@ class MemoryForest:
                               f"this forest embeds with {self.embedder.name}")
 
     def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:
+        from forest.build import Progress
         from ingest import load_document
 
         report = progress or _no_progress
@@ -219,6 +237,9 @@ class MemoryForest:
 
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
+        from forest.build import Progress
+        from forest.chunking import chunk_document
+
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
         chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
@@ -254,12 +275,16 @@ class MemoryForest:
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
+        from forest.grow import similar_archives
+
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
         return similar_archives(self.store, self.vectors, self.embedder, check_model_id(model_id), threshold)
 
     def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:
         """Put the trees of several archives under one new super-root, in the first archive."""
+        from forest.grow import join_archives
+
         model_id = check_model_id(model_id)
         with self._build_lock:
             archive_id = join_archives(self.store, self.vectors, self.embedder, self.summarizer, model_id,
@@ -342,10 +367,14 @@ class MemoryForest:
     def resume_pending_writes(self) -> None:
         """Servers call this at start: process_memory input queued by an earlier process that
         stopped before writing it is written now (the model loads only if there is some)."""
+        from forest.personal.memory_store import PersonalStore
+
         if PersonalStore(self.db).has_pending():
             self.personal.start()
 
     def doctor(self, repair_drift: bool = False) -> DoctorReport:
+        from forest.doctor import examine, repair
+
         with self._build_lock:
             report = examine(self.db, self.store, self.vectors)
             if repair_drift and not report.healthy:
@@ -378,12 +407,15 @@ class MemoryForest:
 
 
 def _build_params(run: Settings) -> BuildParams:
+    from forest.build import BuildParams
+
     return BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size, run.tree_max_children)
 
 
 def _outline(document: Document, chunks: list[Chunk]) -> DocumentOutline:
-    return DocumentOutline(document.title or document.name,
-                           heading_paths([c.section for c in chunks], document.headings))
+    from forest.outline import DocumentOutline
+
+    return DocumentOutline(document.title or document.name, [c.heading_path for c in chunks])
 
 
 def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[str, Any]:

@@ -1,0 +1,92 @@
+"""Process time of `forest context` on a small store, as an agent calling the CLI pays it.
+
+Builds a one-paper store (a QASPER paper, or --file), then runs `forest context` as a fresh
+process N times and prints the p50/min of wall time, and the import time of `forest.cli` and of
+the modules a `context` call loads (python -X importtime, cumulative microseconds of the top
+level imports).
+
+Run: `python bench/bench_cli_latency.py` (5 runs) or `--runs 10 --data-dir /tmp/clistore --reuse`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILE = ROOT.parent / "shared" / "eval" / "qasper-dev" / "papers" / "1503.00841.txt"
+QUESTION = "Which dataset do they evaluate on?"
+
+
+def forest_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "forest.cli", *args]
+
+
+def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+
+
+def top_level_import_ms(stderr: str) -> dict[str, float]:
+    """Cumulative import time (ms) of each top-level module in `python -X importtime` output."""
+    out: dict[str, float] = {}
+    for line in stderr.splitlines():
+        match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)
+        if match:
+            out[match.group(2)] = int(match.group(1)) / 1000
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--data-dir", type=Path, help="store location (default: a temporary dir)")
+    parser.add_argument("--reuse", action="store_true", help="skip ingest if the store already holds the file")
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="cli-latency-"))
+    common = ["--data-dir", str(data_dir), "--model-id", "bench"]
+    try:
+        if not (args.reuse and run(forest_cmd("archives", *common), env).stdout.strip()):
+            run(forest_cmd("ingest", str(args.file), *common, "--no-progress"), env)
+        context = forest_cmd("context", QUESTION, *common, "--budget", "500")
+        run(context, env)  # warm the disk cache
+        wall, cpu = [], []
+        for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            run(context, env)
+            wall.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # CPU time is what the process costs on an idle machine; wall time includes waiting
+            # for cores other processes hold.
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        bare = []
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            run([sys.executable, "-c", "pass"], env)
+            bare.append(time.perf_counter() - start)
+        cli_imports = top_level_import_ms(run([sys.executable, "-X", "importtime", "-c", "import forest.cli"], env).stderr)
+        ctx_imports = top_level_import_ms(run([sys.executable, "-X", "importtime", *context[1:]], env).stderr)
+    finally:
+        if args.data_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"`forest context` process wall time over {args.runs} runs: p50 {statistics.median(wall):.2f} s, "
+          f"min {min(wall):.2f} s, max {max(wall):.2f} s (python startup alone p50 {statistics.median(bare):.2f} s)")
+    print(f"`forest context` process CPU time (user+sys): p50 {statistics.median(cpu):.2f} s, min {min(cpu):.2f} s")
+    print(f"import forest.cli: {cli_imports.get('forest.cli', float('nan')):.0f} ms")
+    heavy = sorted(ctx_imports.items(), key=lambda kv: -kv[1])[:8]
+    print("top-level imports during `forest context` (cumulative ms): "
+          + ", ".join(f"{name} {ms:.0f}" for name, ms in heavy))
+
+
+if __name__ == "__main__":
+    main()
