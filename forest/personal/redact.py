@@ -34,7 +34,7 @@ _NAMED = (
 _LINK = r"(?:\s*(?:is|was|are|=|:|：|是|为|change[ds]?\s+to|now)\s*|\s+)(?:now\s+|still\s+)?"
 # A secret value: one run without spaces (digits, letters, symbols), or digits in short groups.
 _VALUE = r"(?P<value>\d(?:[\d -]{2,30}\d)|[^\s,;，。；]{3,128})"
-_NAMED_RULES = [(kind, re.compile(rf"\b(?:my|our|the|his|her|their|new|old)?\s*(?:{words})\s*(?:\(\w+\))?{_LINK}"
+_NAMED_RULES = [(kind, re.compile(rf"(?<![A-Za-z])(?:my|our|the|his|her|their|new|old)?\s*(?:{words})\s*(?:\(\w+\))?{_LINK}"
                                   rf"{_VALUE}", re.I)) for kind, words in _NAMED]
 
 _FORMATS = (
@@ -44,7 +44,9 @@ _FORMATS = (
     ("GOVERNMENT_ID", re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")),
     ("GOVERNMENT_ID", re.compile(r"(?<!\d)\d{17}[\dXx](?!\d)")),
     ("ACCOUNT_NUMBER", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,4})?\b")),
-    ("CARD_NUMBER", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")),
+    # Cards are written in groups of four (Amex 4-6-5) or as one run; an order number's 3-7-7 is not.
+    ("CARD_NUMBER", re.compile(r"(?<![\d-])(?:\d{13,19}|\d{4}(?:[ -]\d{4}){2}[ -]\d{1,7}|\d{4}[ -]\d{6}[ -]\d{5})"
+                               r"(?![\d-])")),
 )
 _FORMAT_CHECKS = {"GOVERNMENT_ID": lambda v: _ssn(v) or _china_id(v), "ACCOUNT_NUMBER": lambda v: _iban(v),
                   "CARD_NUMBER": lambda v: _luhn(v)}

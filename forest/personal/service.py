@@ -42,6 +42,7 @@ from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
 from forest.personal.timeframe import periods_in, within
+from forest.text import content_terms
 from forest.validation import check_text
 
 log = logging.getLogger("forest.personal")
@@ -54,10 +55,6 @@ RETRY_BASE_SECONDS = 2.0
 WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one item at a time
 # A claim outlives the slowest batch (Claude: up to 3 x 60 s an item); after it another worker may retry.
 LEASE_SECONDS = 600.0
-# Hybrid retrieval: each route proposes this many candidates; reciprocal rank fusion merges them
-# (score = sum over routes of 1 / (RRF_K + rank)); 60 is the constant of Cormack et al. 2009.
-ROUTE_CANDIDATES = 50
-RRF_K = 60
 # Two memories are about the same subject when their calibrated similarity reaches this.
 SAME_SUBJECT = 0.6
 # Relations a subject has one value of at a time: a new value supersedes the old memory.
@@ -171,48 +168,56 @@ class PersonalMemory:
 
     def _search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
-        """Hybrid retrieval: the routes' rankings merged by reciprocal rank fusion; the score
-        returned is the memory's calibrated similarity to the query."""
-        ranked, similarity = self._routes(user_id, query, scope, metadata)
-        best = fuse(list(ranked.values()))[:top_k]
+        """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query."""
+        ids, combined, similarity = self._scores(user_id, query, scope, metadata)
+        best = [ids[i] for i in np.argsort(-combined, kind="stable")[:top_k]]
         records = self.store.memories_by_id(user_id, best)
-        return [(records[i], similarity.get(i, 0.0)) for i in best if i in records]
+        return [(records[i], similarity[i]) for i in best if i in records]
 
-    def _routes(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
-                metadata: dict[str, Any] | None = None) -> tuple[dict[str, list[int]], dict[int, float]]:
-        """Each route's ranked memory ids, and every memory's calibrated similarity:
-        - dense: exact cosine over the user's live memories (a user holds thousands, not millions);
+    def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
+                metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray, dict[int, float]]:
+        """Every live memory's combined score, from four routes:
+        - dense: exact cosine over the user's memories (a user holds thousands, not millions);
         - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
-        - graph: memories that state facts about the entities the query names or their
-          neighbours in the user's graph (most facts first, then by similarity);
+        - graph: memories stating facts about the entities the query names or their neighbours in
+          the user's graph, in proportion to how many;
         - time: when the query names a period (a year, a month, a date), the memories said in it.
-        """
+        Dense and BM25 scores live on different scales, so each is standardised over the user's
+        memories (z-score) and added, and so are the graph route's fact counts; a time match adds
+        one standard deviation (a period is coarse: it holds whole sessions). On LoCoMo
+        conversations 1-2 (dev) the z-score sum beat reciprocal rank fusion: 0.596 vs 0.526.)"""
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
-            return {}, {}
-        scores = np.asarray(self.embedder.calibrate(matrix @ self.embedder.embed_query(query)), dtype=float)
-        similarity = {memory_id: float(score) for memory_id, score in zip(ids, scores)}
-        order = np.argsort(-scores, kind="stable")
-        routes = {"dense": [ids[i] for i in order[:ROUTE_CANDIDATES]],
-                  "lexical": [i for i, _ in self.store.lexical(user_id, query, ROUTE_CANDIDATES, scope, metadata)]}
+            return [], np.zeros(0), {}
+        cosine = matrix @ self.embedder.embed_query(query)
+        similarity = dict(zip(ids, map(float, np.asarray(self.embedder.calibrate(cosine), dtype=float))))
+        lexical = dict(self.store.lexical(user_id, query, len(ids), scope, metadata))
+        combined = _standardised(cosine) + _standardised(np.array([lexical.get(i, 0.0) for i in ids]))
         facts = self._graph_memories(user_id, query)
-        if facts:
-            routes["graph"] = sorted((i for i in facts if i in similarity),
-                                     key=lambda i: (-facts[i], -similarity[i]))[:ROUTE_CANDIDATES]
+        if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
+            combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
         periods = periods_in(query)
         if periods:
             said = self.store.times(user_id)
-            routes["time"] = [ids[i] for i in order if within(said.get(ids[i]), periods)][:ROUTE_CANDIDATES]
-        return {name: route for name, route in routes.items() if route}, similarity
+            combined += np.array([1.0 if within(said.get(i), periods) else 0.0 for i in ids])
+        return ids, combined, similarity
 
     def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
-        """Memory id -> facts it states about the query's entities and their neighbourhood."""
-        _, start, relations = self._graph(user_id, query)
+        """Memory id -> facts it states about the entities one hop away from those the query names,
+        along a relation the query names ("Tom's wife" follows Tom -is married to-> Anna and finds
+        what is said about Anna). The first hop's own memories name the entity, so words and
+        vectors find them; the graph adds the second hop, which shares no word with the question."""
+        triples = self._triples(user_id)
+        start = {entity_key(e) for e in entities_in(query, {t.source for t in triples} | {t.target for t in triples})}
         if not start:
             return {}
-        keys = {entity_key(e) for e in start}
-        keys |= {entity_key(t.source) for t in relations} | {entity_key(t.target) for t in relations}
-        return self.store.fact_memories(user_id, sorted(keys))
+        asked = _relation_words(query)
+        reached: set[str] = set()
+        for t in triples:
+            ends = (entity_key(t.source), entity_key(t.target))
+            if (ends[0] in start) != (ends[1] in start) and _relation_words(t.relationship) & asked:
+                reached.add(ends[1] if ends[0] in start else ends[0])
+        return self.store.fact_memories(user_id, sorted(reached))
 
     def _triples(self, user_id: str) -> list[Triple]:
         return [Triple(*t) for t in self.store.triples(user_id)]
@@ -514,13 +519,26 @@ class _Plan:
     conflicts: list[tuple[str, str, str]] | None = None
 
 
-def fuse(rankings: list[list[int]], k: int = RRF_K) -> list[int]:
-    """Reciprocal rank fusion: ids by the sum over rankings of 1 / (k + rank), rank from 1."""
-    score: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, memory_id in enumerate(ranking, 1):
-            score[memory_id] = score.get(memory_id, 0.0) + 1.0 / (k + rank)
-    return sorted(score, key=lambda i: -score[i])
+# Words that name the same relation: a question says "wife", a triple says "is married to".
+_RELATION_ALIASES = ({"wife", "husband", "spouse", "partner", "married", "marri", "妻子", "丈夫", "老婆", "老公", "结婚"},
+                     {"work", "works", "job", "employ", "工作", "上班"}, {"live", "lives", "home", "住在", "住"},
+                     {"mother", "mom", "mum", "妈妈", "母亲"}, {"father", "dad", "爸爸", "父亲"})
+
+
+def _relation_words(text: str) -> set[str]:
+    """A text's relation words, stemmed crudely (first five letters), with their aliases."""
+    words = {t[:5] if t.isascii() else t for t in content_terms(text)}
+    for group in _RELATION_ALIASES:
+        stems = {w[:5] if w.isascii() else w for w in group}
+        if words & stems:
+            words |= stems
+    return words
+
+
+def _standardised(values: np.ndarray) -> np.ndarray:
+    """(x - mean) / standard deviation; all zeros when the values do not vary."""
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values, dtype=float)
 
 
 def check_user_id(user_id: str) -> str:
