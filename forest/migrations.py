@@ -203,7 +203,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     -- BM25 over each live memory's text as forest.text.tokenize gives it (words, CJK bigrams),
     -- Porter-stemmed; rowid = the memory's id. Memories older than this table are indexed by
     -- PersonalStore.index_missing when the service opens (the tokenizer is Python).
-    CREATE VIRTUAL TABLE personal_memory_text USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE IF NOT EXISTS personal_memory_text USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
 
     -- The embedder that made a memory's vector: vectors of two embedders are never compared.
     ALTER TABLE personal_memories ADD COLUMN embedder TEXT;
@@ -214,14 +214,14 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE personal_write_queue ADD COLUMN lease_until REAL;
 
     -- Which memories state a fact: a fact shared by two memories lives while one of them does.
-    CREATE TABLE personal_triple_sources (
+    CREATE TABLE IF NOT EXISTS personal_triple_sources (
         triple_id  INTEGER NOT NULL REFERENCES personal_triples (id),
         memory_id  INTEGER NOT NULL REFERENCES personal_memories (id),
         PRIMARY KEY (triple_id, memory_id)
     );
-    INSERT INTO personal_triple_sources (triple_id, memory_id)
+    INSERT OR IGNORE INTO personal_triple_sources (triple_id, memory_id)
         SELECT id, memory_id FROM personal_triples WHERE memory_id IS NOT NULL;
-    CREATE INDEX idx_triple_sources_memory ON personal_triple_sources (memory_id);
+    CREATE INDEX IF NOT EXISTS idx_triple_sources_memory ON personal_triple_sources (memory_id);
     """),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,6 +292,20 @@ class PersonalStore:
                 "lease_until < ?) ORDER BY id LIMIT ?) RETURNING *", (claim, now + lease_seconds, now, now, limit)
             ).fetchall()
         return sorted((_queued(r) for r in rows), key=lambda q: q.id)
+
+    def release_orphans(self, host: str, alive: Callable[[int], bool]) -> int:
+        """Free the leases of claims made on this host by processes that are gone (a crash or a
+        kill): their input is written by the next worker at once, not when the lease runs out.
+        Claims are "host:pid:nonce"."""
+        with self.db.transaction() as conn:
+            claims = [r[0] for r in conn.execute("SELECT DISTINCT claim FROM personal_write_queue WHERE status = "
+                                                 "'pending' AND lease_until IS NOT NULL")]
+            dead = [c for c in claims if c and c.count(":") >= 2 and c.rsplit(":", 2)[0] == host
+                    and c.rsplit(":", 2)[1].isdigit() and not alive(int(c.rsplit(":", 2)[1]))]
+            for claim in dead:
+                conn.execute("UPDATE personal_write_queue SET lease_until = NULL WHERE status = 'pending' AND claim = ?",
+                             (claim,))
+        return len(dead)
 
     def holds(self, conn: sqlite3.Connection, item: QueuedInput, now: float) -> bool:
         """Whether the item's claim is still ours and alive (checked inside the writing transaction)."""

@@ -13,7 +13,9 @@ contradicts an old one about the same subject supersedes it (an UPDATE with hist
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -76,7 +78,7 @@ class PersonalMemory:
         self.privacy = PrivacyClassifier(embedder, llm)
         self.extractor = TripleExtractor(llm)
         self.llm = llm
-        self._claim = f"{uuid.uuid4().hex}"
+        self._claim = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self._health: dict[str, Any] = {"failures": 0, "last_error": None, "last_error_at": None, "written": 0}
         self.store.tag_untagged(embedder.name)
         self.store.index_missing()
@@ -226,6 +228,10 @@ class PersonalMemory:
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
+                try:
+                    self.store.release_orphans(socket.gethostname(), _process_alive)
+                except Exception as exc:
+                    self._failed("releasing the claims of dead processes", exc)
                 self._stop.clear()
                 self._worker = threading.Thread(target=self._run_worker, name="personal-memory-writer", daemon=True)
                 self._worker.start()
@@ -533,6 +539,16 @@ def _relation_words(text: str) -> set[str]:
         if words & stems:
             words |= stems
     return words
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def _standardised(values: np.ndarray) -> np.ndarray:
