@@ -11,7 +11,9 @@ dense is exact cosine with the same embedder (vectors reused from the service's 
 
 Settings are chosen on conversations 1-5 (dev); 6-10 (test) are reported apart, and all ten.
 McNemar's exact test compares the service with the better flat row on the "any" rule.
-Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only).
+Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only). Each finished
+conversation is appended to `--results` (JSON lines); a rerun skips the conversations already
+there and the tables cover every conversation in the file, so a long run can be resumed.
 """
 from __future__ import annotations
 
@@ -128,13 +130,19 @@ def table(title: str, rows: dict[str, dict[int, list[float]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="1-10", help="a range of conversation numbers, e.g. 1-5")
+    parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "eval_locomo.jsonl",
+                        help="per-conversation results (JSON lines), appended and resumed from")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
-    chosen = conversations(args.conversations, len(data))
-    # hits[rule][system][conversation index][category] -> per-question values
-    hits: dict[str, dict[str, dict[int, dict[int, list[float]]]]] = {
-        rule: {s: defaultdict(lambda: defaultdict(list)) for s in SYSTEMS} for rule in ("any", "fraction")}
-    write_seconds, written, latencies = 0.0, 0, []
+    done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
+    todo = [i for i in conversations(args.conversations, len(data)) if i not in {d["index"] for d in done}]
+    if todo:
+        run(data, todo, args.results)
+    report([json.loads(line) for line in args.results.read_text().splitlines()])
+
+
+def run(data: list[dict], chosen: list[int], results: Path) -> None:
+    """Write, search and score the chosen conversations, appending one JSON line per conversation."""
     settings_dir = tempfile.TemporaryDirectory()
     settings = load_settings({"data_dir": settings_dir.name, "memory_privacy_filter": False}, environ={})
     embedder = CachedEmbedder(make_embedder(settings))
@@ -142,6 +150,9 @@ def main() -> None:
     personal = forest.personal
     try:
         for index in chosen:
+            hits: dict[str, dict[str, dict[int, list[float]]]] = {
+                rule: {s: defaultdict(list) for s in SYSTEMS} for rule in ("any", "fraction")}
+            latencies: list[float] = []
             sample = data[index]
             user = sample["sample_id"]
             conversation = turns(sample["conversation"])
@@ -150,8 +161,7 @@ def main() -> None:
                 personal.process_memory(user, text, metadata={"dia_id": dia_id}, observed_at=at)
             if not personal.drain(timeout=3600):
                 raise SystemExit("the write queue did not drain")
-            write_seconds += time.perf_counter() - began
-            written += len(conversation)
+            write_seconds = time.perf_counter() - began
             texts = [text for _, text, _ in conversation]
             dia_ids = [dia_id for dia_id, _, _ in conversation]
             bm25 = flat_bm25(texts)
@@ -168,26 +178,41 @@ def main() -> None:
                          SYSTEMS[1]: {dia_ids[i] for i in bm25_top(bm25, qa["question"], TOP_K)},
                          SYSTEMS[2]: {dia_ids[i] for i in dense}}
                 for system, ids in found.items():
-                    hits["any"][system][index][qa["category"]].append(float(bool(evidence & ids)))
-                    hits["fraction"][system][index][qa["category"]].append(len(evidence & ids) / len(evidence))
+                    hits["any"][system][qa["category"]].append(float(bool(evidence & ids)))
+                    hits["fraction"][system][qa["category"]].append(len(evidence & ids) / len(evidence))
+            with results.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({"index": index, "turns": len(conversation), "write_seconds": write_seconds,
+                                      "latencies_ms": latencies, "hits": hits}) + "\n")
             print(f"{user}: {len(conversation)} turns written and searched", file=sys.stderr)
     finally:
         personal.stop()
         forest.close()
         settings_dir.cleanup()
 
+
+def report(done: list[dict]) -> None:
+    """The tables, McNemar, write throughput and search latency over the conversations in `done`."""
+    by_index = {d["index"]: d for d in done}
+    chosen = sorted(by_index)
+    # hits[rule][system][conversation index][category] -> per-question values
+    hits = {rule: {system: {i: {int(c): v for c, v in by_index[i]["hits"][rule][system].items()} for i in chosen}
+                   for system in SYSTEMS} for rule in ("any", "fraction")}
+    written = sum(by_index[i]["turns"] for i in chosen)
+    write_seconds = sum(by_index[i]["write_seconds"] for i in chosen)
+    latencies = [ms for i in chosen for ms in by_index[i]["latencies_ms"]]
     parts = [("conversations 1-5 (dev: settings chosen here)", [i for i in chosen if i < 5]),
-             ("conversations 6-10 (test)", [i for i in chosen if i >= 5]), ("all chosen conversations", chosen)]
-    print(f"LoCoMo, conversations {args.conversations}, {written} turns, top {TOP_K}")
+             ("conversations 6-10 (test)", [i for i in chosen if i >= 5]), ("all conversations run", chosen)]
+    print(f"LoCoMo, conversations {', '.join(str(i + 1) for i in chosen)}, {written} turns, top {TOP_K}")
     for rule, label in (("any", "a question counts when any evidence turn is returned"),
                         ("fraction", "share of a question's evidence turns returned")):
         for title, part in parts:
             if not part:
                 continue
-            rows = {system: {c: [v for i in part for v in hits[rule][system][i][c]] for c in CATEGORIES}
+            rows = {system: {c: [v for i in part for v in hits[rule][system][i].get(c, [])] for c in CATEGORIES}
                     for system in SYSTEMS}
             table(f"{title}; rule: {label}", rows)
-    flat = {system: [v for i in chosen for c in CATEGORIES for v in hits["any"][system][i][c]] for system in SYSTEMS}
+    flat = {system: [v for i in chosen for c in CATEGORIES for v in hits["any"][system][i].get(c, [])]
+            for system in SYSTEMS}
     better = max(SYSTEMS[1:], key=lambda s: statistics.mean(flat[s]))
     only_service, only_flat, p = mcnemar(flat[SYSTEMS[0]], flat[better])
     print(f"\nMcNemar (any rule, all chosen): service alone {only_service}, {better} alone {only_flat}, "
