@@ -3,7 +3,6 @@ leases, worker state, embedder tags, fact-level superseding), on real SQLite and
 from __future__ import annotations
 
 import sqlite3
-import time
 
 import pytest
 

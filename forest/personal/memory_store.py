@@ -271,12 +271,6 @@ class PersonalStore:
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
                  observed_at, now)).lastrowid
 
-    def due(self, now: float, limit: int) -> list[QueuedInput]:
-        """Pending input whose time has come and that no live lease holds (read only)."""
-        rows = self.db.query("SELECT * FROM personal_write_queue WHERE status = 'pending' AND next_try_at <= ? "
-                             "AND (lease_until IS NULL OR lease_until < ?) ORDER BY id LIMIT ?", (now, now, limit))
-        return [_queued(r) for r in rows]
-
     def outstanding(self, now: float) -> bool:
         """Whether any pending input is due now, claimed or not."""
         return self.db.query_one("SELECT 1 FROM personal_write_queue WHERE status = 'pending' AND next_try_at <= ? "
