@@ -235,6 +235,31 @@ MIGRATIONS: list[tuple[int, str]] = [
         FROM memory_nodes n WHERE n.node_type = 'SUMMARY_NODE' AND n.merge_order IS NOT NULL
           AND EXISTS (SELECT 1 FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf);
     """),
+    (8, """
+    -- Personal memory retrieval, queue leases, vector provenance, facts shared by memories (issues 14, 16).
+    -- BM25 over each live memory's text as forest.text.tokenize gives it (words, CJK bigrams),
+    -- Porter-stemmed; rowid = the memory's id. Memories older than this table are indexed by
+    -- PersonalStore.index_missing when the service opens (the tokenizer is Python).
+    CREATE VIRTUAL TABLE IF NOT EXISTS personal_memory_text USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
+
+    -- The embedder that made a memory's vector: vectors of two embedders are never compared.
+    ALTER TABLE personal_memories ADD COLUMN embedder TEXT;
+
+    -- A worker claims queued input with a lease; finishing checks the claim, so two processes
+    -- on one store never write the same input twice, and a crashed worker's lease runs out.
+    ALTER TABLE personal_write_queue ADD COLUMN claim TEXT;
+    ALTER TABLE personal_write_queue ADD COLUMN lease_until REAL;
+
+    -- Which memories state a fact: a fact shared by two memories lives while one of them does.
+    CREATE TABLE IF NOT EXISTS personal_triple_sources (
+        triple_id  INTEGER NOT NULL REFERENCES personal_triples (id),
+        memory_id  INTEGER NOT NULL REFERENCES personal_memories (id),
+        PRIMARY KEY (triple_id, memory_id)
+    );
+    INSERT OR IGNORE INTO personal_triple_sources (triple_id, memory_id)
+        SELECT id, memory_id FROM personal_triples WHERE memory_id IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS idx_triple_sources_memory ON personal_triple_sources (memory_id);
+    """),
     # 9: episodic event vectors carry the embedder that made them (NULL: made before this tag, unknown).
     (9, """
     ALTER TABLE episodic_events ADD COLUMN embedder TEXT;

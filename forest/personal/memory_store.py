@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from forest.db import Database
+from forest.errors import ForestError
+from forest.lexical import phrase_match, query_phrases
 from forest.research.memory_store import iso
+from forest.text import tokenize
 
 SCOPE_KEYS = ("agent_id", "run_id")
 
@@ -58,6 +62,12 @@ class QueuedInput:
     metadata: dict[str, Any]
     observed_at: float
     attempts: int
+    claim: str = ""
+
+
+class EmbedderMismatch(ForestError):
+    """Stored vectors come from another embedder than the configured one: comparing them would
+    mix two vector spaces, so search and writes refuse until the memories are re-embedded."""
 
 
 class PersonalStore:
@@ -65,26 +75,31 @@ class PersonalStore:
         self.db = db
 
     # --- memories ---------------------------------------------------------------------------
-    def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray,
+    def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
             scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "") -> int:
         memory_id = conn.execute(
-            "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, created_at, "
-            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, embedder, "
+            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (user_id, scope.get("agent_id"), scope.get("run_id"), memory, json.dumps(metadata, ensure_ascii=False),
-             _blob(embedding), at, at)).lastrowid
+             _blob(embedding), embedder, at, at)).lastrowid
+        _index(conn, memory_id, memory)
         self._history(conn, user_id, memory_id, "ADD", None, memory, actor, reason, at)
         return memory_id
 
     def update(self, conn: sqlite3.Connection, user_id: str, memory_id: int, memory: str, embedding: np.ndarray,
-               at: float, actor: str, reason: str = "", metadata: dict[str, Any] | None = None) -> bool:
+               embedder: str, at: float, actor: str, reason: str = "",
+               metadata: dict[str, Any] | None = None) -> bool:
         """New text (and, given metadata, those keys set over the old ones); the change goes to the history."""
         old = conn.execute("SELECT memory, metadata FROM personal_memories WHERE user_id = ? AND id = ? "
                            "AND deleted_at IS NULL", (user_id, memory_id)).fetchone()
         if old is None:
             return False
         merged = {**json.loads(old[1]), **(metadata or {})}
-        conn.execute("UPDATE personal_memories SET memory = ?, embedding = ?, metadata = ?, updated_at = ? "
-                     "WHERE id = ?", (memory, _blob(embedding), json.dumps(merged, ensure_ascii=False), at, memory_id))
+        conn.execute("UPDATE personal_memories SET memory = ?, embedding = ?, embedder = ?, metadata = ?, "
+                     "updated_at = ? WHERE id = ?",
+                     (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at, memory_id))
+        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
+        _index(conn, memory_id, memory)
         self._history(conn, user_id, memory_id, "UPDATE", old[0], memory, actor, reason, at)
         return True
 
@@ -95,7 +110,8 @@ class PersonalStore:
         if old is None:
             return False
         conn.execute("UPDATE personal_memories SET deleted_at = ?, updated_at = ? WHERE id = ?", (at, at, memory_id))
-        conn.execute("DELETE FROM personal_triples WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
+        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
+        self.drop_facts(conn, user_id, memory_id)
         self._history(conn, user_id, memory_id, "DELETE", old[0], None, actor, reason, at)
         return True
 
@@ -117,12 +133,53 @@ class PersonalStore:
                              f"AND id IN ({','.join('?' * len(ids))})", (user_id, *ids))
         return {r["id"]: _record(r) for r in rows}
 
-    def vectors(self, user_id: str, scope: dict[str, str | None] | None = None,
+    def vectors(self, user_id: str, embedder: str, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray]:
+        """Ids and vectors of the user's live memories; EmbedderMismatch if any vector comes from
+        another embedder than `embedder`."""
         sql, params = _filtered(user_id, scope, metadata)
-        rows = self.db.query(f"SELECT id, embedding {sql} ORDER BY id", params)
+        rows = self.db.query(f"SELECT id, embedding, embedder {sql} ORDER BY id", params)
+        foreign = {r[2] for r in rows} - {embedder}
+        if foreign:
+            raise EmbedderMismatch(
+                f"memories of user {user_id} were embedded by {', '.join(sorted(map(str, foreign)))}, but the "
+                f"configured embedder is {embedder}: vectors of two embedders cannot be compared. Re-embed them "
+                f"(PersonalMemory.reembed, `forest personal reembed`) or configure the embedder they were made with.")
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
         return [r[0] for r in rows], matrix.reshape(len(rows), -1) if rows else matrix.reshape(0, 0)
+
+    def lexical(self, user_id: str, query: str, limit: int, scope: dict[str, str | None] | None = None,
+                metadata: dict[str, Any] | None = None) -> list[tuple[int, float]]:
+        """(memory id, -bm25) of the user's best BM25 matches: each query term one quoted phrase."""
+        match = phrase_match(query_phrases(query))
+        if match is None:
+            return []
+        sql, params = _filtered(user_id, scope, metadata)
+        rows = self.db.query(
+            f"SELECT personal_memory_text.rowid, bm25(personal_memory_text) FROM personal_memory_text "
+            f"WHERE personal_memory_text MATCH ? AND personal_memory_text.rowid IN (SELECT id {sql}) "
+            f"ORDER BY bm25(personal_memory_text) LIMIT ?", (match, *params, limit))
+        return [(r[0], -r[1]) for r in rows]
+
+    def index_missing(self) -> int:
+        """Index live memories that have no BM25 row (those written before migration 8)."""
+        with self.db.transaction() as conn:
+            rows = conn.execute("SELECT id, memory FROM personal_memories m WHERE deleted_at IS NULL AND NOT EXISTS "
+                                "(SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
+            for memory_id, memory in rows:
+                _index(conn, memory_id, memory)
+        return len(rows)
+
+    def tag_untagged(self, embedder: str) -> None:
+        """Vectors written before migration 8 carry no embedder: they were made by the one configured then."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE personal_memories SET embedder = ? WHERE embedder IS NULL", (embedder,))
+
+    def times(self, user_id: str) -> dict[int, float]:
+        """When each live memory was said (created_at: the observed time of process_memory input)."""
+        rows = self.db.query("SELECT id, created_at FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
+                             (user_id,))
+        return {r[0]: r[1] for r in rows}
 
     def history(self, user_id: str, memory_id: int | None = None) -> list[HistoryEntry]:
         sql = "SELECT * FROM personal_memory_history WHERE user_id = ?"
@@ -137,6 +194,10 @@ class PersonalStore:
         """Everything of the user: memories, history, graph, tags and queued input."""
         count = conn.execute("SELECT count(*) FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
                              (user_id,)).fetchone()[0]
+        conn.execute("DELETE FROM personal_memory_text WHERE rowid IN (SELECT id FROM personal_memories "
+                     "WHERE user_id = ?)", (user_id,))
+        conn.execute("DELETE FROM personal_triple_sources WHERE triple_id IN (SELECT id FROM personal_triples "
+                     "WHERE user_id = ?)", (user_id,))
         for table in ("personal_triples", "personal_memory_history", "personal_tags", "personal_write_queue",
                       "personal_memories"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
@@ -151,11 +212,49 @@ class PersonalStore:
     # --- knowledge graph --------------------------------------------------------------------
     def add_triples(self, conn: sqlite3.Connection, user_id: str, memory_id: int,
                     triples: list[tuple[str, str, str, str, str]], at: float) -> None:
-        """(source, relationship, target, source_key, target_key); a known triple is kept once."""
-        conn.executemany(
-            "INSERT OR IGNORE INTO personal_triples (user_id, memory_id, source, relationship, target, source_key, "
-            "target_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [(user_id, memory_id, *t, at) for t in triples])
+        """(source, relationship, target, source_key, target_key); a known triple is kept once, and
+        every memory that states it is recorded as its source."""
+        for t in triples:
+            conn.execute(
+                "INSERT OR IGNORE INTO personal_triples (user_id, memory_id, source, relationship, target, source_key, "
+                "target_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (user_id, memory_id, *t, at))
+            conn.execute(
+                "INSERT OR IGNORE INTO personal_triple_sources (triple_id, memory_id) SELECT id, ? FROM "
+                "personal_triples WHERE user_id = ? AND source_key = ? AND relationship = ? AND target_key = ?",
+                (memory_id, user_id, t[3], t[1], t[4]))
+
+    def drop_facts(self, conn: sqlite3.Connection, user_id: str, memory_id: int,
+                   only: list[tuple[str, str, str]] | None = None) -> None:
+        """The memory no longer states its facts (or only those (source_key, relationship,
+        target_key)); a fact no memory states any more is removed, one another memory states stays."""
+        sources = ("SELECT s.triple_id FROM personal_triple_sources s JOIN personal_triples t ON t.id = s.triple_id "
+                   "WHERE s.memory_id = ? AND t.user_id = ?")
+        ids = [r[0] for r in conn.execute(sources, (memory_id, user_id))]
+        if only is not None and ids:
+            wanted = set(only)
+            ids = [r[0] for r in conn.execute(
+                f"SELECT id, source_key, relationship, target_key FROM personal_triples WHERE id IN "
+                f"({','.join('?' * len(ids))})", ids) if (r[1], r[2], r[3]) in wanted]
+        for triple_id in ids:
+            conn.execute("DELETE FROM personal_triple_sources WHERE triple_id = ? AND memory_id = ?",
+                         (triple_id, memory_id))
+            left = conn.execute("SELECT memory_id FROM personal_triple_sources WHERE triple_id = ? LIMIT 1",
+                                (triple_id,)).fetchone()
+            if left is None:
+                conn.execute("DELETE FROM personal_triples WHERE id = ?", (triple_id,))
+            else:
+                conn.execute("UPDATE personal_triples SET memory_id = ? WHERE id = ?", (left[0], triple_id))
+
+    def fact_memories(self, user_id: str, entity_keys: list[str]) -> dict[int, int]:
+        """Memory id -> how many facts it states about any of the entities (by key)."""
+        if not entity_keys:
+            return {}
+        marks = ",".join("?" * len(entity_keys))
+        rows = self.db.query(
+            f"SELECT s.memory_id, count(*) FROM personal_triples t JOIN personal_triple_sources s ON s.triple_id = t.id "
+            f"WHERE t.user_id = ? AND (t.source_key IN ({marks}) OR t.target_key IN ({marks})) GROUP BY s.memory_id",
+            (user_id, *entity_keys, *entity_keys))
+        return {r[0]: r[1] for r in rows}
 
     def triples(self, user_id: str) -> list[tuple[str, str, str]]:
         rows = self.db.query("SELECT source, relationship, target FROM personal_triples WHERE user_id = ? "
@@ -172,20 +271,57 @@ class PersonalStore:
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
                  observed_at, now)).lastrowid
 
-    def due(self, now: float, limit: int) -> list[QueuedInput]:
-        rows = self.db.query("SELECT * FROM personal_write_queue WHERE status = 'pending' AND next_try_at <= ? "
-                             "ORDER BY id LIMIT ?", (now, limit))
-        return [QueuedInput(r["id"], r["user_id"], r["agent_id"], r["run_id"], r["input"], json.loads(r["metadata"]),
-                            r["observed_at"], r["attempts"]) for r in rows]
+    def outstanding(self, now: float) -> bool:
+        """Whether any pending input is due now, claimed or not."""
+        return self.db.query_one("SELECT 1 FROM personal_write_queue WHERE status = 'pending' AND next_try_at <= ? "
+                                 "LIMIT 1", (now,)) is not None
 
-    def finish(self, conn: sqlite3.Connection, item_id: int, decision: dict[str, Any]) -> None:
-        conn.execute("UPDATE personal_write_queue SET status = 'done', attempts = attempts + 1, decision = ? "
-                     "WHERE id = ?", (json.dumps(decision, ensure_ascii=False), item_id))
+    def claim(self, now: float, limit: int, claim: str, lease_seconds: float) -> list[QueuedInput]:
+        """Take up to `limit` due items under a lease, atomically (UPDATE ... RETURNING): another
+        worker, in this process or another, cannot take them until the lease runs out."""
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "UPDATE personal_write_queue SET claim = ?, lease_until = ? WHERE id IN (SELECT id FROM "
+                "personal_write_queue WHERE status = 'pending' AND next_try_at <= ? AND (lease_until IS NULL OR "
+                "lease_until < ?) ORDER BY id LIMIT ?) RETURNING *", (claim, now + lease_seconds, now, now, limit)
+            ).fetchall()
+        return sorted((_queued(r) for r in rows), key=lambda q: q.id)
 
-    def retry_later(self, item_id: int, error: str, next_try_at: float, give_up: bool) -> None:
+    def release_orphans(self, host: str, alive: Callable[[int], bool]) -> int:
+        """Free the leases of claims made on this host by processes that are gone (a crash or a
+        kill): their input is written by the next worker at once, not when the lease runs out.
+        Claims are "host:pid:nonce"."""
+        with self.db.transaction() as conn:
+            claims = [r[0] for r in conn.execute("SELECT DISTINCT claim FROM personal_write_queue WHERE status = "
+                                                 "'pending' AND lease_until IS NOT NULL")]
+            dead = [c for c in claims if c and c.count(":") >= 2 and c.rsplit(":", 2)[0] == host
+                    and c.rsplit(":", 2)[1].isdigit() and not alive(int(c.rsplit(":", 2)[1]))]
+            for claim in dead:
+                conn.execute("UPDATE personal_write_queue SET lease_until = NULL WHERE status = 'pending' AND claim = ?",
+                             (claim,))
+        return len(dead)
+
+    def holds(self, conn: sqlite3.Connection, item: QueuedInput, now: float) -> bool:
+        """Whether the item's claim is still ours and alive (checked inside the writing transaction)."""
+        return conn.execute("SELECT 1 FROM personal_write_queue WHERE id = ? AND status = 'pending' AND claim = ? "
+                            "AND lease_until >= ?", (item.id, item.claim, now)).fetchone() is not None
+
+    def finish(self, conn: sqlite3.Connection, item: QueuedInput, decision: dict[str, Any]) -> bool:
+        """Mark the claimed item done; False (and nothing changed) if the claim was lost."""
+        return conn.execute("UPDATE personal_write_queue SET status = 'done', attempts = attempts + 1, decision = ?, "
+                            "lease_until = NULL WHERE id = ? AND status = 'pending' AND claim = ?",
+                            (json.dumps(decision, ensure_ascii=False), item.id, item.claim)).rowcount == 1
+
+    def retry_later(self, item: QueuedInput, error: str, next_try_at: float, give_up: bool) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE personal_write_queue SET attempts = attempts + 1, last_error = ?, next_try_at = ?, "
-                         "status = ? WHERE id = ?", (error, next_try_at, "failed" if give_up else "pending", item_id))
+                         "status = ?, lease_until = NULL WHERE id = ? AND status = 'pending' AND claim = ?",
+                         (error, next_try_at, "failed" if give_up else "pending", item.id, item.claim))
+
+    def queue_totals(self) -> dict[str, int]:
+        """Items by status over every user, for the worker's health."""
+        rows = self.db.query("SELECT status, count(*) FROM personal_write_queue GROUP BY status")
+        return {"pending": 0, "done": 0, "failed": 0, **{r[0]: r[1] for r in rows}}
 
     def has_pending(self) -> bool:
         return self.db.query_one("SELECT 1 FROM personal_write_queue WHERE status = 'pending' LIMIT 1") is not None
@@ -235,6 +371,15 @@ def _filtered(user_id: str, scope: dict[str, str | None] | None,
 def _record(row: sqlite3.Row) -> PersonalMemoryRecord:
     return PersonalMemoryRecord(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["memory"],
                                 json.loads(row["metadata"]), row["created_at"], row["updated_at"])
+
+
+def _queued(row: sqlite3.Row) -> QueuedInput:
+    return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
+                       json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "")
+
+
+def _index(conn: sqlite3.Connection, memory_id: int, memory: str) -> None:
+    conn.execute("INSERT INTO personal_memory_text (rowid, body) VALUES (?, ?)", (memory_id, " ".join(tokenize(memory))))
 
 
 def _blob(vector: np.ndarray) -> bytes:

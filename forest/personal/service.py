@@ -13,9 +13,13 @@ contradicts an old one about the same subject supersedes it (an UPDATE with hist
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
 import threading
 import time
+import uuid
+from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +41,10 @@ from forest.personal.graph import (
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
+from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
+from forest.personal.timeframe import periods_in, within
+from forest.text import content_terms
 from forest.validation import check_text
 
 log = logging.getLogger("forest.personal")
@@ -47,7 +54,9 @@ MAX_MEMORY_CHARS = 4000
 MAX_BATCH = 100
 MAX_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 2.0
-WORKER_BATCH = 16
+WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one item at a time
+# A claim outlives the slowest batch (Claude: up to 3 x 60 s an item); after it another worker may retry.
+LEASE_SECONDS = 600.0
 # Two memories are about the same subject when their calibrated similarity reaches this.
 SAME_SUBJECT = 0.6
 # Relations a subject has one value of at a time: a new value supersedes the old memory.
@@ -68,6 +77,11 @@ class PersonalMemory:
         self.clock = clock
         self.privacy = PrivacyClassifier(embedder, llm)
         self.extractor = TripleExtractor(llm)
+        self.llm = llm
+        self._claim = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._health: dict[str, Any] = {"failures": 0, "last_error": None, "last_error_at": None, "written": 0}
+        self.store.tag_untagged(embedder.name)
+        self.store.index_missing()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -82,7 +96,7 @@ class PersonalMemory:
     def process_memory(self, user_id: str, text: str, *, agent_id: str | None = None, run_id: str | None = None,
                        metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> dict[str, Any]:
         """The sync path's context now; the write happens in the background."""
-        user_id, text = check_user_id(user_id), check_text(text, "input", MAX_MEMORY_CHARS)
+        user_id, text = check_user_id(user_id), redact(check_text(text, "input", MAX_MEMORY_CHARS)).text
         scope, metadata = _scope(agent_id, run_id), _metadata(metadata)
         if not self.enabled:
             return _context("disabled", [], [], 0.0)
@@ -106,7 +120,7 @@ class PersonalMemory:
     def debug_process_memory(self, user_id: str, text: str) -> str:
         """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
         paths, the storage decision and its reason, time per stage, the raw data."""
-        user_id, text = check_user_id(user_id), check_text(text, "input", MAX_MEMORY_CHARS)
+        user_id, text = check_user_id(user_id), redact(check_text(text, "input", MAX_MEMORY_CHARS)).text
         if not self.enabled:
             return "=== Memory disabled ===\nMEMORY_ENABLED=false: nothing was retrieved or stored."
         timings: dict[str, float] = {}
@@ -120,8 +134,9 @@ class PersonalMemory:
         began = time.perf_counter()
         now = self.clock()
         item = QueuedInput(0, user_id, None, None, text, {}, now, 0)
+        prepared = self._prepare([item])[0]
         with self.db.transaction() as conn:
-            decision = self._write(conn, item, now)
+            decision = self._apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
         lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
         lines += [f"  - match: {c['memory']!r} (score: {c['score']:.2f})" for c in chunks] or ["  - no match"]
@@ -155,14 +170,56 @@ class PersonalMemory:
 
     def _search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
-        """Exact cosine over the user's live memories (a user holds thousands, not millions)."""
-        ids, matrix = self.store.vectors(user_id, scope, metadata)
+        """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query."""
+        ids, combined, similarity = self._scores(user_id, query, scope, metadata)
+        best = [ids[i] for i in np.argsort(-combined, kind="stable")[:top_k]]
+        records = self.store.memories_by_id(user_id, best)
+        return [(records[i], similarity[i]) for i in best if i in records]
+
+    def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
+                metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray, dict[int, float]]:
+        """Every live memory's combined score, from four routes:
+        - dense: exact cosine over the user's memories (a user holds thousands, not millions);
+        - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
+        - graph: memories stating facts about the entities the query names or their neighbours in
+          the user's graph, in proportion to how many;
+        - time: when the query names a period (a year, a month, a date), the memories said in it.
+        Dense and BM25 scores live on different scales, so each is standardised over the user's
+        memories (z-score) and added, and so are the graph route's fact counts; a time match adds
+        one standard deviation (a period is coarse: it holds whole sessions). On LoCoMo
+        conversations 1-2 (dev) the z-score sum beat reciprocal rank fusion: 0.596 vs 0.526.)"""
+        ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
-            return []
-        scores = np.asarray(self.embedder.calibrate(matrix @ self.embedder.embed_query(query)), dtype=float)
-        best = np.argsort(-scores, kind="stable")[:top_k]
-        records = self.store.memories_by_id(user_id, [ids[i] for i in best])
-        return [(records[ids[i]], float(scores[i])) for i in best if ids[i] in records]
+            return [], np.zeros(0), {}
+        cosine = matrix @ self.embedder.embed_query(query)
+        similarity = dict(zip(ids, map(float, np.asarray(self.embedder.calibrate(cosine), dtype=float))))
+        lexical = dict(self.store.lexical(user_id, query, len(ids), scope, metadata))
+        combined = _standardised(cosine) + _standardised(np.array([lexical.get(i, 0.0) for i in ids]))
+        facts = self._graph_memories(user_id, query)
+        if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
+            combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
+        periods = periods_in(query)
+        if periods:
+            said = self.store.times(user_id)
+            combined += np.array([1.0 if within(said.get(i), periods) else 0.0 for i in ids])
+        return ids, combined, similarity
+
+    def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
+        """Memory id -> facts it states about the entities one hop away from those the query names,
+        along a relation the query names ("Tom's wife" follows Tom -is married to-> Anna and finds
+        what is said about Anna). The first hop's own memories name the entity, so words and
+        vectors find them; the graph adds the second hop, which shares no word with the question."""
+        triples = self._triples(user_id)
+        start = {entity_key(e) for e in entities_in(query, {t.source for t in triples} | {t.target for t in triples})}
+        if not start:
+            return {}
+        asked = _relation_words(query)
+        reached: set[str] = set()
+        for t in triples:
+            ends = (entity_key(t.source), entity_key(t.target))
+            if (ends[0] in start) != (ends[1] in start) and _relation_words(t.relationship) & asked:
+                reached.add(ends[1] if ends[0] in start else ends[0])
+        return self.store.fact_memories(user_id, sorted(reached))
 
     def _triples(self, user_id: str) -> list[Triple]:
         return [Triple(*t) for t in self.store.triples(user_id)]
@@ -171,6 +228,10 @@ class PersonalMemory:
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
+                try:
+                    self.store.release_orphans(socket.gethostname(), _process_alive)
+                except Exception as exc:
+                    self._failed("releasing the claims of dead processes", exc)
                 self._stop.clear()
                 self._worker = threading.Thread(target=self._run_worker, name="personal-memory-writer", daemon=True)
                 self._worker.start()
@@ -187,7 +248,7 @@ class PersonalMemory:
         while time.monotonic() < deadline:
             self._idle.clear()
             self._wake.set()
-            if not self.store.due(self.clock(), 1) and self._idle.wait(0.05):
+            if not self.store.outstanding(self.clock()) and self._idle.wait(0.05):
                 return True
             time.sleep(0.02)
         return False
@@ -198,65 +259,123 @@ class PersonalMemory:
         if self._worker is not None:
             self._worker.join(timeout=10)
 
+    def worker_state(self) -> dict[str, Any]:
+        """The write worker's health for `forest doctor` and the Server page: whether it runs, the
+        queue's depth by status (every user), failures since start and the last error."""
+        return {"running": self._worker is not None and self._worker.is_alive(), "queue": self.store.queue_totals(),
+                **self._health}
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        log.error("personal memory writer: %s failed: %s", what, exc, exc_info=exc)
+        self._health.update(failures=self._health["failures"] + 1, last_error=f"{what}: {type(exc).__name__}: {exc}",
+                            last_error_at=self.clock())
+
     def _run_worker(self) -> None:
+        """Never ends on an exception: every failure is logged, counted and retried later."""
         while not self._stop.is_set():
-            batch = self.store.due(self.clock(), WORKER_BATCH)
+            try:
+                batch = self.store.claim(self.clock(), 1 if self.llm else WORKER_BATCH, self._claim, LEASE_SECONDS)
+            except Exception as exc:
+                self._failed("claiming queued input", exc)
+                self._stop.wait(1.0)
+                continue
             if not batch:
                 self._idle.set()
                 self._wake.wait(timeout=1.0)
                 self._wake.clear()
                 continue
-            for item in batch:
-                self._process(item)
+            try:
+                prepared = self._prepare(batch)
+            except Exception as exc:  # e.g. the embedder failed: every item is retried later
+                self._failed("preparing a batch", exc)
+                for item in batch:
+                    self._retry(item, exc)
+                continue
+            for item, plan in zip(batch, prepared):
+                self._commit(item, plan)
 
-    def _process(self, item: QueuedInput) -> None:
+    def _commit(self, item: QueuedInput, plan: _Plan) -> None:
+        """One short transaction: the memory, its facts and "done" commit together, only while the
+        claim is still ours (exactly once)."""
         try:
-            with self.db.transaction() as conn:  # the write and "done" commit together: exactly once
-                decision = self._write(conn, item, self.clock())
-                self.store.finish(conn, item.id, decision)
+            with self.db.transaction() as conn:
+                if not self.store.holds(conn, item, self.clock()):
+                    log.warning("queued input %d: the claim ran out before writing; another worker has it", item.id)
+                    return
+                decision = self._apply(conn, plan)
+                self.store.finish(conn, item, decision)
+            self._health["written"] += 1
         except Exception as exc:  # logged and retried; the caller already has its context
-            give_up = item.attempts + 1 >= MAX_ATTEMPTS
-            log.warning("writing queued input %d of user %s failed (attempt %d%s): %s", item.id, item.user_id,
-                        item.attempts + 1, ", giving up" if give_up else "", exc)
-            delay = RETRY_BASE_SECONDS * 2 ** item.attempts
-            self.store.retry_later(item.id, f"{type(exc).__name__}: {exc}", self.clock() + delay, give_up)
+            self._failed(f"writing queued input {item.id}", exc)
+            self._retry(item, exc)
 
-    def _write(self, conn, item: QueuedInput, now: float) -> dict[str, Any]:
-        """Classify, then add (or supersede) the memory and its triples, inside `conn`'s transaction."""
+    def _retry(self, item: QueuedInput, exc: Exception) -> None:
+        give_up = item.attempts + 1 >= MAX_ATTEMPTS
+        log.warning("writing queued input %d of user %s failed (attempt %d%s): %s", item.id, item.user_id,
+                    item.attempts + 1, ", giving up" if give_up else "", exc)
+        try:
+            self.store.retry_later(item, f"{type(exc).__name__}: {exc}",
+                                   self.clock() + RETRY_BASE_SECONDS * 2 ** item.attempts, give_up)
+        except Exception as again:  # the lease runs out and the item is claimed again
+            self._failed(f"scheduling a retry of queued input {item.id}", again)
+
+    def _prepare(self, batch: list[QueuedInput]) -> list[_Plan]:
+        """Everything slow, outside any transaction: privacy classification, embedding (one call
+        for the batch), triple extraction and the contradiction check."""
         if self.settings.memory_privacy_filter:
-            privacy = self.privacy.classify(item.input).to_dict()
+            privacy = [d.to_dict() for d in self.privacy.classify_many([item.input for item in batch])]
         else:
-            privacy = {"label": PRIVATE, "reason": "privacy filter off", "decided_by": "setting"}
-        if privacy["label"] != PRIVATE:
-            return {"privacy": privacy, "action": "discarded", "why": "public knowledge is left to the main model"}
-        scope = {"agent_id": item.agent_id, "run_id": item.run_id}
-        memory_id, action, why = self._add_or_supersede(conn, item.user_id, item.input, scope, item.metadata,
-                                                        item.observed_at, "process_memory")
-        return {"privacy": privacy, "action": action, "why": why, "memory_id": memory_id}
+            privacy = [{"label": PRIVATE, "reason": "privacy filter off", "decided_by": "setting"}] * len(batch)
+        kept = [i for i, p in enumerate(privacy) if p["label"] == PRIVATE]
+        vectors = self.embedder.embed_passages([batch[i].input for i in kept]) if kept else []
+        plans = [_Plan(item.user_id, item.input, {"agent_id": item.agent_id, "run_id": item.run_id}, item.metadata,
+                       item.observed_at, "process_memory", privacy[n]) for n, item in enumerate(batch)]
+        for i, vector in zip(kept, vectors):
+            self._plan_write(plans[i], vector)
+        return plans
 
-    def _add_or_supersede(self, conn, user_id: str, text: str, scope: dict[str, str | None],
-                          metadata: dict[str, Any], at: float, actor: str) -> tuple[int, str, str]:
-        vector = self.embedder.embed_passages([text])[0]
-        triples = self.extractor.extract(text, speaker=user_id)
-        old = self._contradicted(user_id, text, vector, triples)
-        if old is not None:
+    def _plan_write(self, plan: _Plan, vector: np.ndarray) -> None:
+        plan.vector = vector
+        plan.triples = self.extractor.extract(plan.text, speaker=plan.user_id)
+        plan.old, plan.conflicts = self._contradicted(plan.user_id, plan.text, vector, plan.triples)
+
+    def _apply(self, conn, plan: _Plan) -> dict[str, Any]:
+        """The short write: add the memory (or supersede), inside `conn`'s transaction."""
+        if plan.privacy["label"] != PRIVATE:
+            return {"privacy": plan.privacy, "action": "discarded", "why": "public knowledge is left to the main model"}
+        memory_id, action, why = self._add_or_supersede(conn, plan)
+        return {"privacy": plan.privacy, "action": action, "why": why, "memory_id": memory_id}
+
+    def _add_or_supersede(self, conn, plan: _Plan) -> tuple[int, str, str]:
+        """A contradiction replaces the old memory only when every fact of it is contradicted (or
+        it is the same statement negated); otherwise only its contradicted facts are retired and
+        the new memory is added beside it, so "I live in Paris" keeps "my sister Mia is a doctor"."""
+        old, user_id, at = plan.old, plan.user_id, plan.at
+        if old is not None and plan.conflicts is None:
             why = f"contradicts memory {old.id} ({old.memory!r}) about the same subject"
-            self.store.update(conn, user_id, old.id, text, vector, at, actor, why, metadata)
-            conn.execute("DELETE FROM personal_triples WHERE user_id = ? AND memory_id = ?", (user_id, old.id))
-            memory_id, action = old.id, "superseded"
-        else:
-            memory_id = self.store.add(conn, user_id, text, vector, scope, metadata, at, actor)
-            action, why = "stored", "private information about the user"
-        self.store.add_triples(conn, user_id, memory_id, _keyed(triples), at)
-        return memory_id, action, why
+            if self.store.update(conn, user_id, old.id, plan.text, plan.vector, self.embedder.name, at, plan.actor,
+                                 why, plan.metadata):
+                self.store.drop_facts(conn, user_id, old.id)
+                self.store.add_triples(conn, user_id, old.id, _keyed(plan.triples), at)
+                return old.id, "superseded", why
+        memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
+                                   plan.metadata, at, plan.actor)
+        self.store.add_triples(conn, user_id, memory_id, _keyed(plan.triples), at)
+        if old is not None and plan.conflicts:
+            self.store.drop_facts(conn, user_id, old.id, plan.conflicts)
+            facts = "; ".join(" ".join(f) for f in plan.conflicts)
+            return memory_id, "stored", f"replaces the fact(s) {facts} of memory {old.id}, which keeps its others"
+        return memory_id, "stored", "private information about the user"
 
-    def _contradicted(self, user_id: str, text: str, vector: np.ndarray, triples) -> PersonalMemoryRecord | None:
-        """The live memory the new one contradicts: the same single-valued relation of the same
-        subject with another value, or the same statement negated (high similarity, one side
-        negated)."""
-        ids, matrix = self.store.vectors(user_id)
+    def _contradicted(self, user_id: str, text: str, vector: np.ndarray,
+                      triples) -> tuple[PersonalMemoryRecord | None, list[tuple[str, str, str]] | None]:
+        """The live memory the new one contradicts, and which of its facts (None: all of it).
+        A contradiction is the same single-valued relation of the same subject with another value
+        (the facts that differ; None when those are all the memory states), or the same statement
+        negated (high similarity, one side negated: the whole memory)."""
+        ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
-            return None
+            return None, None
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
         records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= SAME_SUBJECT)])
         new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
@@ -266,12 +385,29 @@ class PersonalMemory:
             record = records.get(ids[i])
             if record is None or similarity[i] < SAME_SUBJECT:
                 break
-            for t in self.extractor.extract(record.memory, speaker=user_id):
-                if new_facts.get((entity_key(t.source), t.relationship), entity_key(t.target)) != entity_key(t.target):
-                    return record
+            facts = [(entity_key(t.source), t.relationship, entity_key(t.target))
+                     for t in self.extractor.extract(record.memory, speaker=user_id)]
+            conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
+            if conflicts:
+                return record, None if len(conflicts) == len(set(facts)) else conflicts
             if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_SUBJECT + 0.15:
-                return record
-        return None
+                return record, None
+        return None, None
+
+    def reembed(self, user_id: str | None = None, batch: int = 64) -> int:
+        """Re-embed live memories (of one user, or all) with the configured embedder: the way out
+        of an embedder mismatch. Returns how many were re-embedded."""
+        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
+        rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id",
+                             (check_user_id(user_id),) if user_id else ())
+        for start in range(0, len(rows), batch):
+            part = rows[start:start + batch]
+            vectors = self.embedder.embed_passages([r["memory"] for r in part])
+            with self.db.transaction() as conn:
+                conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
+                                 [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
+                                  for r, v in zip(part, vectors)])
+        return len(rows)
 
     # --- the memory access tool (seed 004) --------------------------------------------------
     def memory_tool(self, action: str, user_id: str, *, text: str | list[str] | None = None,
@@ -294,7 +430,7 @@ class PersonalMemory:
             if action == "search":
                 filters = dict(filters or {})
                 scope_filter = _scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
-                found = self._search(user_id, check_text(query or "", "query", MAX_MEMORY_CHARS),
+                found = self._search(user_id, redact(check_text(query or "", "query", MAX_MEMORY_CHARS)).text,
                                      _top_k(top_k), scope_filter, _metadata(filters))
                 return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
                                                               for r, s in found]})
@@ -304,15 +440,14 @@ class PersonalMemory:
             if memory_id is None:
                 raise InvalidInput(f"{action} needs a memory_id")
             now = self.clock()
+            if action == "update":  # embedding and extraction before the transaction
+                new = redact(check_text(text if isinstance(text, str) else "", "memory", MAX_MEMORY_CHARS)).text
+                vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
             with self.db.transaction() as conn:
                 if action == "update":
-                    new = check_text(text if isinstance(text, str) else "", "memory", MAX_MEMORY_CHARS)
-                    done = self.store.update(conn, user_id, memory_id, new, self.embedder.embed_passages([new])[0],
-                                             now, who)
+                    done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, now, who)
                     if done:
-                        conn.execute("DELETE FROM personal_triples WHERE user_id = ? AND memory_id = ?",
-                                     (user_id, memory_id))
-                        triples = self.extractor.extract(new, speaker=user_id)
+                        self.store.drop_facts(conn, user_id, memory_id)
                         self.store.add_triples(conn, user_id, memory_id, _keyed(triples), now)
                 else:
                     done = self.store.delete(conn, user_id, memory_id, now, who)
@@ -329,12 +464,14 @@ class PersonalMemory:
         texts = [text] if isinstance(text, str) else list(text or [])
         if not texts or len(texts) > MAX_BATCH:
             raise InvalidInput(f"add needs 1 to {MAX_BATCH} memories as text")
-        texts = [check_text(t, "memory", MAX_MEMORY_CHARS) for t in texts]
+        texts = [redact(check_text(t, "memory", MAX_MEMORY_CHARS)).text for t in texts]
         results = []
-        for memory in texts:
+        vectors = self.embedder.embed_passages(texts)
+        for memory, vector in zip(texts, vectors):
+            plan = _Plan(user_id, memory, scope, metadata, self.clock(), actor, {})
+            self._plan_write(plan, vector)
             with self.db.transaction() as conn:
-                memory_id, event, why = self._add_or_supersede(conn, user_id, memory, scope, metadata, self.clock(),
-                                                               actor)
+                memory_id, event, why = self._add_or_supersede(conn, plan)
             results.append({"memory_id": memory_id, "memory": memory,
                             "event": "UPDATE" if event == "superseded" else "ADD", "reason": why})
         return results
@@ -370,6 +507,54 @@ class PersonalMemory:
         triples = self._triples(check_user_id(user_id))
         entities = sorted({t.source for t in triples} | {t.target for t in triples})
         return {"user_id": user_id, "entities": entities, "relations": [t.to_dict() for t in triples]}
+
+
+@dataclass
+class _Plan:
+    """A write worked out outside the transaction; _apply commits it in a short one."""
+    user_id: str
+    text: str
+    scope: dict[str, str | None]
+    metadata: dict[str, Any]
+    at: float
+    actor: str
+    privacy: dict[str, str]
+    vector: np.ndarray | None = None
+    triples: list[Triple] | None = None
+    old: PersonalMemoryRecord | None = None
+    conflicts: list[tuple[str, str, str]] | None = None
+
+
+# Words that name the same relation: a question says "wife", a triple says "is married to".
+_RELATION_ALIASES = ({"wife", "husband", "spouse", "partner", "married", "marri", "妻子", "丈夫", "老婆", "老公", "结婚"},
+                     {"work", "works", "job", "employ", "工作", "上班"}, {"live", "lives", "home", "住在", "住"},
+                     {"mother", "mom", "mum", "妈妈", "母亲"}, {"father", "dad", "爸爸", "父亲"})
+
+
+def _relation_words(text: str) -> set[str]:
+    """A text's relation words, stemmed crudely (first five letters), with their aliases."""
+    words = {t[:5] if t.isascii() else t for t in content_terms(text)}
+    for group in _RELATION_ALIASES:
+        stems = {w[:5] if w.isascii() else w for w in group}
+        if words & stems:
+            words |= stems
+    return words
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def _standardised(values: np.ndarray) -> np.ndarray:
+    """(x - mean) / standard deviation; all zeros when the values do not vary."""
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values, dtype=float)
 
 
 def check_user_id(user_id: str) -> str:

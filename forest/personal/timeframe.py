@@ -1,0 +1,52 @@
+"""Periods a question names ("in May 2023", "on 8 May", "2022", "2023年5月"), to match against
+when memories were said. A period is (year, month, day), any part None when not given; a memory
+said at time t (UTC) is within it when every given part agrees."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+MONTHS = {name: n for n, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+    ("november", "nov"), ("december", "dec")), 1) for name in names}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_YEAR = r"(?:19|20)\d\d"
+_EN = re.compile(rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH})\.?"
+                 rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>{_YEAR}))?\b", re.I)
+_ZH = re.compile(rf"(?:(?P<year>{_YEAR})\s*年)?\s*(?P<month>1[0-2]|0?[1-9])\s*月(?:\s*(?P<day>[12]\d|3[01]|0?[1-9])\s*[日号])?")
+_BARE_YEAR = re.compile(rf"\b(?:in|of|during|since|from|year)\s+(?P<year>{_YEAR})\b|(?P<zh>{_YEAR})\s*年", re.I)
+
+Period = tuple[int | None, int | None, int | None]
+
+
+def periods_in(text: str) -> list[Period]:
+    """Every period the text names; "may" alone counts only capitalised ("in May"), not the verb."""
+    periods: list[Period] = []
+    for match in _EN.finditer(text):
+        word = match.group("month")
+        if word.lower() == "may" and not word[0].isupper():
+            continue
+        if word.lower() in ("mar", "jun", "jan", "oct", "dec", "sep", "nov", "aug", "apr", "feb", "jul") and \
+                not (match.group("year") or match.group("day1") or match.group("day2")):
+            continue  # a bare abbreviation is too often a word ("mar", "jun" in names)
+        day = match.group("day1") or match.group("day2")
+        periods.append((int(match.group("year")) if match.group("year") else None, MONTHS[word.lower()],
+                        int(day) if day else None))
+    for match in _ZH.finditer(text):
+        periods.append((int(match.group("year")) if match.group("year") else None, int(match.group("month")),
+                        int(match.group("day")) if match.group("day") else None))
+    named_years = {p[0] for p in periods}
+    for match in _BARE_YEAR.finditer(text):
+        year = int(match.group("year") or match.group("zh"))
+        if year not in named_years:
+            periods.append((year, None, None))
+    return periods
+
+
+def within(at: float | None, periods: list[Period]) -> bool:
+    if at is None:
+        return False
+    day = datetime.fromtimestamp(at, tz=timezone.utc)
+    return any(all(want is None or want == got for want, got in zip(p, (day.year, day.month, day.day)))
+               for p in periods)
