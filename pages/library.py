@@ -6,6 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError
+from forest.archive_io import read_export
 from ingest import SUPPORTED_SUFFIXES
 from pages.shared import get_forest, get_queue, page_start
 
@@ -91,8 +92,8 @@ with share:
     imported = st.file_uploader("Import an exported archive", type=["json"], key="import_file")
     if imported is not None and st.button("Import", key="import"):
         try:
-            made = forest.import_archive(model_id, json.loads(imported.getvalue()))
-        except (ForestError, ValueError) as exc:
+            made = forest.import_archive(model_id, read_export(imported.getvalue(), imported.name))
+        except ForestError as exc:
             st.error(f"Not imported: {exc}")
         else:
             st.success(f"Imported as archive {made.id}")

@@ -174,8 +174,8 @@ def test_rebuild_replans_over_stored_leaves_without_embedding_them(forest, embed
 
 
 def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
-    """A schema-6 store (summary nodes holding their subtree's text, no titles, no merge history)
-    upgrades in place, and `forest rebuild` gives its archives the outline tree."""
+    """A schema-6 store (what migrations 7-9 add taken away: summary nodes holding their subtree's
+    text, no titles, no merge history) upgrades in place, and `forest rebuild` gives its archives the outline tree."""
     old = make_forest(data_dir=tmp_path / "store")
     archive = old.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     leaf_ids = {n.id for n in old.tree("m", archive.id) if n.is_leaf}
@@ -192,6 +192,10 @@ def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
             INSERT INTO node_text (rowid, body) VALUES (new.id, forest_index_text(new.node_type, new.summary, new.content));
         END;
         ALTER TABLE memory_nodes DROP COLUMN title; ALTER TABLE memory_nodes DROP COLUMN heading_path;
+        DROP TABLE personal_memory_text; DROP TABLE personal_triple_sources;
+        ALTER TABLE personal_memories DROP COLUMN embedder;
+        ALTER TABLE personal_write_queue DROP COLUMN claim; ALTER TABLE personal_write_queue DROP COLUMN lease_until;
+        ALTER TABLE episodic_events DROP COLUMN embedder;
         PRAGMA user_version = 6;""")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")
