@@ -4,11 +4,17 @@ The engine, its MCP / REST / OpenAI endpoint (a background thread) and the inges
 shared by every session of this process (pages/shared.py)."""
 import streamlit as st
 
+from forest import ForestError
 from forest.server import ThreadServer
 from pages.shared import get_forest, get_queue, get_server, seed_samples
 
 st.set_page_config(page_title="Memory Forest", layout="wide")
-forest = get_forest()
+try:
+    forest = get_forest()
+except ForestError as exc:  # another process owns the store: say so instead of a traceback
+    st.title("Memory Forest")
+    st.error(str(exc))
+    st.stop()
 server = get_server(forest)
 seed_samples(forest, get_queue(forest))
 with st.sidebar:

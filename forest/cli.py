@@ -254,6 +254,7 @@ def _cmd_merge_archives(forest: MemoryForest, args) -> int:
 def _cmd_serve(forest: MemoryForest, args) -> int:
     from forest.server import serve_http, serve_stdio
 
+    forest.own_store()
     if args.transport == "stdio":
         serve_stdio(forest)
     else:

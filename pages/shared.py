@@ -17,7 +17,15 @@ SAMPLE_MODEL_ID = "demo"
 
 @st.cache_resource
 def get_forest() -> MemoryForest:
-    return MemoryForest()
+    """The process's engine; a ForestError (not cached, so a rerun retries) when another process
+    owns the store."""
+    forest = MemoryForest()
+    try:
+        forest.own_store()
+    except ForestError:
+        forest.close()
+        raise
+    return forest
 
 
 @st.cache_resource
