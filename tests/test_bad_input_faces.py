@@ -20,7 +20,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -436,17 +436,17 @@ def cli_face(tmp_path_factory, files) -> Face:
     data_dir = tmp_path_factory.mktemp("cli") / "store"
     plants = files["good"].with_name("plants.md")
     plants.write_text(topic_text("photosynthesis"), encoding="utf-8")
-    ids = {}
+    ids: Ids = {}
     for owner, path in (("alice", files["good"]), ("bob", plants)):
         done = subprocess.run([FOREST, "ingest", str(path), "--model-id", owner, "--json"], capture_output=True,
                               text=True, timeout=300, env=forest_env(data_dir))
         assert done.returncode == 0, done.stderr
         ids[f"{owner}_archive"] = json.loads(done.stdout)[0]["id"]
-    return Face(data_dir, ids, {k: str(v) for k, v in files.items()})
+    return Face(data_dir, ids, files)
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, embedder, files):
+def served(tmp_path_factory, embedder, files) -> Iterator[Face]:
     """One server (MCP, REST and OpenAI on one HTTP app) over a store with alice's and bob's archives."""
     data_dir = tmp_path_factory.mktemp("served") / "store"
     forest = MemoryForest(data_dir=data_dir, embedder=embedder, chunk_size=300, max_document_chars=LIMIT)
@@ -462,7 +462,7 @@ def served(tmp_path_factory, embedder, files):
 
 
 @pytest.fixture(scope="module")
-def workbench_face(served, tmp_path_factory):
+def workbench_face(served, tmp_path_factory) -> Iterator[Face]:
     """The Library page on the served store (as `make run` would open it beside its endpoint)."""
     tmp = tmp_path_factory.mktemp("workbench")
     with pytest.MonkeyPatch.context() as patch:
@@ -482,7 +482,7 @@ FIXTURES = {"CLI": "cli_face", "MCP": "served", "REST": "served", "OpenAI": "ser
 
 
 @pytest.fixture(scope="module", autouse=True)
-def write_observed():
+def write_observed() -> Iterator[None]:
     yield
     if target := os.environ.get("FOREST_BAD_INPUT_TABLE"):
         rows = {row: OBSERVED[row] for row in CELLS if row in OBSERVED}
