@@ -29,9 +29,15 @@ home = st.Page(lambda: st.switch_page(listed[0]), title="Memory Forest", url_pat
 page = st.navigation([home, *listed])
 
 with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
-    from pages.shared import show_notices, start  # the engine's imports are the slow part of a first start
+    from forest import ForestError  # the engine's imports are the slow part of a first start
+    from pages.shared import show_notices, start
 
-    server = start()
+    try:
+        server = start()
+    except ForestError as exc:  # another process owns the store: say so instead of a traceback
+        st.title("Memory Forest")
+        st.error(str(exc))
+        st.stop()
 with st.sidebar:
     if isinstance(server, str):
         st.caption(f"Agent endpoint not running: {server}")

@@ -255,6 +255,7 @@ def _cmd_merge_archives(forest: MemoryForest, args) -> int:
 def _cmd_serve(forest: MemoryForest, args) -> int:
     from forest.server import serve_http, serve_stdio
 
+    forest.own_store()
     if args.transport == "stdio":
         serve_stdio(forest)
     else:
@@ -342,9 +343,9 @@ def _cmd_import(forest, args) -> int:
     path = Path(args.file)
     try:
         if path.stat().st_size > MAX_IMPORT_BYTES:  # refused before reading it into memory
-            raise ForestError(f"{args.file} is {path.stat().st_size:,} bytes; imports are limited to "
+            raise ForestError(f"{path.name} is {path.stat().st_size:,} bytes; imports are limited to "
                               f"{MAX_IMPORT_BYTES:,}")
-        document = read_export(path.read_bytes(), args.file)
+        document = read_export(path.read_bytes(), path.name)
     except FileNotFoundError:
         raise ForestError(f"{args.file}: no such file") from None
     archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()

@@ -109,6 +109,8 @@ class Settings:
             raise ConfigError("vector_top_k is 1-100, graph_max_depth 1-5 and graph_max_relations at least 1")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
+        if not 0 <= self.merge_threshold <= 1:  # also refuses NaN, which would never merge
+            raise ConfigError(f"merge_threshold is a 0-1 similarity, got {self.merge_threshold}")
 
     @property
     def sqlite_path(self) -> Path:

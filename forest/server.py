@@ -87,10 +87,23 @@ class CallLog:
             return list(self._calls)
 
 
+class _ForestMCP(MCPServer):
+    """Arguments that fail the input schema are reported in one line per field, as REST reports them
+    ("top_k: Input should be greater than or equal to 1"), not as pydantic's multi-line dump."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {_tool_message(exc)}") from exc.__cause__
+
+
 def build_mcp(forest: MemoryForest, calls: CallLog | None = None) -> MCPServer:
     """The one server definition: every tool of forest.tools, with its schema and description."""
     # WARNING: at INFO the SDK logs two lines per MCP session into the host process (the workbench).
-    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.4", log_level="WARNING")
+    server = _ForestMCP("memory-forest", instructions=INSTRUCTIONS, version="0.4", log_level="WARNING")
     tools = ForestTools(forest)
     for name in ForestTools.NAMES:
         server.add_tool(_timed(getattr(tools, name), name, calls) if calls else getattr(tools, name), name=name)

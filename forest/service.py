@@ -24,6 +24,7 @@ from forest.records import (
     ScoredNode,
 )
 from forest.store import ForestStore
+from forest.store_owner import WriterLock
 from forest.validation import check_model_id, check_query
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from forest.research.conflicts import Conflict
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.retrieval import Retriever
+    from forest.store_owner import Ownership
     from forest.summarizers import Summarizer
     from forest.vectors import VectorStore
 
@@ -64,8 +66,11 @@ class MemoryForest:
                 self.__dict__[name] = part  # takes precedence over the cached_property
         self.db = Database(self.settings.sqlite_path)
         self.store = ForestStore(self.db)
-        self._build_lock = threading.Lock()
+        # Writers of this data directory take turns with every other process's (forest.store_owner).
+        self._build_lock = WriterLock(self.settings.data_dir)
         self._init_lock = threading.Lock()
+        self._made_vectors = vectors is None  # a store the caller passed in is the caller's to close
+        self._ownership: Ownership | None = None
 
     # Models load on first use, so `forest archives` or `forest tree` start instantly.
     @cached_property
@@ -398,9 +403,22 @@ class MemoryForest:
                 repair(self.db, self.store, self.vectors, self.embedder, report)
         return report
 
+    def own_store(self) -> None:
+        """Servers call this before serving: they must own the embedded vector store, and are refused
+        (a ForestError naming `chroma run`) when another process does. Nothing to own with a Chroma server."""
+        from forest.store_owner import claim_for_server
+
+        if self._ownership is None:
+            self._ownership = claim_for_server(self.settings)
+
     def close(self) -> None:
         if "personal" in self.__dict__:
             self.personal.stop()  # its writer finishes the item in hand; the rest stays queued
+        if self._made_vectors and "vectors" in self.__dict__:
+            self.vectors.close()
+        if self._ownership is not None:
+            self._ownership.release()
+            self._ownership = None
         self.db.close()
 
     def _mode(self, mode: str | None) -> str:

@@ -15,6 +15,7 @@ from forest.errors import ForestError, NotFound
 from forest.lexical import phrase_match
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.tree_builder import SEPARATOR
+from forest.validation import in_id_range
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
                 "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity, "
@@ -99,7 +100,7 @@ class ForestStore:
             conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
-        row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id))
+        row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id)) if in_id_range(archive_id) else None
         if row is None:
             raise NotFound(f"archive {archive_id} not found for model_id {model_id!r}")
         return Archive.from_row(row)
@@ -232,13 +233,13 @@ class ForestStore:
 
     def node(self, model_id: str, node_id: int) -> MemoryNode:
         row = self.db.query_one(f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
-                                (model_id, node_id))
+                                (model_id, node_id)) if in_id_range(node_id) else None
         if row is None:
             raise NotFound(f"node {node_id} not found for model_id {model_id!r}")
         return MemoryNode.from_row(row)
 
     def nodes(self, model_id: str, node_ids: Iterable[int]) -> dict[int, MemoryNode]:
-        ids = list(dict.fromkeys(int(i) for i in node_ids))
+        ids = [i for i in dict.fromkeys(int(i) for i in node_ids) if in_id_range(i)]
         found: dict[int, MemoryNode] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

@@ -45,6 +45,9 @@ stdio = {"mcpServers": {"memory-forest": {"command": forest_command, "args": ["s
                                           "env": {"FOREST_DATA_DIR": str(Path(forest.settings.data_dir).resolve())}}}}
 st.markdown("Claude Desktop (`claude_desktop_config.json`) or Cursor (`~/.cursor/mcp.json`), over stdio:")
 st.code(json.dumps(stdio, indent=2), language="json")
+st.caption("A stdio server is a process of its own, and one process owns an embedded store: it is refused while "
+           "this workbench runs on the same data folder. Meanwhile connect over HTTP (below), or share the store "
+           "through a `chroma run` server (settings chroma_host, chroma_port).")
 st.markdown("Over HTTP, to this endpoint:")
 st.code(json.dumps({"mcpServers": {"memory-forest": {"url": f"{server.url}/mcp"}}}, indent=2), language="json")
 st.markdown("OpenAI clients:")

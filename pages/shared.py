@@ -27,7 +27,15 @@ def get_forest() -> MemoryForest:
 # No spinners of their own: app.py shows one while the first session starts them.
 @st.cache_resource(show_spinner=False)
 def _engine() -> MemoryForest:
-    return MemoryForest()
+    """The process's engine; a ForestError (not cached, so a rerun retries) when another process
+    owns the store."""
+    forest = MemoryForest()
+    try:
+        forest.own_store()
+    except ForestError:
+        forest.close()
+        raise
+    return forest
 
 
 @st.cache_resource(show_spinner=False)

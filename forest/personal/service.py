@@ -45,7 +45,7 @@ from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
 from forest.personal.timeframe import periods_in, within
 from forest.text import content_terms
-from forest.validation import check_text
+from forest.validation import check_text, in_id_range
 
 log = logging.getLogger("forest.personal")
 
@@ -423,6 +423,8 @@ class PersonalMemory:
                                                          "was read or written"})
         try:
             user_id = check_user_id(user_id)
+            if memory_id is not None and not in_id_range(memory_id):
+                raise NotFound(f"memory {memory_id} not found for this user")
             scope = _scope(agent_id, run_id)
             who = actor or agent_id or "memory_tool"
             if action == "add":
@@ -558,8 +560,10 @@ def _standardised(values: np.ndarray) -> np.ndarray:
 
 
 def check_user_id(user_id: str) -> str:
-    if not isinstance(user_id, str) or not _ID.match(user_id):
-        raise InvalidInput("user_id is required: 1-200 letters, digits or . : @ / - _")
+    if not isinstance(user_id, str) or not user_id:
+        raise InvalidInput("user_id is required")
+    if not _ID.match(user_id):
+        raise InvalidInput("user_id must be 1-200 letters, digits or . : @ / - _")
     return user_id
 
 
