@@ -139,8 +139,10 @@ def test_process_memory_reads_as_a_table_with_the_json_behind_an_expander(workbe
 def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
     from forest import MemoryForest
 
-    MemoryForest(data_dir=workbench).research.add_message("reader", "default", "user", "Does fusion help?")
-    MemoryForest(data_dir=workbench).research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
+    forest = MemoryForest(data_dir=workbench)
+    forest.research.add_message("reader", "default", "user", "Does fusion help?")
+    forest.research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
+    forest.close()
     app = open_app().switch_page("pages/research.py").run()
     app.sidebar.text_input[0].set_value("reader").run()
     app = on_tab(app, "research_tab", "Conversation")
@@ -170,7 +172,9 @@ def test_a_verdict_without_a_conflict_cannot_be_saved_as_a_finding(workbench):
 def test_server_page_lists_openai_calls_and_why_calls_failed(workbench, monkeypatch):
     from forest import MemoryForest
 
-    MemoryForest(data_dir=workbench, chunk_size=300).ingest_text("reader", "jazz", topic_text("jazz"))
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    forest.close()
     port = free_port()
     monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
     app = open_app().switch_page("pages/server.py").run()
