@@ -169,7 +169,7 @@ class Upload(_PageFile):
         uploader = _uploader(app, "Documents (PDF, text, Markdown)")
         uploader.set_value([(self.name, self.content, "application/octet-stream")])
         _click(app, "Ingest")
-        label = f"{Path(self.name).stem}: "
+        label = f"{self.name}: "  # the Library names a job by its file
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if app.exception:  # Streamlit's own check of the uploader's types
