@@ -88,14 +88,20 @@ def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
     """The model_id the page works on (sidebar), remembered across pages in the session."""
     known = forest.model_ids()
     current = st.session_state.get("model_id") or (known or building_model_ids(forest) or [""])[0]
+    # Keyed widgets, seeded from the remembered model_id: a widget keyed by its default value would
+    # be replaced (and an edit lost) whenever that default changes.
     if allow_new:
-        value = st.sidebar.text_input("model_id", value=current, help="an existing model_id or a new one")
+        if st.session_state.get("model_id_box") is None:
+            st.session_state["model_id_box"] = current
+        value = st.sidebar.text_input("model_id", key="model_id_box", help="an existing model_id or a new one")
         if known:
             st.sidebar.caption("existing: " + ", ".join(known))
     else:
         if not known:
             return None
-        value = st.sidebar.selectbox("model_id", known, index=known.index(current) if current in known else 0)
+        if st.session_state.get("model_id_pick") not in known:
+            st.session_state["model_id_pick"] = current if current in known else known[0]
+        value = st.sidebar.selectbox("model_id", known, key="model_id_pick")
     value = (value or "").strip()
     if value:
         st.session_state["model_id"] = value
@@ -149,7 +155,9 @@ def pick_session(forest: MemoryForest, model_id: str) -> str:
     """The research session the page works in (sidebar), remembered across pages."""
     known = forest.research.sessions(model_id)
     current = st.session_state.get("research_session") or (known[0] if known else "default")
-    value = st.sidebar.text_input("Research session", value=current,
+    if st.session_state.get("research_session_box") is None:
+        st.session_state["research_session_box"] = current
+    value = st.sidebar.text_input("Research session", key="research_session_box",
                                   help="notes, history and conversation are kept per session").strip() or "default"
     if known:
         st.sidebar.caption("sessions: " + ", ".join(known[:10]))

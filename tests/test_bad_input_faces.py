@@ -135,15 +135,9 @@ class Http:
 
 
 def _type_model_id(app: AppTest, value: str) -> None:
-    """Type into the sidebar's model_id box; twice if need be. The box's identity follows its default
-    (pages/shared.py passes the current model_id), so a second edit lands on a widget the rerun
-    replaces and is lost; the retry types into the replacement."""
-    for _ in range(2):
-        box = next(t for t in app.sidebar.text_input if t.label == "model_id")
-        box.set_value(value).run()
-        if next(t for t in app.sidebar.text_input if t.label == "model_id").value == value:
-            return
-    raise AssertionError(f"the model_id box would not take {value!r}")
+    """Type into the sidebar's model_id box; the edit must hold on the first try."""
+    next(t for t in app.sidebar.text_input if t.label == "model_id").set_value(value).run()
+    assert next(t for t in app.sidebar.text_input if t.label == "model_id").value == value
 
 
 def _uploader(app: AppTest, label: str):
