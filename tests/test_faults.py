@@ -13,6 +13,7 @@ from multiprocessing.connection import wait
 
 import pytest
 
+from fake_anthropic import FakeAnthropic
 from helpers import faults
 from forest.personal.memory_store import PersonalStore
 
@@ -72,3 +73,35 @@ def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(
         assert memories.count(row["input"]) == stored, row["input"]
     assert sorted(set(memories)) == sorted(memories)
 
+
+def test_a_claude_call_that_hangs_holds_up_no_other_write(make_forest, monkeypatch):
+    """The write worker's Claude call hangs (the API stalls 60 s; the client's timeout is 4 s):
+    meanwhile other writes commit at once, and the hung input is then written exactly once,
+    after one SDK retry and the offline fallback."""
+    with FakeAnthropic() as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        fake.hang = lambda prompt: "Lisbon" in prompt and "PRIVATE" in prompt  # only its privacy check hangs
+        fake.respond = lambda prompt: json.dumps({"label": "PRIVATE", "reason": "about the user"}
+                                                 if "PRIVATE" in prompt else {"triples": []})
+        forest = make_forest(anthropic_api_key="test-key", summarizer="textrank", llm_retries=0,
+                             llm_timeout_seconds=4.0)
+        personal, research = forest.personal, forest.research  # loaded before the hang: only writes in it
+        forest.embedder.embed_query("warm up")
+        personal.process_memory("ann", "My grandmother grew up in Lisbon.")
+        assert fake.hung.wait(60)
+        personal.process_memory("ann", "I am allergic to peanuts.")
+        added = personal.memory_tool("add", "ann", text="I drive a blue Volvo.")
+        research.add_note("m", "s", "finding", "Fusion adds 8% inference time.")
+        research.update_knowledge("m", "feature fusion", "Helps at 5-shot.")
+        # The hung call (its first attempt, or the SDK's retry) is still open: nothing waited for it.
+        assert fake.holding == 1 and added["status"] == "success"
+        assert personal.drain(60)
+    assert fake.held == 2 and fake.holding == 0  # the SDK's one retry hung too, then the fallback
+    memories = [m.memory for m in personal.memories("ann")]
+    assert sorted(memories) == sorted(["My grandmother grew up in Lisbon.", "I am allergic to peanuts.",
+                                       "I drive a blue Volvo."])
+    decisions = {i["input"]: i for i in personal.write_queue("ann")["items"]}
+    hung = decisions["My grandmother grew up in Lisbon."]
+    assert hung["status"] == "done" and hung["attempts"] == 1
+    assert hung["decision"]["privacy"]["decided_by"] == "fallback:claude-error"
+    assert [n.text for n in research.workspace("m", "s")] == ["Fusion adds 8% inference time."]
