@@ -150,7 +150,7 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
     vector = embedder.embed_passages([embedding_text(SUMMARY, "", summary.text, summary.title)])
     _write_growth(store, vectors, model_id, target.id, [row], vector, [(root.id, 0) for root, _ in roots],
                   renumber, expect, history, {**target.settings, "documents": documents,
-                                              "joined": [a.name for a in archives]}, name.strip() if name else None)
+                                              "joined": [a.name for a in archives]}, (name or "").strip() or None)
     return target.id
 
 
@@ -247,7 +247,7 @@ def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archi
         vectors.upsert(model_id, ids, new_vectors,
                        [vector_metadata(model_id, archive_id, r["node_type"], r["depth"]) for r in rows])
         store.graft(archive_id, rows, base, [(root, base + parent, path_of[parent]) for root, parent in adoptions],
-                    renumber, expect, merges, settings, name or None)
+                    renumber, expect, merges, settings, name)
     except BaseException:
         vectors.delete(model_id, ids)  # the rows never landed: their vectors must not linger
         raise

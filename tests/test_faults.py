@@ -56,7 +56,7 @@ def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(
             message = ready.recv()
             assert message[0] == "claimed", message
             claimed.append(next(i for i, (_, c) in enumerate(workers) if c is ready))
-    victim, victim_channel = workers[claimed[-1]]  # the last to claim holds its fresh lease
+    victim, _ = workers[claimed[-1]]  # the last to claim holds its fresh lease
     victim.kill()
     victim.join()
     assert victim.exitcode == -signal.SIGKILL
@@ -65,6 +65,7 @@ def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(
         pass
     assert message == ("drained", True)
     survivor.kill()
+    survivor.join()
     rows = forest.db.query("SELECT input, status, decision FROM personal_write_queue ORDER BY id")
     assert [r["status"] for r in rows] == ["done"] * len(texts)
     memories = [m.memory for m in forest.personal.memories(faults.USER)]

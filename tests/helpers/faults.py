@@ -318,7 +318,7 @@ def _write(name: str, data_dir: str, channel: Connection, die_after: int | None)
 
 
 def _queue_worker(data_dir: str, channel: Connection) -> None:
-    """A personal-memory writer process on a shared store: says ("ready", pid), waits for "go",
+    """A personal-memory writer process on a shared store: says "ready", waits for "go",
     drains the write queue, saying ("claimed", n) each time it takes items, then ("drained", ok)."""
     forest = open_forest(data_dir)
     store, said = forest.personal.store, threading.Lock()
@@ -332,7 +332,7 @@ def _queue_worker(data_dir: str, channel: Connection) -> None:
         return batch
 
     store.claim = claim_and_say  # type: ignore[method-assign]
-    channel.send(("ready", os.getpid()))
+    channel.send(("ready",))
     channel.recv()
     drained = forest.personal.drain(60)
     with said:
@@ -403,7 +403,6 @@ class Attack:
     repaired: int = 0                # stores doctor had to repair
     resumed: int = 0                 # queued inputs a fresh worker wrote after the kill
     violations: list[str] = field(default_factory=list)
-    seconds: float = 0.0
 
 
 def start_writer(ctx: multiprocessing.context.BaseContext, name: str, data_dir: Path, die_after: int | None = None
@@ -474,18 +473,16 @@ def _trial(ctx: multiprocessing.context.BaseContext, line: Baseline, trial: Path
 def kill_at_random(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path, kills: int,
                    rng: random.Random) -> Attack:
     """SIGKILL from outside at a moment uniform over the operation's duration, `kills` times."""
-    began, result = time.perf_counter(), Attack(line.operation)
+    result = Attack(line.operation)
     for k in range(kills):
         _trial(ctx, line, workdir / line.operation / f"random{k}", result, delay=rng.uniform(0, line.duration))
-    result.seconds = time.perf_counter() - began
     return result
 
 
 def kill_at_each_write(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path) -> Attack:
     """SIGKILL right after each durable write of the operation in turn: every state a crash can
     leave on disk."""
-    began, result = time.perf_counter(), Attack(line.operation)
+    result = Attack(line.operation)
     for k in range(1, line.writes + 1):
         _trial(ctx, line, workdir / line.operation / f"write{k}", result, die_after=k)
-    result.seconds = time.perf_counter() - began
     return result
