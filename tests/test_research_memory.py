@@ -157,8 +157,8 @@ def test_compaction_flushes_findings_and_loses_nothing(research, clock):
 
 def test_a_compaction_another_writer_finished_meanwhile_is_not_done_twice(research, monkeypatch):
     monkeypatch.setattr(research, "compact_if_due", lambda *args: None)  # compaction only when asked below
-    for i in range(8):
-        research.add_message("ann", "s1", "user", f"What does table {i} show? " + "Setup details. " * 10)
+    for i in range(4):
+        research.add_message("ann", "s1", "user", f"What does table {i} show? " + "Setup details. " * 16)
         research.add_message("ann", "s1", "assistant", f"- Accuracy reaches {70 + i}.5% on B{i}. [node {i}, p. 2]")
     flush = research.flusher.flush
 
