@@ -75,7 +75,8 @@ def make_llm(settings: Settings) -> ClaudeJSON | None:
         return None
     from forest.llm import ClaudeJSON
 
-    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
+    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries,
+                      timeout=settings.llm_timeout_seconds)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:

@@ -228,10 +228,7 @@ class PersonalMemory:
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
-                try:
-                    self.store.release_orphans(socket.gethostname(), _process_alive)
-                except Exception as exc:
-                    self._failed("releasing the claims of dead processes", exc)
+                self._release_orphans()
                 self._stop.clear()
                 self._worker = threading.Thread(target=self._run_worker, name="personal-memory-writer", daemon=True)
                 self._worker.start()
@@ -265,6 +262,12 @@ class PersonalMemory:
         return {"running": self._worker is not None and self._worker.is_alive(), "queue": self.store.queue_totals(),
                 **self._health}
 
+    def _release_orphans(self) -> None:
+        try:
+            self.store.release_orphans(socket.gethostname(), _process_alive)
+        except Exception as exc:
+            self._failed("releasing the claims of dead processes", exc)
+
     def _failed(self, what: str, exc: Exception) -> None:
         log.error("personal memory writer: %s failed: %s", what, exc, exc_info=exc)
         self._health.update(failures=self._health["failures"] + 1, last_error=f"{what}: {type(exc).__name__}: {exc}",
@@ -281,6 +284,9 @@ class PersonalMemory:
                 continue
             if not batch:
                 self._idle.set()
+                # Another worker process that died holding a claim (a kill, a crash): its items
+                # are taken over now, not when its lease runs out minutes later.
+                self._release_orphans()
                 self._wake.wait(timeout=1.0)
                 self._wake.clear()
                 continue
