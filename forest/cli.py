@@ -361,9 +361,12 @@ def _cmd_doctor(forest, args) -> int:
     report = forest.doctor(repair_drift=args.repair).to_dict()
 
     def text(r) -> str:
+        q = r["write_queue"]
+        queue = (f"personal write queue: {q['pending']} pending ({q['retrying']} waiting to retry), "
+                 f"{q['done']} done, {q['failed']} failed" + (f"; newest error: {q['last_error']}" if q["last_error"] else ""))
         if r["healthy"]:
-            return "healthy: SQLite and the vector store agree\n"
-        lines = [f"stale builds (archives): {r['stale_builds']}" if r["stale_builds"] else "",
+            return f"healthy: SQLite and the vector store agree\n{queue}\n"
+        lines = [queue, f"stale builds (archives): {r['stale_builds']}" if r["stale_builds"] else "",
                  *(f"vectors without a node ({m}): {len(ids)}" for m, ids in r["orphan_vectors"].items()),
                  *(f"nodes without a vector ({m}): {len(ids)}" for m, ids in r["missing_vectors"].items()),
                  f"nodes with a wrong path or depth: {len(r['bad_paths'])}" if r["bad_paths"] else "",

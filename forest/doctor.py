@@ -2,6 +2,7 @@
 
 Checks: unfinished builds whose builder is gone, vectors without a node, nodes of ready
 archives without a vector, and paths or depths that disagree with the parent_id adjacency list.
+It also reports the personal memory write queue (depth, retries, the newest error).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from forest.build import embedding_text, vector_metadata
 from forest.db import Database
 from forest.embedders import Embedder
 from forest.paths import child_path
+from forest.personal.memory_store import PersonalStore
 from forest.store import ForestStore
 from forest.vectors import VectorStore
 
@@ -25,6 +27,8 @@ class DoctorReport:
     missing_vectors: dict[str, list[int]] = field(default_factory=dict)
     bad_paths: list[int] = field(default_factory=list)               # node ids
     repaired: bool = False
+    # The personal memory write queue (information: its failures retry by themselves).
+    write_queue: dict[str, Any] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
@@ -86,6 +90,7 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorRep
         expected = _expected_path(node_id, nodes)
         if expected is None or (row["path"], row["depth"]) != expected:
             report.bad_paths.append(node_id)
+    report.write_queue = PersonalStore(db).queue_health()
     return report
 
 

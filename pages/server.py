@@ -39,6 +39,24 @@ def latest_calls() -> None:
 
 latest_calls()
 
+
+@st.fragment(run_every=5.0)
+def personal_writer() -> None:
+    st.subheader("Personal memory writer")
+    state = forest.personal.worker_state()
+    queue = state["queue"]
+    running, pending, done, failed = st.columns(4)
+    # The worker starts with the first write of this process; pending items without it are a fault.
+    running.metric("worker", "running" if state["running"] else "idle" if not queue["pending"] else "not running")
+    pending.metric("queued", queue["pending"])
+    done.metric("written", queue["done"])
+    failed.metric("failed", queue["failed"])
+    if state["last_error"]:
+        st.warning(f"{state['failures']} failure(s) since start (each retried later); the latest: {state['last_error']}")
+
+
+personal_writer()
+
 st.subheader("Client configuration")
 forest_command = str(Path(sys.executable).parent / "forest")
 stdio = {"mcpServers": {"memory-forest": {"command": forest_command, "args": ["serve", "--transport", "stdio"],

@@ -116,3 +116,23 @@ def test_cli_ingest_killed_at_any_moment_then_doctor_repair(tmp_path):
                            timeout=120)
     assert check.returncode == 0 and '"healthy": true' in check.stdout
     assert os.path.exists(data_dir / "forest.sqlite3")
+
+
+def test_doctor_reports_the_personal_write_queue_from_another_process(forest):
+    personal = forest.personal
+    personal.process_memory("ann", "I live in Lisbon and I work as a marine biologist.")
+    personal.process_memory("ann", "My sister Mia is a doctor in Porto.")
+    assert personal.drain()
+    personal.stop()
+    # An item that met an error and waits for its retry, as the worker leaves one.
+    with forest.db.transaction() as conn:
+        conn.execute("UPDATE personal_write_queue SET status = 'pending', attempts = 1, last_error = "
+                     "'ClaudeTimeout: no answer in 60 s' WHERE id = (SELECT max(id) FROM personal_write_queue)")
+    queue = forest.doctor().write_queue
+    assert (queue["pending"], queue["retrying"], queue["done"]) == (1, 1, 1)
+    assert queue["last_error"] == "ClaudeTimeout: no answer in 60 s"
+    forest.close()
+    shown = subprocess.run([sys.executable, "-m", "forest.cli", "doctor"], env=forest_env(forest.settings.data_dir),
+                           capture_output=True, text=True, timeout=120)
+    assert "personal write queue: 1 pending (1 waiting to retry), 1 done, 0 failed" in shown.stdout
+    assert "newest error: ClaudeTimeout: no answer in 60 s" in shown.stdout

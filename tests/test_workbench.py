@@ -160,6 +160,8 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     app.run()
     assert app.dataframe[1].value["tool"].tolist()[0] == "list_archives"
     assert '"serve"' in app.code[1].value  # the stdio client config
+    writer = {m.label: m.value for m in app.metric}
+    assert writer["worker"] == "idle" and writer["queued"] == "0" and writer["failed"] == "0"
 
 
 def test_server_page_says_when_the_endpoint_is_off(workbench):

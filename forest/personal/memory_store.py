@@ -323,6 +323,15 @@ class PersonalStore:
         rows = self.db.query("SELECT status, count(*) FROM personal_write_queue GROUP BY status")
         return {"pending": 0, "done": 0, "failed": 0, **{r[0]: r[1] for r in rows}}
 
+    def queue_health(self) -> dict[str, Any]:
+        """What `forest doctor` shows of the write queue from any process: items by status, those
+        waiting for a retry, and the newest error an item met."""
+        retrying = self.db.query_one("SELECT count(*) FROM personal_write_queue "
+                                     "WHERE status = 'pending' AND attempts > 0")[0]
+        newest = self.db.query_one("SELECT last_error FROM personal_write_queue WHERE last_error IS NOT NULL "
+                                   "ORDER BY id DESC LIMIT 1")
+        return {**self.queue_totals(), "retrying": retrying, "last_error": newest[0] if newest else None}
+
     def has_pending(self) -> bool:
         return self.db.query_one("SELECT 1 FROM personal_write_queue WHERE status = 'pending' LIMIT 1") is not None
 
