@@ -31,7 +31,6 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from forest.chunking import chunk_document
@@ -89,7 +88,7 @@ def wait(driver, ready: Ready, seconds: float = 120):
 
 def click_page(driver, title: str) -> None:
     wait(driver, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
-                                 if a.text.strip() == title), None)).click()
+                                 if a.text.strip().splitlines()[-1:] == [title]), None)).click()
 
 
 def timed(driver, title: str, ready: Ready) -> float:
@@ -120,10 +119,12 @@ PAGES: dict[str, str] = {   # page: what shows it has painted its content, not o
 def choose_model_id(driver, model_id: str) -> None:
     """In the sidebar of a page that reads archives (the choice holds across pages)."""
     click_page(driver, "Ask")
-    box = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=stSidebar] input[aria-label=model_id]"))
-    box.click()
-    box.send_keys(model_id, Keys.ENTER)
-    wait(driver, lambda d: model_id in d.find_element(By.CSS_SELECTOR, "[data-testid=stSidebar]").text)
+    wait(driver, header("Ask", PAGES["Ask"]))   # the sidebar is drawn for good: a click now opens the list
+    driver.find_element(By.CSS_SELECTOR, "[data-testid=stSidebar] input[aria-label=model_id]").click()
+    wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                 if o.text == model_id), None)).click()
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "[data-testid=stSidebar] input[aria-label=model_id]")
+         .get_attribute("value") == model_id)
 
 
 def unfold_all(driver, nodes: int) -> float:
@@ -160,6 +161,7 @@ def main() -> None:
 
         previews = []
         leaves = [n for n in forest.tree("leaves1000", archives[1000].id) if n.is_leaf]
+        forest.source_preview("leaves1000", leaves[0].id)   # not timed: imports PyMuPDF
         for leaf in random.Random(15).sample(leaves, min(args.previews, len(leaves))):
             start = time.perf_counter()
             preview = forest.source_preview("leaves1000", leaf.id)
@@ -179,6 +181,8 @@ def main() -> None:
             options.add_argument(flag)
         options.binary_location = shutil.which("chromium")
         driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",   # the page itself 1600x1000
+                               {"width": 1600, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
         driver.set_script_timeout(60)
         answering(f"http://127.0.0.1:{port}")
         driver.get(f"http://127.0.0.1:{port}")

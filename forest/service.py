@@ -221,7 +221,9 @@ class MemoryForest:
         """The document's PDF copied into the store for a build and named in its `entry` (hold the
         build lock: a delete prunes under it); removed again if the build fails and nothing else
         names it."""
-        entry["file"] = self.sources.keep(document.source)
+        kept = self.sources.keep(document.source)
+        if kept:
+            entry["file"] = kept
         try:
             yield
         except BaseException:

@@ -8,7 +8,9 @@ down to the selected node, so a 1,000-leaf tree opens as its table of contents.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -134,16 +136,20 @@ def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Ov
 
 
 def _pyvis_lib() -> Path:
-    import pyvis
+    """pyvis' copy of vis-network, found without importing pyvis (and networkx with it)."""
+    return Path(importlib.util.find_spec("pyvis").submodule_search_locations[0]) / "templates" / "lib" / "vis-9.1.2"
 
-    return Path(pyvis.__file__).parent / "templates" / "lib" / "vis-9.1.2"
 
-
+@cache   # read once per process: every run of the Forest page mounts them
 def vis_network_js() -> str:
     """The vis-network library pyvis ships (no CDN: the workbench runs offline)."""
     return (_pyvis_lib() / "vis-network.min.js").read_text(encoding="utf-8")
 
 
+@cache
 def vis_network_css() -> str:
-    """vis-network's stylesheet from the same copy: without it tooltips are never shown."""
-    return (_pyvis_lib() / "vis-network.css").read_text(encoding="utf-8")
+    """vis-network's tooltip rules from the same copy's stylesheet (without them a tooltip is
+    never placed on screen); the rest of it styles the navigation buttons and the editing
+    toolbar, which the Forest page leaves off, and would add 220 kB to every rerun."""
+    rules = (_pyvis_lib() / "vis-network.css").read_text(encoding="utf-8").split("}")
+    return "\n".join(rule.strip() + "}" for rule in rules if "vis-tooltip" in rule.partition("{")[0])

@@ -6,13 +6,6 @@ const ROW = { summary: 58, leaf: 30, caption: 30 };
 const COLUMN = 240;
 const BOX = 200;
 
-function tip(text) {
-  const el = document.createElement("div");
-  el.className = "forest-tip";
-  el.textContent = text;
-  return el;
-}
-
 function tint(hex, alpha) {
   const n = parseInt(hex.slice(1), 16);
   return `rgba(${n >> 16}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
@@ -64,10 +57,13 @@ class ForestView {
     });
     for (const id of this.roots) this.outline.appendChild(this.entry(id));
 
-    this.nodes = new vis.DataSet(data.nodes.map((n) => this.style(n)));
-    this.nodes.update(this.layout());
-    const edges = new vis.DataSet(data.edges.map((e) => ({ ...e, id: `${e.from}-${e.to}` })));
-    this.network = new vis.Network(this.holder, { nodes: this.nodes, edges }, data.options);
+    // Only what is unfolded is handed to vis-network (each node it holds costs a text measure),
+    // so a 1,000-passage tree draws as fast as its contents page.
+    this.nodes = new vis.DataSet();
+    this.edges = new vis.DataSet();
+    this.edgeTo = new Map(data.edges.map((e) => [e.to, { ...e, id: `${e.from}-${e.to}` }]));
+    this.place();
+    this.network = new vis.Network(this.holder, { nodes: this.nodes, edges: this.edges }, data.options);
     this.network.once("afterDrawing", () => {
       this.holder.dataset.drawn = String(data.nodes.length);
       this.reveal();
@@ -84,7 +80,7 @@ class ForestView {
   style(n) {
     const passage = n.kind !== "summary";
     return {
-      id: n.id, label: n.label, title: tip(n.title), shape: "box", margin: 6,
+      id: n.id, label: n.label, title: n.title, shape: "box", margin: 6,   // a string title is shown as text
       widthConstraint: { minimum: BOX, maximum: BOX },
       color: {
         background: passage ? tint(n.color, 0.16) : n.color, border: n.color,
@@ -96,8 +92,12 @@ class ForestView {
     };
   }
 
-  // Depth across, document order down; a folded node's subtree is hidden and takes one row.
-  layout() {
+  shown(id) {
+    return this.nodes.get(id) !== null;
+  }
+
+  // Depth across, document order down; a folded node's subtree is left out and takes one row.
+  place() {
     const place = new Map();
     let y = 0;
     const visit = (id) => {
@@ -115,12 +115,14 @@ class ForestView {
       visit(id);
       y += ROW.summary;
     }
-    return this.data.nodes.map((n) => {
+    const shown = this.data.nodes.filter((n) => place.has(n.id)).map((n) => {
       const folded = this.children.has(n.id) && !this.open.has(n.id);
-      const label = folded ? `▸ ${n.label}  (${n.leaves})` : n.label;
-      return place.has(n.id) ? { id: n.id, x: n.depth * COLUMN, y: place.get(n.id), hidden: false, label }
-        : { id: n.id, hidden: true, label };
+      return { ...this.style(n), x: n.depth * COLUMN, y: place.get(n.id), label: folded ? `▸ ${n.label}  (${n.leaves})` : n.label };
     });
+    this.nodes.remove(this.nodes.getIds({ filter: (n) => !place.has(n.id) }));
+    this.nodes.update(shown);
+    this.edges.remove(this.edges.getIds({ filter: (e) => !place.has(e.to) }));
+    this.edges.update(shown.filter((n) => this.edgeTo.has(n.id)).map((n) => this.edgeTo.get(n.id)));
   }
 
   // The selected node if it is below the top level, else the top of the tree, at a readable
@@ -130,7 +132,7 @@ class ForestView {
       this.network.focus(this.selected, { scale: Math.max(this.network.getScale(), 0.8) });
       return;
     }
-    const shown = this.nodes.get({ filter: (n) => !n.hidden });
+    const shown = this.nodes.get();
     const xs = shown.map((n) => n.x), ys = shown.map((n) => n.y);
     const width = Math.max(...xs) - Math.min(...xs) + BOX + 40;
     const scale = Math.min(1, this.holder.clientWidth / width);
@@ -165,16 +167,23 @@ class ForestView {
     }
     const details = document.createElement("details");
     details.dataset.id = id;
-    details.open = this.open.has(id);
     const summary = document.createElement("summary");
     summary.appendChild(line);
     details.appendChild(summary);
-    for (const kid of kids) details.appendChild(this.entry(kid));
     details.addEventListener("toggle", (event) => {
       event.stopPropagation();
       if (details.open !== this.open.has(id)) this.toggle(id, details.open);
     });
+    this.setDetails(details, this.open.has(id));
     return details;
+  }
+
+  // A folded entry's children are made when it first opens: a 1,000-passage outline starts small.
+  setDetails(details, open) {
+    if (open && details.children.length === 1) {
+      for (const kid of this.children.get(Number(details.dataset.id))) details.appendChild(this.entry(kid));
+    }
+    if (details.open !== open) details.open = open;
   }
 
   toggle(id, open) {
@@ -186,11 +195,8 @@ class ForestView {
 
   setOpen(open) {
     this.open = open;
-    for (const details of this.outline.querySelectorAll("details")) {
-      const want = open.has(Number(details.dataset.id));
-      if (details.open !== want) details.open = want;
-    }
-    this.nodes.update(this.layout());
+    for (const details of this.outline.querySelectorAll("details")) this.setDetails(details, open.has(Number(details.dataset.id)));
+    this.place();
   }
 
   select(id, fromUser) {

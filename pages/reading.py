@@ -30,7 +30,7 @@ export default function (component) {
 citation_clicks = st.components.v2.component("memory_forest_citations", js=CITE_JS, isolate_styles=False)
 
 # The rendered page in a frame of its own, scrolled to the passage's first line (a page is taller
-# than the screen); the frame carries the page and the highlighted rectangles for automation.
+# than the screen); the frame carries the node, the page and the highlighted rectangles for automation.
 PAGE_JS = """
 export default function (component) {
   const { data, parentElement } = component;
@@ -43,6 +43,7 @@ export default function (component) {
   }
   const img = frame.querySelector("img");
   frame.style.maxHeight = data.height;
+  frame.dataset.node = String(data.node);
   frame.dataset.page = String(data.page);
   frame.dataset.rects = JSON.stringify(data.rects);
   img.alt = data.alt;
@@ -132,7 +133,8 @@ def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
     else:
         st.warning("The passage's words were not found on this page (a scanned page or a table the parser "
                    "rearranged); it is cited here.")
-    page_view(data={"png": base64.b64encode(rendered.png).decode("ascii"), "page": page, "rects": rendered.rects,
+    page_view(data={"png": base64.b64encode(rendered.png).decode("ascii"), "node": preview.node_id, "page": page,
+                    "rects": rendered.rects,
                     "key": f"{preview.pdf}:{page}:{preview.node_id}", "alt": f"page {page} of {preview.document}",
                     "height": height},
               key=f"{key}:page")

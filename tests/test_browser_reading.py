@@ -73,11 +73,13 @@ def click_node(driver, node_id: int) -> None:
         canvas, int(where["x"] - size[0] / 2), int(where["y"] - size[1] / 2)).click().perform()
 
 
-def shown_page(driver) -> tuple[int, pymupdf.Pixmap, list]:
-    """The page the source view shows: its number, the PNG it displays, its highlighted pixels."""
+def shown_page(driver, node_id: int) -> tuple[int, pymupdf.Pixmap, list]:
+    """The page the source view shows for that node: its number, the PNG it displays, the
+    rectangles it highlighted (pixels)."""
     frame = wait(driver, lambda d: d.execute_script(
         "const f = [...document.querySelectorAll('.forest-page')].pop();"
-        "const i = f && f.querySelector('img'); return i && i.complete && i.src.startsWith('data:') && f"))
+        "const i = f && f.querySelector('img');"
+        "return f && f.dataset.node === arguments[0] && i.complete && i.src.startsWith('data:') && f", str(node_id)))
     page, rects, src = driver.execute_script(
         "const f = arguments[0]; return [f.dataset.page, f.dataset.rects, f.querySelector('img').src];", frame)
     return int(page), pymupdf.Pixmap(base64.b64decode(src.split(",", 1)[1])), json.loads(rects)
@@ -105,7 +107,7 @@ def line_of(page: pymupdf.Page, text: str) -> pymupdf.Rect | None:
 def assert_highlights(driver, passage, neighbours) -> int:
     """The shown page is yellow where PyMuPDF finds the passage, and not where it finds another
     passage of the same page."""
-    number, image, rects = shown_page(driver)
+    number, image, rects = shown_page(driver, passage.id)
     with pymupdf.open(PAPER) as doc:
         page = doc[number - 1]
         scale = image.width / page.rect.width
@@ -134,9 +136,9 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     assert "passage" in legend and "search hit" in legend and "the agent's path" in legend
     section = by_title["2 Methodology"]
     deep = next(n for n in nodes if n.is_leaf and n.depth > 2 and n.path.startswith(section.path))
-    labels = driver.execute_script("return window.memoryForestView.nodes.get().filter(n => !n.hidden).map(n => n.label)")
+    labels = driver.execute_script("return window.memoryForestView.nodes.get().map(n => n.label)")
     assert "2 Methodology" in labels and any(label.startswith("p. 1 · ") for label in labels)
-    assert driver.execute_script(f"return window.memoryForestView.nodes.get({deep.id}).hidden") is True  # folded
+    assert driver.execute_script(f"return window.memoryForestView.shown({deep.id})") is False  # folded away
 
     click_node(driver, section.id)   # a click in the drawing: the node's detail, in view, highlighted
     detail = wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, ".st-key-tree-detail")
@@ -161,7 +163,7 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     # the outline's arrow unfolds the drawing too; a passage chosen there opens as a passage
     parent = next(n for n in nodes if n.id == deep.parent_id)
     driver.execute_script(f"document.querySelector('details[data-id=\"{parent.id}\"]').open = true")
-    wait(driver, lambda d: d.execute_script(f"return window.memoryForestView.nodes.get({deep.id}).hidden") is False, 10)
+    wait(driver, lambda d: d.execute_script(f"return window.memoryForestView.shown({deep.id})"), 10)
     driver.find_element(By.CSS_SELECTOR, f".forest-entry[data-id='{deep.id}']").click()
     wait(driver, lambda d: f"Passage {deep.id}" in d.find_element(By.CSS_SELECTOR, ".st-key-tree-detail").text)
 
@@ -210,9 +212,9 @@ def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(reader):
     driver.save_screenshot(str(SHOTS / "ask-answer-source.png"))
 
     driver.find_element(By.XPATH, "//button[.//p[text()='Next ▶']]").click()   # page navigation
-    wait(driver, lambda d: shown_page(d)[0] == number + 1)
+    wait(driver, lambda d: shown_page(d, other)[0] == number + 1)
     driver.find_element(By.XPATH, "//button[.//p[text()='Back to the passage']]").click()
-    wait(driver, lambda d: shown_page(d)[0] == number)
+    wait(driver, lambda d: shown_page(d, other)[0] == number)
     log_requests(driver, requested)
 
 
