@@ -211,6 +211,7 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     forest = MemoryForest(data_dir=workbench, chunk_size=300)
     archive = forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
     nodes = forest.tree("reader", archive.id)
+    asked = forest.agent.run("reader", "Who played bebop in New York?")   # as the Ask page leaves a run
     forest.close()
     app = open_app().switch_page("pages/tree.py").run()
     assert not app.exception
@@ -231,6 +232,10 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     app = app.run()
     assert any("hits (red); their common ancestor" in c.value and "ask it on the Ask page" in c.value
                for c in app.caption)
+    app.session_state["agent"] = asked                      # the question asked on the Ask page
+    app = app.run()
+    assert app.text_input[0].value == asked.question
+    assert any("the agent's path from the Ask page (purple)" in c.value for c in app.caption)
 
 
 def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):
