@@ -1,29 +1,47 @@
 """Memory Forest workbench (Streamlit): the pages in pages/, over the one engine in forest/.
 
-The engine, its MCP / REST / OpenAI endpoint (a background thread) and the ingestion queue are
-shared by every session of this process (pages/shared.py)."""
+Every page runs through this script, whatever URL opened it (see pages/__init__.py): the shell
+(title, icon, wide layout, navigation, endpoint status) comes first, then the engine starts under
+a loading message, then the page. The engine, its MCP / REST / OpenAI endpoint (a background
+thread) and the ingestion queue are shared by every session of this process (pages/shared.py)."""
 import streamlit as st
 
-from forest.server import ThreadServer
-from pages.shared import get_forest, get_queue, get_server, seed_samples
+from pages import through_app
 
-st.set_page_config(page_title="Memory Forest", layout="wide")
-forest = get_forest()
-server = get_server(forest)
-seed_samples(forest, get_queue(forest))
+through_app()
+# An emoji favicon is drawn locally; a Material icon would be fetched from Google's font host.
+st.set_page_config(page_title="Memory Forest", page_icon="🌳", layout="wide")
+PAGES = [  # pages/<file>.py, title, Material icon, what the page is for (its link's tooltip)
+    ("library", "Library", "library_books", "Upload documents, watch them build, manage archives."),
+    ("tree", "Forest", "account_tree", "An archive's tree: click a node, replay the merges, overlay a query."),
+    ("ask", "Ask", "question_answer", "The answer loop, one step at a time, with its citations."),
+    ("research", "Research memory", "psychology",
+     "A research session's briefing, notes, history, knowledge and conversation."),
+    ("reconcile", "Reconcile", "balance", "Find and review conflicting passages; keep the conclusion as a finding."),
+    ("memory", "Personal memory", "person", "A user's memories, knowledge graph and write queue."),
+    ("server", "Server", "hub", "The agent endpoint: its URLs, tools, latest calls and client configurations."),
+]
+listed = [st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", help=purpose)
+          for name, title, icon, purpose in PAGES]
+# "/" opens the Library at its own URL (/library), so every page, the first included, has one address.
+home = st.Page(lambda: st.switch_page(listed[0]), title="Memory Forest", url_path="start", default=True,
+               visibility="hidden")
+page = st.navigation([home, *listed])
+
+with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
+    from forest import ForestError  # the engine's imports are the slow part of a first start
+    from pages.shared import show_notices, start
+
+    try:
+        server = start()
+    except ForestError as exc:  # another process owns the store: say so instead of a traceback
+        st.title("Memory Forest")
+        st.error(str(exc))
+        st.stop()
 with st.sidebar:
-    if isinstance(server, ThreadServer):
-        st.caption(f"Agent endpoint running: {server.url}/mcp")
-    else:
+    if isinstance(server, str):
         st.caption(f"Agent endpoint not running: {server}")
-
-page = st.navigation([
-    st.Page("pages/library.py", title="Library", icon=":material/library_books:", default=True),
-    st.Page("pages/tree.py", title="Forest", icon=":material/account_tree:"),
-    st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
-    st.Page("pages/research.py", title="Research memory", icon=":material/psychology:"),
-    st.Page("pages/reconcile.py", title="Reconcile", icon=":material/balance:"),
-    st.Page("pages/memory.py", title="Personal memory", icon=":material/person:"),
-    st.Page("pages/server.py", title="Server", icon=":material/hub:"),
-])
+    else:
+        st.caption(f"Agent endpoint running: {server.url}/mcp")
+show_notices()
 page.run()

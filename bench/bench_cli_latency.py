@@ -3,17 +3,21 @@
 Builds a one-paper store (a QASPER paper, or --file), then runs `forest context` as a fresh
 process N times and prints the p50/min of wall time, and the import time of `forest.cli` and of
 the modules a `context` call loads (python -X importtime, cumulative microseconds of the top
-level imports).
+level imports). Twice: alone (the command owns the embedded store and opens Chroma itself), then
+beside a running `forest serve` (the command forwards its vector calls to that owner and never
+imports chromadb; see forest/store_owner.py).
 
 Run: `python bench/bench_cli_latency.py` (5 runs) or `--runs 10 --data-dir /tmp/clistore --reuse`.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -59,34 +63,63 @@ def main() -> None:
             run(forest_cmd("ingest", str(args.file), *common, "--no-progress"), env)
         context = forest_cmd("context", QUESTION, *common, "--budget", "500")
         run(context, env)  # warm the disk cache
-        wall, cpu = [], []
-        for _ in range(args.runs):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            run(context, env)
-            wall.append(time.perf_counter() - start)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            # CPU time is what the process costs on an idle machine; wall time includes waiting
-            # for cores other processes hold.
-            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         bare = []
         for _ in range(args.runs):
             start = time.perf_counter()
             run([sys.executable, "-c", "pass"], env)
             bare.append(time.perf_counter() - start)
+        print(f"python startup alone p50 {statistics.median(bare):.2f} s")
         cli_imports = top_level_import_ms(run([sys.executable, "-X", "importtime", "-c", "import forest.cli"], env).stderr)
-        ctx_imports = top_level_import_ms(run([sys.executable, "-X", "importtime", *context[1:]], env).stderr)
+        print(f"import forest.cli: {cli_imports.get('forest.cli', float('nan')):.0f} ms")
+        report("alone (owns the store)", context, env, args.runs)
+        with serving(data_dir, env):
+            report("beside `forest serve` (forwards to it)", context, env, args.runs)
     finally:
         if args.data_dir is None:
             shutil.rmtree(data_dir, ignore_errors=True)
-    print(f"`forest context` process wall time over {args.runs} runs: p50 {statistics.median(wall):.2f} s, "
-          f"min {min(wall):.2f} s, max {max(wall):.2f} s (python startup alone p50 {statistics.median(bare):.2f} s)")
-    print(f"`forest context` process CPU time (user+sys): p50 {statistics.median(cpu):.2f} s, min {min(cpu):.2f} s")
-    print(f"import forest.cli: {cli_imports.get('forest.cli', float('nan')):.0f} ms")
-    heavy = sorted(ctx_imports.items(), key=lambda kv: -kv[1])[:8]
-    print("top-level imports during `forest context` (cumulative ms): "
-          + ", ".join(f"{name} {ms:.0f}" for name, ms in heavy))
 
+
+def report(label: str, context: list[str], env: dict[str, str], runs: int) -> None:
+    wall, cpu = [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        run(context, env)
+        wall.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU time is what the process costs on an idle machine; wall time includes waiting
+        # for cores other processes hold.
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    imports = top_level_import_ms(run([sys.executable, "-X", "importtime", *context[1:]], env).stderr)
+    heavy = sorted(imports.items(), key=lambda kv: -kv[1])[:6]
+    print(f"`forest context` {label}, {runs} runs: wall p50 {statistics.median(wall):.2f} s "
+          f"(min {min(wall):.2f}, max {max(wall):.2f}); CPU p50 {statistics.median(cpu):.2f} s (min {min(cpu):.2f}); "
+          "top-level imports (cumulative ms): " + ", ".join(f"{name} {ms:.0f}" for name, ms in heavy))
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, env: dict[str, str]):
+    """`forest serve --transport http` owning the store for the duration."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(forest_cmd("serve", "--transport", "http", "--port", str(port), "--data-dir",
+                                         str(data_dir)), env=env, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("forest serve did not start") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 if __name__ == "__main__":
     main()

@@ -17,8 +17,8 @@ from forest.chunking import chunk_document
 from forest.document import Document
 from forest.embedders import Embedder
 from forest.leaf_text import chunk_paragraphs, embed_text
-from forest.retrieval import fill_budget
-from forest.text import estimate_tokens
+from forest.retrieval import fill_budget, reciprocal_rank_fusion
+from forest.text import content_terms, estimate_tokens, term_coverage
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,25 @@ class FlatConfig:
 
 
 DENSE_1000 = FlatConfig("flat dense 1000", "recursive", 1000, 100)
+
+
+class CachedEmbedder(Embedder):
+    """Another embedder with a memory of passages: a text embedded once in a run (one protocol's
+    ingest) costs nothing the next time (the other protocol's ingest of the same paper, a flat
+    system's chunk). Same name, size and calibration, so stores built through it are the same."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name, self.dim, self.similarity_floor = inner.name, inner.dim, inner.similarity_floor
+        self.passages: dict[str, np.ndarray] = {}
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if is_query:
+            return self.inner._embed(texts, True)
+        todo = [t for t in dict.fromkeys(texts) if t not in self.passages]
+        if todo:
+            self.passages.update(zip(todo, self.inner._embed(todo, False)))
+        return np.stack([self.passages[t] for t in texts])
 
 
 class EmbeddingCache:
@@ -89,6 +108,15 @@ class FlatIndex:
         rows = self.scope(paper)
         order = rows[np.argsort(-(self.matrix[rows] @ query.astype(np.float32)), kind="stable")]
         return pack(order, self.texts, self.tokens, budget)
+
+    def hybrid(self, query: np.ndarray, question: str, budget: int, paper: str | None = None) -> list[str]:
+        """The forest's own leaf ranking without the tree: cosine and the share of the question's
+        words in the chunk, reciprocal-rank fused."""
+        rows = self.scope(paper)
+        words = set(content_terms(question))
+        coverage = [term_coverage(words, self.texts[i]) for i in rows]
+        fused = reciprocal_rank_fusion([list(self.matrix[rows] @ query.astype(np.float32)), coverage])
+        return pack(rows[np.argsort(-np.array(fused), kind="stable")], self.texts, self.tokens, budget)
 
 
 def pack(order: np.ndarray, texts: list[str], tokens: list[int], budget: int) -> list[str]:

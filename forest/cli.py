@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     ingest = sub.add_parser("ingest", parents=[common], help="build an archive from each file (.pdf, .txt, .md)")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--model-id", required=True)
-    ingest.add_argument("--name", help="archive name (default: the file name; only with one PATH)")
+    ingest.add_argument("--name", help="archive name (default: the document's title, else the file name; "
+                                       "only with one PATH)")
     ingest.add_argument("--append-to", type=int, metavar="ARCHIVE_ID",
                         help="add the files to this archive instead of building new ones")
     ingest.add_argument("--chunk-size", type=int)
@@ -105,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", parents=[common], help="answer a question with the ANSWER/EXPLORE loop")
     ask.add_argument("question", metavar="QUESTION")
     ask.add_argument("--model-id", required=True)
-    ask.add_argument("--session", help="research session: use and update its memory (seed 002)")
+    ask.add_argument("--session", help="research session: use and update its memory")
 
     memory = sub.add_parser("memory", parents=[common], help="research memory: episodic search, knowledge, notes")
     tasks = memory.add_subparsers(dest="memory_command", required=True, parser_class=_Parser)
@@ -254,6 +255,7 @@ def _cmd_merge_archives(forest: MemoryForest, args) -> int:
 def _cmd_serve(forest: MemoryForest, args) -> int:
     from forest.server import serve_http, serve_stdio
 
+    forest.own_store()
     if args.transport == "stdio":
         serve_stdio(forest)
     else:
@@ -341,9 +343,9 @@ def _cmd_import(forest, args) -> int:
     path = Path(args.file)
     try:
         if path.stat().st_size > MAX_IMPORT_BYTES:  # refused before reading it into memory
-            raise ForestError(f"{args.file} is {path.stat().st_size:,} bytes; imports are limited to "
+            raise ForestError(f"{path.name} is {path.stat().st_size:,} bytes; imports are limited to "
                               f"{MAX_IMPORT_BYTES:,}")
-        document = read_export(path.read_bytes(), args.file)
+        document = read_export(path.read_bytes(), path.name)
     except FileNotFoundError:
         raise ForestError(f"{args.file}: no such file") from None
     archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()

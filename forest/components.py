@@ -75,16 +75,21 @@ def make_llm(settings: Settings) -> ClaudeJSON | None:
         return None
     from forest.llm import ClaudeJSON
 
-    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries)
+    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries,
+                      timeout=settings.llm_timeout_seconds)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
-    from forest.vectors import ChromaVectorStore
-
+    """A Chroma server when one is named; else the embedded store, opened by the one process that
+    owns the data directory and reached through it by every other (see forest.store_owner)."""
     if settings.chroma_host:
+        from forest.vectors import ChromaVectorStore
+
         return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
                                  embedder_name=embedder.name, dim=embedder.dim)
-    return ChromaVectorStore(path=settings.chroma_path, embedder_name=embedder.name, dim=embedder.dim)
+    from forest.store_owner import open_embedded
+
+    return open_embedded(settings.chroma_path, embedder.name, embedder.dim)
 
 
 def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:

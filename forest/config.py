@@ -37,6 +37,8 @@ class Settings:
     anthropic_api_key: str | None = field(default=None, repr=False)
     claude_model: str = "claude-sonnet-4-5"
     llm_retries: int = 2
+    # Seconds one Claude request may take before it is abandoned (and retried once by the SDK).
+    llm_timeout_seconds: float = 60.0
     summary_max_chars: int = 200
     # Tree building.
     chunk_size: int = 1000
@@ -93,6 +95,8 @@ class Settings:
             raise ConfigError(f"reranker must be 'auto', 'embedding' or 'flag', got {self.reranker!r}")
         if self.summarizer not in ("auto", "textrank", "claude"):
             raise ConfigError(f"summarizer must be 'auto', 'textrank' or 'claude', got {self.summarizer!r}")
+        if self.llm_timeout_seconds <= 0 or self.llm_retries < 0:
+            raise ConfigError("llm_timeout_seconds must be positive and llm_retries at least 0")
         if self.top_k < 1 or self.embed_batch_size < 1:
             raise ConfigError("top_k and embed_batch_size must be positive")
         if self.max_file_mb <= 0:
@@ -109,6 +113,8 @@ class Settings:
             raise ConfigError("vector_top_k is 1-100, graph_max_depth 1-5 and graph_max_relations at least 1")
         if not 0 <= self.drill_threshold <= 1:
             raise ConfigError("drill_threshold is a 0-1 relevance score")
+        if not 0 <= self.merge_threshold <= 1:  # also refuses NaN, which would never merge
+            raise ConfigError(f"merge_threshold is a 0-1 similarity, got {self.merge_threshold}")
 
     @property
     def sqlite_path(self) -> Path:

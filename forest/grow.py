@@ -14,7 +14,8 @@ trees followed the outline, or after a change of the planning rule).
 
 Write order, for both: the new nodes' vectors go in first under reserved ids (invisible without
 rows; `forest doctor` removes them if the process dies here), then one SQLite transaction adds
-the rows and re-parents the old roots, then the moved nodes' vector metadata is refreshed.
+the rows, re-parents the old roots and records the archive's documents (and a join's name), then
+the moved nodes' vector metadata is refreshed.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def append_to_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, c
     """`document_entry` describes the new document; its leaf range is filled in here. The new
     document merges inside its own outline first; its roots then merge with the stored roots."""
     store, vectors = builder.store, builder.vectors
+    settings = store.archive(model_id, archive_id).settings
     nodes = store.archive_nodes(model_id, archive_id)
     roots = _stored_roots(nodes, vectors, model_id)
     first_leaf = max(n.last_leaf for n in nodes) + 1
@@ -58,10 +60,7 @@ def append_to_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, c
     rows, adoptions, merges = growth.rows()
     progress(Progress("store", 0, len(rows), "writing nodes"))
     _write_growth(store, vectors, model_id, archive_id, rows, growth.new_vectors, adoptions, expect=expect,
-                  merges=merges)
-    archive = store.archive(model_id, archive_id)
-    store.update_settings(archive_id, {**archive.settings,
-                                       "documents": [*archive.settings.get("documents", []), document_entry]})
+                  merges=merges, settings={**settings, "documents": [*settings.get("documents", []), document_entry]})
     progress(Progress("store", len(rows), len(rows), "ready"))
 
 
@@ -150,11 +149,8 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
                for k, (root, offset) in enumerate(roots) if k > 0]
     vector = embedder.embed_passages([embedding_text(SUMMARY, "", summary.text, summary.title)])
     _write_growth(store, vectors, model_id, target.id, [row], vector, [(root.id, 0) for root, _ in roots],
-                  renumber, expect, history)
-    store.update_settings(target.id, {**target.settings, "documents": documents,
-                                      "joined": [a.name for a in archives]})
-    if name and name.strip():
-        store.rename_archive(target.id, name.strip())
+                  renumber, expect, history, {**target.settings, "documents": documents,
+                                              "joined": [a.name for a in archives]}, (name or "").strip() or None)
     return target.id
 
 
@@ -238,8 +234,10 @@ def _stored_roots(nodes: list[MemoryNode], vectors: VectorStore, model_id: str) 
 def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archive_id: int,
                   rows: list[dict], new_vectors: np.ndarray, adoptions: list[tuple[int, int]],
                   renumber: list[tuple[int, int, int]] = (),
-                  expect: dict[int, tuple[int, frozenset[int]]] | None = None, merges: list[dict] = ()) -> None:
-    """New rows (ids reserved, vectors first), stored roots re-parented: see the module docstring."""
+                  expect: dict[int, tuple[int, frozenset[int]]] | None = None, merges: list[dict] = (),
+                  settings: dict[str, Any] | None = None, name: str | None = None) -> None:
+    """New rows (ids reserved, vectors first), stored roots re-parented, the archive's settings
+    (and name) replaced in the same transaction: see the module docstring."""
     paths, depths = positions_from_parents([r["parent_offset"] for r in rows])
     rows = [{**r, "path_offsets": p, "depth": d} for r, p, d in zip(rows, paths, depths)]
     base = store.reserve_ids(len(rows))
@@ -249,7 +247,7 @@ def _write_growth(store: ForestStore, vectors: VectorStore, model_id: str, archi
         vectors.upsert(model_id, ids, new_vectors,
                        [vector_metadata(model_id, archive_id, r["node_type"], r["depth"]) for r in rows])
         store.graft(archive_id, rows, base, [(root, base + parent, path_of[parent]) for root, parent in adoptions],
-                    renumber, expect, merges)
+                    renumber, expect, merges, settings, name)
     except BaseException:
         vectors.delete(model_id, ids)  # the rows never landed: their vectors must not linger
         raise

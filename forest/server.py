@@ -54,8 +54,12 @@ INSTRUCTIONS = (
     "shows history; get_user_graph shows the user's knowledge graph.")
 
 
+CHAT_ROUTE = "/v1/chat/completions"
+
+
 class CallLog:
-    """The latest tool calls with their timings (shown on the workbench's Server page)."""
+    """The latest calls (tools over MCP or REST, and OpenAI-compatible chats) with their timings and,
+    for a failed one, its message (shown on the workbench's Server page)."""
 
     def __init__(self, size: int = 200) -> None:
         self._calls: deque[dict[str, Any]] = deque(maxlen=size)
@@ -67,22 +71,39 @@ class CallLog:
 
     @contextmanager
     def record(self, tool: str, model_id: str | None) -> Iterator[None]:
-        start, ok = time.perf_counter(), False
+        start, error = time.perf_counter(), "interrupted"
         try:
             yield
-            ok = True
+            error = None
+        except Exception as exc:
+            error = str(exc) or type(exc).__name__
+            raise
         finally:
-            self.add(tool=tool, model_id=model_id, ok=ok, ms=round((time.perf_counter() - start) * 1000, 1))
+            self.add(tool=tool, model_id=model_id, ok=error is None, ms=round((time.perf_counter() - start) * 1000, 1),
+                     error=error)
 
     def latest(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._calls)
 
 
+class _ForestMCP(MCPServer):
+    """Arguments that fail the input schema are reported in one line per field, as REST reports them
+    ("top_k: Input should be greater than or equal to 1"), not as pydantic's multi-line dump."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {_tool_message(exc)}") from exc.__cause__
+
+
 def build_mcp(forest: MemoryForest, calls: CallLog | None = None) -> MCPServer:
     """The one server definition: every tool of forest.tools, with its schema and description."""
     # WARNING: at INFO the SDK logs two lines per MCP session into the host process (the workbench).
-    server = MCPServer("memory-forest", instructions=INSTRUCTIONS, version="0.4", log_level="WARNING")
+    server = _ForestMCP("memory-forest", instructions=INSTRUCTIONS, version="0.4", log_level="WARNING")
     tools = ForestTools(forest)
     for name in ForestTools.NAMES:
         server.add_tool(_timed(getattr(tools, name), name, calls) if calls else getattr(tools, name), name=name)
@@ -126,13 +147,13 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
                 else None)
     app: Starlette = mcp.streamable_http_app(host=host, transport_security=security,
                                              max_request_body_size=MAX_BODY_BYTES)
-    rest = _Rest(mcp, forest)
+    rest = _Rest(mcp, forest, calls)
     app.router.routes.extend([
         Route("/health", lambda request: JSONResponse({"status": "ok"})),
         Route("/openapi.json", rest.openapi),
         Route("/tools/{name}", rest.call, methods=["GET", "POST"]),
         Route("/v1/models", rest.models),
-        Route("/v1/chat/completions", rest.chat, methods=["POST"]),
+        Route(CHAT_ROUTE, rest.chat, methods=["POST"]),
     ])
     app.state.calls = calls
     return _Gate(app, token, is_loopback(host))
@@ -216,9 +237,10 @@ def _host_of(netloc: str) -> str:
 class _Rest:
     """REST parity for the MCP tools, and the OpenAI-compatible chat endpoint."""
 
-    def __init__(self, mcp: MCPServer, forest: MemoryForest) -> None:
+    def __init__(self, mcp: MCPServer, forest: MemoryForest, calls: CallLog) -> None:
         self.mcp = mcp
         self.forest = forest
+        self.calls = calls
 
     async def call(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -276,9 +298,11 @@ class _Rest:
             return _error(400, "the body must be JSON")
         model_id, question, problem = _chat_request(body)
         if problem:
+            self.calls.add(tool=CHAT_ROUTE, model_id=model_id or None, ok=False, ms=0.0, error=problem)
             return _error(400, problem)
         try:
-            state = await anyio.to_thread.run_sync(self.forest.ask, model_id, question)
+            with self.calls.record(CHAT_ROUTE, model_id):
+                state = await anyio.to_thread.run_sync(self.forest.ask, model_id, question)
         except ForestError as exc:
             return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
         created = int(time.time())
@@ -304,18 +328,18 @@ def _chat_request(body: Any) -> tuple[str, str, str | None]:
         return "", "", "'model' must name the model_id whose memory answers"
     messages = body.get("messages")
     if not isinstance(messages, list):
-        return "", "", "'messages' must be a list"
+        return model_id, "", "'messages' must be a list"
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     if not users:
-        return "", "", "no user message to answer"
+        return model_id, "", "no user message to answer"
     content = users[-1].get("content")
     if isinstance(content, list):  # content parts: keep the text ones
         texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         if not all(isinstance(t, str) for t in texts):
-            return "", "", "text content parts need a string 'text'"
+            return model_id, "", "text content parts need a string 'text'"
         content = " ".join(texts)
     if not isinstance(content, str) or not content.strip():
-        return "", "", "the last user message has no text"
+        return model_id, "", "the last user message has no text"
     return model_id, content, None
 
 

@@ -5,6 +5,7 @@ so there is one writer at a time.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from forest.records import (
     ScoredNode,
 )
 from forest.store import ForestStore
+from forest.store_owner import WriterLock
 from forest.validation import check_model_id, check_query
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.retrieval import Retriever
     from forest.sources import SourceFiles
+    from forest.store_owner import Ownership
     from forest.summarizers import Summarizer
     from forest.vectors import VectorStore
 
@@ -67,8 +70,11 @@ class MemoryForest:
                 self.__dict__[name] = part  # takes precedence over the cached_property
         self.db = Database(self.settings.sqlite_path)
         self.store = ForestStore(self.db)
-        self._build_lock = threading.Lock()
+        # Writers of this data directory take turns with every other process's (forest.store_owner).
+        self._build_lock = WriterLock(self.settings.data_dir)
         self._init_lock = threading.Lock()
+        self._made_vectors = vectors is None  # a store the caller passed in is the caller's to close
+        self._ownership: Ownership | None = None
 
     # Models load on first use, so `forest archives` or `forest tree` start instantly.
     @cached_property
@@ -148,15 +154,18 @@ class MemoryForest:
                     progress: ProgressFn | None = None, **options: Any) -> Archive:
         """Build one archive from a .pdf, .txt or .md file, reporting every stage to `progress`."""
         model_id = check_model_id(model_id)
-        document = self._load(path, progress)
+        document = self.read_file(path, progress)
         return self.ingest_document(model_id, document, name=name, progress=progress, **options)
 
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
-                        threshold: float | None = None, progress: ProgressFn | None = None) -> Archive:
-        """Build one archive (one tree, or several roots if merging stops early) from `document`."""
+                        threshold: float | None = None, progress: ProgressFn | None = None,
+                        allow_duplicate: bool = True) -> Archive:
+        """Build one archive (one tree, or several roots if merging stops early) from `document`,
+        named `name`, else the document's title, else its file name. With allow_duplicate=False, a
+        document whose text an archive of `model_id` already holds is refused (InvalidInput)."""
         model_id = check_model_id(model_id)
-        name = (name or document.name or "").strip()
+        name = (name or document.title or document.name or "").strip()
         if not name:
             raise InvalidInput("the archive needs a name")
         run = self._run_settings(chunk_size, chunk_overlap, threshold)
@@ -167,6 +176,8 @@ class MemoryForest:
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
                     "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
         with self._build_lock, self._kept_source(document, recorded["documents"][0]):
+            if not allow_duplicate:
+                self._refuse_duplicate(model_id, document)
             archive_id = self.store.create_archive(model_id, name, document.source, recorded)
             self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
         return self.store.archive(model_id, archive_id)
@@ -176,10 +187,11 @@ class MemoryForest:
         """Add a document to an existing archive without rebuilding it (see forest.grow)."""
         model_id = check_model_id(model_id)
         self.store.archive(model_id, archive_id)
-        return self.append_document(model_id, archive_id, self._load(path, progress), progress=progress)
+        return self.append_document(model_id, archive_id, self.read_file(path, progress), progress=progress)
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
-                        progress: ProgressFn | None = None) -> Archive:
+                        progress: ProgressFn | None = None, allow_duplicate: bool = True) -> Archive:
+        """Add `document` to an archive (see forest.grow); allow_duplicate as in ingest_document."""
         from forest.grow import append_to_archive
 
         model_id = check_model_id(model_id)
@@ -192,6 +204,8 @@ class MemoryForest:
         chunks = self._chunks(document, run, progress)
         entry = _document_entry(document, 0, len(chunks))
         with self._build_lock, self._kept_source(document, entry):
+            if not allow_duplicate:
+                self._refuse_duplicate(model_id, document)
             append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
                               entry, _build_params(run), progress)
         return self.store.archive(model_id, archive_id)
@@ -235,7 +249,15 @@ class MemoryForest:
             raise ConfigError(f"archive {archive.id} was built with {archive.settings['embedder']}, "
                               f"this forest embeds with {self.embedder.name}")
 
-    def _load(self, path: str | Path, progress: ProgressFn | None) -> Document:
+    def _refuse_duplicate(self, model_id: str, document: Document) -> None:
+        fingerprint = _fingerprint(document)
+        for archive in self.store.archives(model_id):
+            if any(d.get("sha256") == fingerprint for d in archive.settings.get("documents", [])):
+                raise InvalidInput(f"{document.name!r} is already in archive {archive.id} ({archive.name}): "
+                                   "the same text was not added again")
+
+    def read_file(self, path: str | Path, progress: ProgressFn | None = None) -> Document:
+        """Parse one file into a Document (checks, size limits, "parse" progress), storing nothing."""
         from forest.build import Progress
         from ingest import load_document
 
@@ -415,9 +437,22 @@ class MemoryForest:
                 repair(self.db, self.store, self.vectors, self.embedder, report)
         return report
 
+    def own_store(self) -> None:
+        """Servers call this before serving: they must own the embedded vector store, and are refused
+        (a ForestError naming `chroma run`) when another process does. Nothing to own with a Chroma server."""
+        from forest.store_owner import claim_for_server
+
+        if self._ownership is None:
+            self._ownership = claim_for_server(self.settings)
+
     def close(self) -> None:
         if "personal" in self.__dict__:
             self.personal.stop()  # its writer finishes the item in hand; the rest stays queued
+        if self._made_vectors and "vectors" in self.__dict__:
+            self.vectors.close()
+        if self._ownership is not None:
+            self._ownership.release()
+            self._ownership = None
         self.db.close()
 
     def _mode(self, mode: str | None) -> str:
@@ -455,4 +490,10 @@ def _outline(document: Document, chunks: list[Chunk]) -> DocumentOutline:
 def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[str, Any]:
     """What the archive records about each document it holds (appends add more)."""
     return {"name": document.name, "title": document.title, "source": document.source,
-            "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1}
+            "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1,
+            "sha256": _fingerprint(document)}
+
+
+def _fingerprint(document: Document) -> str:
+    """The same text gives the same fingerprint, whatever the file is called."""
+    return hashlib.sha256(document.text.encode("utf-8")).hexdigest()

@@ -15,6 +15,7 @@ from forest.errors import ForestError, NotFound
 from forest.lexical import phrase_match
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.tree_builder import SEPARATOR
+from forest.validation import in_id_range
 
 NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, summary, summary_source, "
                 "leaf_index, char_start, first_leaf, last_leaf, merge_order, merge_similarity, "
@@ -99,7 +100,7 @@ class ForestStore:
             conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
-        row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id))
+        row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id)) if in_id_range(archive_id) else None
         if row is None:
             raise NotFound(f"archive {archive_id} not found for model_id {model_id!r}")
         return Archive.from_row(row)
@@ -150,7 +151,8 @@ class ForestStore:
     def graft(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
               adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = (),
               expect: dict[int, tuple[int, frozenset[int]]] | None = None,
-              merges: Sequence[dict[str, Any]] = ()) -> None:
+              merges: Sequence[dict[str, Any]] = (), settings: dict[str, Any] | None = None,
+              name: str | None = None) -> None:
         """In one transaction: insert `rows` (ids reserved from `base`), then hang each existing
         root under a new parent: (root id, new parent id, new parent path). The root's whole
         subtree gets the parent's path in front of its paths and its depths shifted.
@@ -160,6 +162,9 @@ class ForestStore:
 
         `expect` {archive id: (leaf count, root ids)} is what the caller planned on; if another
         process changed an archive since (an append of its own), nothing is written.
+
+        `settings` and `name`, given, replace the archive's in the same transaction: the documents
+        it records always match its leaves, even if the process dies right after.
         """
         with self.db.transaction() as conn:
             for changed_id, (leaves, roots) in (expect or {}).items():
@@ -189,8 +194,9 @@ class ForestStore:
                     "WHERE archive_id = ? AND substr(path, 1, ?) = ?",
                     (parent_path, parent_path.count("/"), archive_id, len(root_path), root_path))
                 conn.execute("UPDATE memory_nodes SET parent_id = ? WHERE id = ?", (parent_id, root_id))
-            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
-                         (archive_id,))
+            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), "
+                         "settings = coalesce(?, settings), name = coalesce(?, name) WHERE id = ?",
+                         (None if settings is None else json.dumps(settings), name, archive_id))
 
     def replace_tree(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
                      leaf_parents: Sequence[tuple[int, int | None]], merges: Sequence[dict[str, Any]],
@@ -228,23 +234,15 @@ class ForestStore:
         row = self.db.query_one("SELECT MAX(merge_order) FROM archive_merges WHERE archive_id = ?", (archive_id,))
         return int(row[0] or 0)
 
-    def rename_archive(self, archive_id: int, name: str) -> None:
-        with self.db.transaction() as conn:
-            conn.execute("UPDATE archives SET name = ? WHERE id = ?", (name, archive_id))
-
-    def update_settings(self, archive_id: int, settings: dict[str, Any]) -> None:
-        with self.db.transaction() as conn:
-            conn.execute("UPDATE archives SET settings = ? WHERE id = ?", (json.dumps(settings), archive_id))
-
     def node(self, model_id: str, node_id: int) -> MemoryNode:
         row = self.db.query_one(f"SELECT {_NODE_SELECT} FROM memory_nodes n {_VISIBLE} WHERE n.id = ?",
-                                (model_id, node_id))
+                                (model_id, node_id)) if in_id_range(node_id) else None
         if row is None:
             raise NotFound(f"node {node_id} not found for model_id {model_id!r}")
         return MemoryNode.from_row(row)
 
     def nodes(self, model_id: str, node_ids: Iterable[int]) -> dict[int, MemoryNode]:
-        ids = list(dict.fromkeys(int(i) for i in node_ids))
+        ids = [i for i in dict.fromkeys(int(i) for i in node_ids) if in_id_range(i)]
         found: dict[int, MemoryNode] = {}
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]

@@ -6,6 +6,12 @@ from forest.errors import InvalidInput
 MAX_MODEL_ID = 200
 MAX_QUERY_CHARS = 4000
 MAX_SESSION_ID = 100
+MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1..MAX_ID
+
+
+def in_id_range(value: int) -> bool:
+    """Whether `value` could be a stored row's id (a larger int cannot even be bound to SQLite)."""
+    return isinstance(value, int) and 1 <= value <= MAX_ID
 
 
 def check_model_id(model_id: str) -> str:
@@ -19,8 +25,10 @@ def check_session_id(session_id: str) -> str:
 def _check_name(value: str, what: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{what} is required")
-    if len(value) > limit or not value.isprintable():
-        raise InvalidInput(f"{what} must be printable text of at most {limit} characters")
+    if len(value) > limit:
+        raise InvalidInput(f"{what} has {len(value):,} characters; it must be at most {limit}")
+    if not value.isprintable():
+        raise InvalidInput(f"{what} must be printable text: no tabs, line breaks or other control characters")
     return value
 
 

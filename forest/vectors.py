@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,9 @@ class VectorStore(ABC):
     @abstractmethod
     def model_ids(self) -> list[str]: ...
 
+    def close(self) -> None:
+        """Release what the store holds (a client, a claim on a directory); nothing by default."""
+
 
 def collection_name(model_id: str) -> str:
     """Chroma names allow [a-zA-Z0-9._-]{3,63}; model_ids are free text, so hash them."""
@@ -55,7 +58,8 @@ def collection_name(model_id: str) -> str:
 
 class ChromaVectorStore(VectorStore):
     def __init__(self, *, path: Path | None = None, host: str | None = None, port: int = 8000,
-                 embedder_name: str, dim: int) -> None:
+                 embedder_name: str, dim: int, on_close: Callable[[], None] | None = None) -> None:
+        """`on_close` runs once after the client closes (forest.store_owner releases its claim)."""
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
@@ -77,6 +81,18 @@ class ChromaVectorStore(VectorStore):
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.max_batch = int(self._client.get_max_batch_size())
+        self._on_close = on_close
+        self._closed = False
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:  # Chroma counts clients per path: a second close would stop another's
+                return
+            self._closed = True
+            self._collections.clear()
+        self._client.close()
+        if self._on_close:
+            self._on_close()
 
     def _collection(self, model_id: str, create: bool):
         from chromadb.errors import NotFoundError

@@ -23,13 +23,13 @@ def load_document(path: str | Path, max_bytes: int | None = None,
         raise InvalidInput(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise InvalidInput(f"{path}: unsupported file type {suffix or '(none)'}; "
+        raise InvalidInput(f"{path.name}: unsupported file type {suffix or '(none)'}; "
                            f"supported: {', '.join(SUPPORTED_SUFFIXES)}")
     size = path.stat().st_size
     if size == 0:
-        raise InvalidInput(f"{path}: the file is empty")
+        raise InvalidInput(f"{path.name}: the file is empty")
     if max_bytes is not None and size > max_bytes:
-        raise InvalidInput(f"{path}: {size / 1e6:,.1f} MB is over the limit of {max_bytes / 1e6:,.1f} MB "
+        raise InvalidInput(f"{path.name}: {size / 1e6:,.1f} MB is over the limit of {max_bytes / 1e6:,.1f} MB "
                            "(setting max_file_mb)")
     if suffix == ".pdf":
         return read_pdf(path, on_page)
@@ -45,11 +45,11 @@ def text_document(name: str, text: str, source: str | None = None) -> Document:
 def _read_text(path: Path) -> str:
     raw = path.read_bytes()
     if b"\x00" in raw[:8192]:
-        raise InvalidInput(f"{path}: looks like a binary file, not text")
+        raise InvalidInput(f"{path.name}: looks like a binary file, not text")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start}); convert it to UTF-8 first") from None
+        raise InvalidInput(f"{path.name}: not UTF-8 text (byte {exc.start}); convert it to UTF-8 first") from None
     if not text.strip():
-        raise InvalidInput(f"{path}: the file is empty")
+        raise InvalidInput(f"{path.name}: the file is empty")
     return text

@@ -7,8 +7,9 @@ import streamlit as st
 
 from forest import ForestError
 from forest.archive_io import read_export
+from forest.jobs import FINISHED
 from ingest import SUPPORTED_SUFFIXES
-from pages.shared import get_forest, get_queue, page_start
+from pages.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()
 queue = get_queue(forest)
@@ -31,13 +32,20 @@ if submitted:
         st.warning("Choose at least one file.")
     for upload in files or []:
         # One folder per file: two uploads with the same name do not overwrite each other.
-        path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # name -> archive name
+        path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # names an untitled document
         path.write_bytes(upload.getvalue())
         queue.submit(path, model_id, append_to=targets[target], delete_after=True)
 
 
 def show_jobs() -> None:
     jobs = [j for j in queue.jobs() if j.model_id == model_id]
+    # A banner for an archive deleted since is news no longer.
+    present = {a.id for a in forest.archives(model_id)}
+    gone = [j.id for j in jobs if j.status == "done" and j.archive_id not in present]
+    queue.dismiss(gone)
+    jobs = [j for j in jobs if j.id not in gone]
+    if model_id == SAMPLE_MODEL_ID and any(j.status not in FINISHED for j in jobs):
+        st.info("Building the sample paper so there is a forest to explore: it takes a minute or so.")
     for job in jobs[:10]:
         if job.status == "running":
             with st.status(f"Building {job.name}: {job.stage}", state="running", expanded=True):
@@ -46,9 +54,13 @@ def show_jobs() -> None:
         elif job.status == "failed":
             st.error(f"{job.name}: {job.error}")
         elif job.status == "done":
-            st.success(f"{job.name}: archive {job.archive_id} ready")
+            st.success(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready")
         else:
             st.caption(f"{job.name}: queued")
+    finished = [j.id for j in jobs if j.status in FINISHED]
+    if finished and st.button("Clear these messages", key="clear_jobs"):
+        queue.dismiss(finished)
+        st.rerun()
     if jobs and not queue.busy() and st.session_state.get("jobs_were_busy"):
         st.session_state["jobs_were_busy"] = False
         st.rerun()  # a build finished: refresh the archive list
@@ -67,18 +79,21 @@ st.dataframe([{"id": a.id, "name": a.name, "leaves": a.leaves, "nodes": a.nodes,
               for a in archives], hide_index=True)
 
 names = {f"{a.id}: {a.name}": a.id for a in archives}
+by_id = {a.id: a for a in archives}
 manage, share, merge = st.columns(3)
 with manage:
     st.markdown("**Delete**")
-    doomed = st.selectbox("Archive", list(names), key="delete_choice")
-    if st.checkbox("Yes, delete it from SQLite and Chroma", key="delete_confirm") and \
-            st.button("Delete archive", key="delete"):
+    doomed = by_id[names[st.selectbox("Archive", list(names), key="delete_choice")]]
+    if confirmed(f"Delete archive {doomed.id}",
+                 f"Archive {doomed.id} ({doomed.name}, {doomed.nodes} nodes) goes from SQLite and Chroma. "
+                 "This cannot be undone.", key=f"delete-{doomed.id}"):
         try:
-            forest.delete_archive(model_id, names[doomed])
+            forest.delete_archive(model_id, doomed.id)
         except ForestError as exc:
-            st.error(str(exc))
+            notify(f"Archive {doomed.id} was not deleted: {exc}", failed=True)
         else:
-            st.rerun()
+            notify(f"Deleted archive {doomed.id} ({doomed.name}).")
+        st.rerun()
 with share:
     st.markdown("**Export / import**")
     chosen = st.selectbox("Archive", list(names), key="export_choice")
@@ -98,7 +113,7 @@ with share:
         else:
             st.success(f"Imported as archive {made.id}")
 with merge:
-    st.markdown("**Merge similar archives** (seed 000 §7)")
+    st.markdown("**Merge similar archives**")
     if st.button("Find similar archives", key="similar", disabled=len(archives) < 2):
         try:
             st.session_state["similar_pairs"] = [(p.similarity, p.left_name, p.right_name)
@@ -107,11 +122,16 @@ with merge:
             st.error(str(exc))
     for similarity, left, right in st.session_state.get("similar_pairs", []):
         st.caption(f"{similarity:.2f} · {left} + {right}")
-    joining = st.multiselect("Join these under one super-root", list(names), key="join_choice")
-    if st.button("Join", key="join", disabled=len(joining) < 2):
+    joining = [by_id[names[j]] for j in st.multiselect("Join these under one super-root", list(names),
+                                                       key="join_choice")]
+    if len(joining) >= 2 and confirmed(
+            "Join archives", f"The trees of {', '.join(str(a.id) for a in joining)} hang under one new root in "
+            f"archive {joining[0].id}; the others stop being separate archives. This cannot be undone.",
+            key="join-" + "-".join(str(a.id) for a in joining)):
         try:
-            forest.join_archives(model_id, [names[j] for j in joining])
+            joined = forest.join_archives(model_id, [a.id for a in joining])
         except ForestError as exc:
-            st.error(str(exc))
+            notify(f"Not joined: {exc}", failed=True)
         else:
-            st.rerun()
+            notify(f"Joined {len(joining)} archives into archive {joined.id} ({joined.name}).")
+        st.rerun()

@@ -1,18 +1,16 @@
-"""Memory: the personal memory service (seeds 003, 004) for one user_id: try process_memory and
-its debug trace, the user's knowledge graph drawn with pyvis, the memories with their history,
-and the write queue's state."""
+"""Personal memory for one user_id: try process_memory and its debug trace, the user's knowledge
+graph drawn with pyvis, the memories with their history, and the write queue's state."""
 import json
 
 import streamlit as st
 
 from forest import ForestError
 from forest.personal.graph_view import graph_html
-from pages.shared import get_forest
+from pages.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
 personal = forest.personal
-st.title("Memory Forest")
-st.header("Personal memory")
+page_header("Personal memory")
 user_id = st.sidebar.text_input("user_id", value=st.session_state.get("user_id", "")).strip()
 if not user_id:
     st.info("Type a user_id in the sidebar: the person whose memories you want to see or write.")
@@ -21,7 +19,10 @@ st.session_state["user_id"] = user_id
 if not personal.enabled:
     st.warning("Memory is switched off (MEMORY_ENABLED=false): nothing is read or written.")
 
-try_tab, graph_tab, memories_tab, queue_tab = st.tabs(["process_memory", "Graph", "Memories", "Write queue"])
+# Keyed: the open tab survives reruns, and hidden tabs are not drawn (a graph drawn in a hidden tab
+# has no size to centre itself in).
+try_tab, graph_tab, memories_tab, queue_tab = st.tabs(["process_memory", "Graph", "Memories", "Write queue"],
+                                                      key="memory_tab", on_change="rerun")
 with try_tab:
     with st.form("process"):
         text = st.text_area("Message", height=80, placeholder="灿灿是小朱的女儿 · I live in Berlin")
@@ -32,36 +33,59 @@ with try_tab:
             if debug:
                 st.code(personal.debug_process_memory(user_id, text), language="text")
             else:
-                st.json(personal.process_memory(user_id, text))
-                st.caption("The write happens in the background: see the Write queue tab.")
+                context = personal.process_memory(user_id, text)
+                found = context["vector_chunks"] or context["graph_relations"]
+                st.markdown(f"**What the agent is told** ({context['metadata']['retrieval_time_ms']} ms)" if found
+                            else "**Nothing known about this yet.**")
+                if context["vector_chunks"]:
+                    st.dataframe([{"memory": c["memory"], "score": c["score"]} for c in context["vector_chunks"]],
+                                 hide_index=True)
+                if context["graph_relations"]:
+                    st.dataframe(context["graph_relations"], hide_index=True)
+                st.caption("The message is written in the background: the Write queue tab shows what was kept.")
+                with st.expander("As the agent receives it (JSON)"):
+                    st.json(context)
         except ForestError as exc:
             st.error(str(exc))
 
-with graph_tab:
-    graph = personal.user_graph(user_id)
-    if graph["relations"]:
-        st.iframe(graph_html(graph["relations"], speaker=user_id), height=540)
-        st.dataframe(graph["relations"], hide_index=True)
-    else:
-        st.info("No relations yet: they are extracted from stored memories ('X is Y's daughter', '我喜欢X'...).")
+if graph_tab.open:
+    with graph_tab:
+        graph = personal.user_graph(user_id)
+        if graph["relations"]:
+            st.iframe(graph_html(graph["relations"], speaker=user_id), height=540)
+            st.dataframe(graph["relations"], hide_index=True)
+        else:
+            st.info("No relations yet: they are extracted from stored memories ('X is Y's daughter', '我喜欢X'...).")
 
-with memories_tab:
-    records = personal.memories(user_id)
-    st.caption(f"{len(records)} memories")
-    for record in reversed(records):
-        with st.expander(f"#{record.id} · {record.memory[:90]}"):
-            st.markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
-                        f"`{json.dumps(record.metadata, ensure_ascii=False)}`")
-            st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
-                         hide_index=True)
-            if st.button("Delete", key=f"delete-{record.id}"):
-                st.json(personal.memory_tool("delete", user_id, memory_id=record.id, actor="workbench"))
-                st.rerun()
-    if records and st.button("Clear all of this user's memory"):
-        st.json(personal.clear_user_memory(user_id))
-        st.rerun()
+if memories_tab.open:
+    with memories_tab:
+        records = personal.memories(user_id)
+        st.caption(f"{len(records)} memories")
+        for record in reversed(records):
+            with st.expander(f"#{record.id} · {record.memory[:90]}"):
+                st.markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
+                            f"`{json.dumps(record.metadata, ensure_ascii=False)}`")
+                st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
+                             hide_index=True)
+                if confirmed(f"Delete memory #{record.id}", f"“{record.memory[:200]}” is forgotten.",
+                             key=f"delete-memory-{record.id}"):
+                    reply = personal.memory_tool("delete", user_id, memory_id=record.id, actor="workbench")
+                    if reply["status"] == "success":
+                        notify(f"Deleted memory #{record.id}.")
+                    else:
+                        notify(f"Memory #{record.id} was not deleted: {reply['payload'].get('error', reply['status'])}",
+                               failed=True)
+                    st.rerun()
+        if records and confirmed("Clear all of this user's memory",
+                                 f"All {len(records)} memories of {user_id!r}, their history, graph, tags and "
+                                 "queued writes are forgotten. This cannot be undone.", key=f"clear-memory-{user_id}"):
+            removed = personal.clear_user_memory(user_id)["memories_removed"]
+            notify(f"Cleared the memory of {user_id!r}: {removed} memories removed.")
+            st.rerun()
 
-with queue_tab:
+
+def write_queue() -> None:
+    """Polls once a second while writes are pending, then reruns the page (new memories, new graph)."""
     queue = personal.write_queue(user_id)
     state = queue["state"]
     st.caption(f"pending {state['pending']} · done {state['done']} · failed {state['failed']}")
@@ -69,3 +93,13 @@ with queue_tab:
                    "privacy": (d["decision"] or {}).get("privacy", {}).get("label"),
                    "action": (d["decision"] or {}).get("action"), "error": d["error"]}
                   for d in queue["items"]], hide_index=True)
+    if state["pending"]:
+        st.session_state["memory_writes_pending"] = True
+    elif st.session_state.pop("memory_writes_pending", False):
+        st.rerun()
+
+
+if queue_tab.open:
+    with queue_tab:
+        pending = personal.write_queue(user_id)["state"]["pending"]
+        st.fragment(run_every=1.0 if pending else None)(write_queue)()

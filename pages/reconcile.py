@@ -1,4 +1,4 @@
-"""Reconcile (seed 002 §3.3): conflicts between papers, proposed by detection over a question's
+"""Reconcile: conflicts between papers, proposed by detection over a question's
 passages or picked by hand, reviewed (Claude, or the offline side-by-side), saved as findings."""
 import streamlit as st
 
@@ -63,7 +63,9 @@ if verdict is not None:
             st.markdown("Conditions: " + (", ".join(conditions) or "none found"))
     with st.expander("Side-by-side details (rules)"):
         st.json(verdict.comparison)
-    if st.button("Save as finding"):
+    if not verdict.conflict_found:
+        st.info("No conflict between these passages, so there is no finding to save.")
+    elif st.button("Save as finding"):
         try:
             research.add_note(model_id, session, "finding", verdict.merged_conclusion,
                               f"{verdict.a.key} vs {verdict.b.key}, {verdict.reviewed_by}")

@@ -1,10 +1,12 @@
-"""Research memory (seed 002): the session's briefing as the model sees it, the workspace notes,
+"""Research memory: the session's briefing as the model sees it, the workspace notes,
 episodic recall with its decay, semantic knowledge with history, the core directives (CORE.md)
 and the conversation with its compaction."""
+from collections.abc import Callable
+
 import streamlit as st
 
 from forest import ForestError
-from pages.shared import get_forest, page_start, pick_session
+from pages.shared import confirmed, get_forest, notify, page_start, pick_session
 
 forest = get_forest()
 research = forest.research
@@ -12,22 +14,35 @@ model_id = page_start(forest, "Research memory", allow_new=True)
 session = pick_session(forest, model_id)
 
 
-def attempt(action, *args, success: str = "") -> None:
-    """Run an engine call from a button; its error or success message shows on the next run."""
+def attempt(action: Callable[..., object], *args: object, success: str) -> None:
+    """Run an engine call from a button and say how it went (shown by the next run)."""
     try:
         action(*args)
-        if success:
-            st.session_state["research_message"] = ("success", success)
     except ForestError as exc:
-        st.session_state["research_message"] = ("error", str(exc))
+        notify(str(exc), failed=True)
+    else:
+        notify(success)
 
 
-if "research_message" in st.session_state:
-    kind, text = st.session_state.pop("research_message")
-    (st.success if kind == "success" else st.error)(text)
+def compact_now() -> None:
+    try:
+        report = research.compact(model_id, session)
+    except ForestError as exc:
+        notify(f"Not compacted: {exc}", failed=True)
+        return
+    if report.compacted_message_ids:
+        notify(f"Compacted {len(report.compacted_message_ids)} older messages into one summary "
+               f"({report.tokens_before:,} → {report.tokens_after:,} tokens, "
+               f"{len(report.findings_added)} findings kept in the workspace).")
+    else:
+        notify(f"Nothing to compact: all {len(report.kept_message_ids)} messages ({report.tokens_before:,} tokens) "
+               "are recent enough to stay as they are.")
 
+
+# Keyed: the open tab survives the rerun that follows each action.
 briefing_tab, workspace_tab, episodic_tab, knowledge_tab, directives_tab, conversation_tab = st.tabs(
-    ["Briefing", "Workspace", "Episodic memory", "Knowledge", "Directives (CORE.md)", "Conversation"])
+    ["Briefing", "Workspace", "Episodic memory", "Knowledge", "Directives (CORE.md)", "Conversation"],
+    key="research_tab", on_change="rerun")
 
 with briefing_tab:
     briefing = research.briefing(model_id, session)
@@ -41,7 +56,7 @@ with workspace_tab:
         text = st.text_area("Note", height=80)
         source = st.text_input("Source (optional)", placeholder="node 42, p. 7")
         if st.form_submit_button("Add note", type="primary"):
-            attempt(research.add_note, model_id, session, kind, text, source, success=f"{kind} added")
+            attempt(research.add_note, model_id, session, kind, text, source, success=f"Added the {kind}.")
             st.rerun()
     items = research.workspace(model_id, session)
     if not items:
@@ -49,8 +64,11 @@ with workspace_tab:
     for item in reversed(items):
         left, right = st.columns([6, 1])
         left.markdown(f"**{item.kind}** · {item.text}" + (f"  \n_{item.source}_" if item.source else ""))
-        right.button("Remove", key=f"remove-{item.id}", on_click=attempt,
-                     args=(research.remove_note, model_id, session, item.id))
+        with right:
+            if confirmed("Remove", f"This {item.kind} leaves the workspace of session {session!r}.",
+                         key=f"remove-{item.id}"):
+                attempt(research.remove_note, model_id, session, item.id, success=f"Removed the {item.kind}.")
+                st.rerun()
 
 with episodic_tab:
     with st.form("episodic"):
@@ -82,7 +100,8 @@ with knowledge_tab:
         topic = st.text_input("Topic")
         conclusion = st.text_area("Conclusion", height=80)
         if st.form_submit_button("Update knowledge", type="primary"):
-            attempt(research.update_knowledge, model_id, topic, conclusion, session, success="knowledge updated")
+            attempt(research.update_knowledge, model_id, topic, conclusion, session,
+                    success=f"Updated the knowledge on {topic.strip()!r}.")
             st.rerun()
     for entry in research.knowledge(model_id):
         with st.expander(f"{entry.topic} (version {entry.version})"):
@@ -94,7 +113,7 @@ with directives_tab:
     st.caption(f"{research.core_path} — injected first into every prompt of every session.")
     edited = st.text_area("Core directives", value=research.directives(), height=300)
     if st.button("Save directives", type="primary"):  # not on_click: its args would hold the text before the edit
-        attempt(research.save_directives, edited, success="directives saved")
+        attempt(research.save_directives, edited, success="Saved the core directives.")
         st.rerun()
 
 with conversation_tab:
@@ -104,8 +123,7 @@ with conversation_tab:
     st.progress(min(1.0, used / limit), text=f"{used:,} of {limit:,} tokens (compaction at "
                                               f"{forest.settings.compaction_ratio:.0%})")
     st.caption(f"{len(live)} live messages; {len(everything) - len(live)} compacted (kept in episodic memory)")
-    st.button("Compact now", disabled=len(live) < 2, on_click=attempt,
-              args=(research.compact, model_id, session), kwargs={"success": "compacted"})
+    st.button("Compact now", disabled=len(live) < 2, on_click=compact_now)
     for message in live:
         with st.chat_message("assistant" if message.role != "user" else "user"):
             st.markdown(("**Summary of earlier messages.** " if message.role == "summary" else "") + message.content)

@@ -8,12 +8,11 @@ import streamlit as st
 
 from forest.server import ThreadServer
 from forest.tools import ForestTools
-from pages.shared import get_forest, get_server
+from pages.shared import get_forest, get_server, page_header
 
 forest = get_forest()
 server = get_server(forest)
-st.title("Memory Forest")
-st.header("Server")
+page_header("Server")
 if not isinstance(server, ThreadServer):
     st.warning(f"The endpoint is not running: {server}")
     st.stop()
@@ -30,6 +29,7 @@ st.dataframe([{"tool": name, "description": inspect.getdoc(getattr(ForestTools, 
 @st.fragment(run_every=2.0)
 def latest_calls() -> None:
     st.subheader("Latest calls")
+    st.caption("Tool calls over MCP and REST, and OpenAI-compatible chats; a failed call says why.")
     calls = server.calls.latest()
     if calls:
         st.dataframe(calls[:50], hide_index=True)
@@ -45,6 +45,9 @@ stdio = {"mcpServers": {"memory-forest": {"command": forest_command, "args": ["s
                                           "env": {"FOREST_DATA_DIR": str(Path(forest.settings.data_dir).resolve())}}}}
 st.markdown("Claude Desktop (`claude_desktop_config.json`) or Cursor (`~/.cursor/mcp.json`), over stdio:")
 st.code(json.dumps(stdio, indent=2), language="json")
+st.caption("A stdio server is a process of its own, and one process owns an embedded store: it is refused while "
+           "this workbench runs on the same data folder. Meanwhile connect over HTTP (below), or share the store "
+           "through a `chroma run` server (settings chroma_host, chroma_port).")
 st.markdown("Over HTTP, to this endpoint:")
 st.code(json.dumps({"mcpServers": {"memory-forest": {"url": f"{server.url}/mcp"}}}, indent=2), language="json")
 st.markdown("OpenAI clients:")

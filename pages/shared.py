@@ -1,5 +1,6 @@
-"""What every workbench page shares, once per process: the engine, its HTTP endpoint, the
-ingestion queue (st.cache_resource: thread-safe objects shared by all sessions)."""
+"""What every workbench page shares: once per process, the engine, its HTTP endpoint and the
+ingestion queue (st.cache_resource: thread-safe objects shared by all sessions); per session, the
+model_id, the research session and the notices of what the last action did."""
 from __future__ import annotations
 
 import atexit
@@ -11,16 +12,33 @@ from forest import ForestError, MemoryForest
 from forest.jobs import IngestQueue
 from forest.server import ThreadServer
 from ingest import SUPPORTED_SUFFIXES
+from pages import through_app
 
 SAMPLE_MODEL_ID = "demo"
 
 
-@st.cache_resource
 def get_forest() -> MemoryForest:
-    return MemoryForest()
+    """The engine. Every page asks for it first, so this is also where a page run alone by
+    Streamlit's legacy pages/ discovery turns round to run through app.py (see pages/__init__.py)."""
+    through_app()
+    return _engine()
 
 
-@st.cache_resource
+# No spinners of their own: app.py shows one while the first session starts them.
+@st.cache_resource(show_spinner=False)
+def _engine() -> MemoryForest:
+    """The process's engine; a ForestError (not cached, so a rerun retries) when another process
+    owns the store."""
+    forest = MemoryForest()
+    try:
+        forest.own_store()
+    except ForestError:
+        forest.close()
+        raise
+    return forest
+
+
+@st.cache_resource(show_spinner=False)
 def get_server(_forest: MemoryForest) -> ThreadServer | str:
     """Started once per process, stopped when the process exits; a message if it cannot start."""
     settings = _forest.settings
@@ -34,14 +52,22 @@ def get_server(_forest: MemoryForest) -> ThreadServer | str:
     return server
 
 
-@st.cache_resource
+@st.cache_resource(show_spinner=False)
 def get_queue(_forest: MemoryForest) -> IngestQueue:
     queue = IngestQueue(_forest)
     atexit.register(queue.shutdown)
     return queue
 
 
-@st.cache_resource
+def start() -> ThreadServer | str:
+    """The engine, its endpoint (or why it is not running) and, on an empty store, the samples."""
+    forest = get_forest()
+    server = get_server(forest)
+    seed_samples(forest, get_queue(forest))
+    return server
+
+
+@st.cache_resource(show_spinner=False)
 def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
     """Once per process: an empty store gets the sample papers (model_id 'demo'), in the background."""
     folder = Path(_forest.settings.samples_dir or "")
@@ -53,42 +79,85 @@ def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
     return len(samples)
 
 
+def building_model_ids(forest: MemoryForest) -> list[str]:
+    """model_ids whose first documents are still queued or building (the sample's, on a new store)."""
+    return list(dict.fromkeys(j.model_id for j in get_queue(forest).jobs() if j.status in ("queued", "running")))
+
+
 def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
     """The model_id the page works on (sidebar), remembered across pages in the session."""
     known = forest.model_ids()
-    current = st.session_state.get("model_id") or (known[0] if known else "")
+    current = st.session_state.get("model_id") or (known or building_model_ids(forest) or [""])[0]
+    # Keyed widgets, seeded from the remembered model_id: a widget keyed by its default value would
+    # be replaced (and an edit lost) whenever that default changes.
     if allow_new:
-        value = st.sidebar.text_input("model_id", value=current, help="an existing model_id or a new one")
+        if st.session_state.get("model_id_box") is None:
+            st.session_state["model_id_box"] = current
+        value = st.sidebar.text_input("model_id", key="model_id_box", help="an existing model_id or a new one")
         if known:
             st.sidebar.caption("existing: " + ", ".join(known))
     else:
         if not known:
             return None
-        value = st.sidebar.selectbox("model_id", known, index=known.index(current) if current in known else 0)
+        if st.session_state.get("model_id_pick") not in known:
+            st.session_state["model_id_pick"] = current if current in known else known[0]
+        value = st.sidebar.selectbox("model_id", known, key="model_id_pick")
     value = (value or "").strip()
     if value:
         st.session_state["model_id"] = value
     return value or None
 
 
+def page_header(header: str) -> None:
+    """What every page starts with, under app.py's shell."""
+    st.title("Memory Forest")
+    st.header(header)
+
+
 def page_start(forest: MemoryForest, header: str, allow_new: bool = False) -> str:
     """Title, header and the model_id of a page; stops the page while there is none. Pages that
     read archives offer the existing model_ids; pages that create (allow_new) take any name."""
-    st.title("Memory Forest")
-    st.header(header)
+    page_header(header)
     model_id = pick_model_id(forest, allow_new)
     if not model_id:
-        st.info("Type a model_id in the sidebar: the owner of the forest you are building." if allow_new
-                else "No archives yet: add documents on the Library page.")
+        building = building_model_ids(forest)
+        if building:
+            st.info(f"The first archives of model_id {building[0]!r} are being built (the sample paper, on a "
+                    "new store): they appear here in a minute or so. The Library page shows the progress.")
+        else:
+            st.info("Type a model_id in the sidebar: the owner of the forest you are building." if allow_new
+                    else "No archives yet: add documents on the Library page.")
         st.stop()
     return model_id
+
+
+def notify(text: str, *, failed: bool = False) -> None:
+    """Say what an action did: shown as a toast by the next run of app.py (which follows the action's
+    st.rerun, or runs right after an on_click callback)."""
+    st.session_state.setdefault("notices", []).append((text, "⚠️" if failed else "✅"))
+
+
+def show_notices() -> None:
+    for text, icon in st.session_state.pop("notices", []):
+        st.toast(text, icon=icon, duration="long")
+
+
+def confirmed(label: str, consequence: str, key: str) -> bool:
+    """A destructive action behind a confirmation: `label` opens a popover that says what will happen,
+    and only its "Yes" button acts. A button holds for one run, so no confirmation carries over to the
+    next item; `key` names the item."""
+    with st.popover(label, icon=":material/delete:"):
+        st.markdown(consequence)
+        return st.button(f"Yes, {label[0].lower()}{label[1:]}", key=key, type="primary")
 
 
 def pick_session(forest: MemoryForest, model_id: str) -> str:
     """The research session the page works in (sidebar), remembered across pages."""
     known = forest.research.sessions(model_id)
     current = st.session_state.get("research_session") or (known[0] if known else "default")
-    value = st.sidebar.text_input("Research session", value=current,
+    if st.session_state.get("research_session_box") is None:
+        st.session_state["research_session_box"] = current
+    value = st.sidebar.text_input("Research session", key="research_session_box",
                                   help="notes, history and conversation are kept per session").strip() or "default"
     if known:
         st.sidebar.caption("sessions: " + ", ".join(known[:10]))

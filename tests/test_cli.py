@@ -114,7 +114,7 @@ def test_pdf_ingest_append_and_merge_archives(tmp_path):
     data_dir = tmp_path / "store"
     pdf = pdf_factory.two_column_paper(tmp_path / "pools.pdf")
     [paper] = json.loads(run(data_dir, "ingest", str(pdf), "--model-id", "m", "--json").stdout)
-    assert paper["name"] == "pools" and paper["settings"]["documents"][0]["pages"] == 3
+    assert paper["name"] == "A Study of Tidal Pools" and paper["settings"]["documents"][0]["pages"] == 3
     text = run(data_dir, "tree", str(paper["id"]), "--model-id", "m").stdout
     assert "p. 1, §2.1 Sampling Protocol" in text
     notes = tmp_path / "notes.md"

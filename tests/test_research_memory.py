@@ -155,6 +155,26 @@ def test_compaction_flushes_findings_and_loses_nothing(research, clock):
     assert any(f.event.content.startswith("Question 0:") for f in old)
 
 
+def test_a_compaction_another_writer_finished_meanwhile_is_not_done_twice(research, monkeypatch):
+    monkeypatch.setattr(research, "compact_if_due", lambda *args: None)  # compaction only when asked below
+    for i in range(4):
+        research.add_message("ann", "s1", "user", f"What does table {i} show? " + "Setup details. " * 16)
+        research.add_message("ann", "s1", "assistant", f"- Accuracy reaches {70 + i}.5% on B{i}. [node {i}, p. 2]")
+    flush = research.flusher.flush
+
+    def flush_while_another_compacts(*args, **kwargs):
+        monkeypatch.setattr(research.flusher, "flush", flush)
+        research.compact("ann", "s1")  # the other writer wins the race
+        return flush(*args, **kwargs)
+
+    monkeypatch.setattr(research.flusher, "flush", flush_while_another_compacts)
+    report = research.compact("ann", "s1")
+    assert report.compacted_message_ids == [] and "meanwhile" in report.made_by
+    assert [m.role for m in research.messages("ann", "s1")].count("summary") == 1
+    findings = [i.text for i in research.workspace("ann", "s1") if i.kind == "finding"]
+    assert findings and len(findings) == len(set(findings))
+
+
 def test_no_compaction_below_the_threshold(research):
     assert research.add_message("ann", "s1", "user", "A short question?") is None
     assert research.compact_if_due("ann", "s1") is None

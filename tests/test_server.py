@@ -15,7 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import forest_env, free_port, topic_text
 from forest import ConfigError
-from forest.server import MAX_BODY_BYTES, ThreadServer, build_http_app
+from forest.server import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_app
 from forest.tools import ForestTools
 
 FOREST = str(Path(sys.executable).parent / "forest")
@@ -166,10 +166,11 @@ def test_every_tool_over_streamable_http(served):
     assert r["other"].is_error and "not found" in r["other"].content[0].text
     assert r["bad"].is_error and "top_k" in r["bad"].content[0].text
     assert all("Traceback" not in res.content[0].text for res in (r["other"], r["bad"]))
-    # The call log the workbench shows: every tool, its time, and whether it failed.
+    # The call log the workbench shows: every tool, its time, and whether it failed and why.
     logged = server.calls.latest()
     assert set(ForestTools.NAMES) <= {c["tool"] for c in logged}
-    assert any(c["tool"] == "get_memory_node" and not c["ok"] for c in logged)
+    assert any(c["tool"] == "get_memory_node" and not c["ok"] and "not found" in c["error"] for c in logged)
+    assert all(c["error"] is None for c in logged if c["ok"])
     assert all(c["ms"] >= 0 and c["model_id"] in ("alice", "bob") for c in logged)  # user_ids for personal tools
     forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
 
@@ -297,6 +298,10 @@ def test_openai_client_chat_stream_and_models(served):
         client.chat.completions.create(model="bob", messages=[{"role": "assistant", "content": "hi"}])
     nobody = client.chat.completions.create(model="nobody", messages=[{"role": "user", "content": "anything?"}])
     assert "nothing relevant" in nobody.choices[0].message.content  # an empty forest, not someone else's
+    # The workbench's call log shows the chats too, newest first, and why the bad one failed.
+    chats = [(c["model_id"], c["ok"], c["error"]) for c in server.calls.latest() if c["tool"] == CHAT_ROUTE]
+    assert chats == [("nobody", True, None), ("bob", False, "no user message to answer"), ("bob", True, None),
+                     ("bob", True, None)]
 
 
 def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):

@@ -14,7 +14,7 @@ JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text
 
 
 @pytest.fixture
-def workbench(tmp_path, monkeypatch):
+def workbench(tmp_path, monkeypatch, app_runs_like_a_running_server):
     """A fresh process-wide state (the engine is st.cache_resource) on an empty store."""
     monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("FOREST_SERVER_PORT", "0")
@@ -199,7 +199,7 @@ def test_library_exports_imports_and_joins(workbench):
     app = button(app, "Find similar archives").click().run()
     assert any("jazz + volcanoes" in c.value for c in app.caption)
     app = app.multiselect[0].set_value(app.multiselect[0].options[:2]).run()
-    app = button(app, "Join").click().run()
+    app = button(app, "Yes, join archives").click().run()
     assert not app.exception
     table = app.dataframe[0].value
     assert len(table) == 2 and 1 in table["roots"].tolist()
@@ -259,8 +259,10 @@ def test_personal_memory_page_processes_draws_the_graph_and_shows_history(workbe
         next(c for c in app.checkbox if c.label.startswith("Debug trace")).set_value(True)
         app = button(app, "Process").click().run()
         assert not app.exception and "=== Storage decision ===" in app.code[0].value
-    drawing = app.get("iframe")[0].proto.srcdoc  # the pyvis page, vis-network inlined (no CDN)
+    app.session_state["memory_tab"] = "Graph"  # only the open tab is drawn
+    drawing = app.run().get("iframe")[0].proto.srcdoc  # the pyvis page, vis-network inlined (no CDN)
     assert "new vis.Network" in drawing and json.dumps("帅帅")[1:-1] in drawing and "src=\"http" not in drawing
     relations = next(d for d in app.dataframe if "relationship" in d.value.columns).value
     assert {"女儿", "弟弟"} <= set(relations["relationship"])
-    assert any(e.label.startswith("#1 · 灿灿是小朱的女儿") for e in app.expander)
+    app.session_state["memory_tab"] = "Memories"
+    assert any(e.label.startswith("#1 · 灿灿是小朱的女儿") for e in app.run().expander)

@@ -291,14 +291,14 @@ class PersonalStore:
         """Free the leases of claims made on this host by processes that are gone (a crash or a
         kill): their input is written by the next worker at once, not when the lease runs out.
         Claims are "host:pid:nonce"."""
-        with self.db.transaction() as conn:
-            claims = [r[0] for r in conn.execute("SELECT DISTINCT claim FROM personal_write_queue WHERE status = "
-                                                 "'pending' AND lease_until IS NOT NULL")]
-            dead = [c for c in claims if c and c.count(":") >= 2 and c.rsplit(":", 2)[0] == host
-                    and c.rsplit(":", 2)[1].isdigit() and not alive(int(c.rsplit(":", 2)[1]))]
-            for claim in dead:
-                conn.execute("UPDATE personal_write_queue SET lease_until = NULL WHERE status = 'pending' AND claim = ?",
-                             (claim,))
+        claims = [r[0] for r in self.db.query("SELECT DISTINCT claim FROM personal_write_queue WHERE status = "
+                                              "'pending' AND lease_until IS NOT NULL")]
+        dead = [c for c in claims if c and c.count(":") >= 2 and c.rsplit(":", 2)[0] == host
+                and c.rsplit(":", 2)[1].isdigit() and not alive(int(c.rsplit(":", 2)[1]))]
+        if dead:  # only then a write: idle workers call this every second
+            with self.db.transaction() as conn:
+                conn.executemany("UPDATE personal_write_queue SET lease_until = NULL WHERE status = 'pending' "
+                                 "AND claim = ?", [(claim,) for claim in dead])
         return len(dead)
 
     def holds(self, conn: sqlite3.Connection, item: QueuedInput, now: float) -> bool:

@@ -45,7 +45,7 @@ from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
 from forest.personal.timeframe import periods_in, within
 from forest.text import content_terms
-from forest.validation import check_text
+from forest.validation import check_text, in_id_range
 
 log = logging.getLogger("forest.personal")
 
@@ -228,10 +228,7 @@ class PersonalMemory:
     def _ensure_worker(self) -> None:
         with self._worker_lock:
             if self._worker is None or not self._worker.is_alive():
-                try:
-                    self.store.release_orphans(socket.gethostname(), _process_alive)
-                except Exception as exc:
-                    self._failed("releasing the claims of dead processes", exc)
+                self._release_orphans()
                 self._stop.clear()
                 self._worker = threading.Thread(target=self._run_worker, name="personal-memory-writer", daemon=True)
                 self._worker.start()
@@ -265,6 +262,12 @@ class PersonalMemory:
         return {"running": self._worker is not None and self._worker.is_alive(), "queue": self.store.queue_totals(),
                 **self._health}
 
+    def _release_orphans(self) -> None:
+        try:
+            self.store.release_orphans(socket.gethostname(), _process_alive)
+        except Exception as exc:
+            self._failed("releasing the claims of dead processes", exc)
+
     def _failed(self, what: str, exc: Exception) -> None:
         log.error("personal memory writer: %s failed: %s", what, exc, exc_info=exc)
         self._health.update(failures=self._health["failures"] + 1, last_error=f"{what}: {type(exc).__name__}: {exc}",
@@ -281,6 +284,9 @@ class PersonalMemory:
                 continue
             if not batch:
                 self._idle.set()
+                # Another worker process that died holding a claim (a kill, a crash): its items
+                # are taken over now, not when its lease runs out minutes later.
+                self._release_orphans()
                 self._wake.wait(timeout=1.0)
                 self._wake.clear()
                 continue
@@ -423,6 +429,8 @@ class PersonalMemory:
                                                          "was read or written"})
         try:
             user_id = check_user_id(user_id)
+            if memory_id is not None and not in_id_range(memory_id):
+                raise NotFound(f"memory {memory_id} not found for this user")
             scope = _scope(agent_id, run_id)
             who = actor or agent_id or "memory_tool"
             if action == "add":
@@ -558,8 +566,10 @@ def _standardised(values: np.ndarray) -> np.ndarray:
 
 
 def check_user_id(user_id: str) -> str:
-    if not isinstance(user_id, str) or not _ID.match(user_id):
-        raise InvalidInput("user_id is required: 1-200 letters, digits or . : @ / - _")
+    if not isinstance(user_id, str) or not user_id:
+        raise InvalidInput("user_id is required")
+    if not _ID.match(user_id):
+        raise InvalidInput("user_id must be 1-200 letters, digits or . : @ / - _")
     return user_id
 
 

@@ -11,6 +11,7 @@ record_turn (events, conflict check and reconciliation, messages, compaction whe
 """
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,18 @@ MAX_MESSAGE_CHARS = 100_000
 MAX_CORE_CHARS = 20_000
 KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
 MAX_RECONCILED_PER_TURN = 3    # each may be a Claude call
+
+
+@dataclass
+class _Note:
+    kind: str
+    text: str
+    source: str
+    event: NewEvent
+
+
+class _CompactedMeanwhile(Exception):
+    """Rolls back a compaction whose messages another writer compacted first."""
 
 
 @dataclass
@@ -135,19 +148,30 @@ class ResearchMemory:
         """Add to the workspace: kind 'focus' (replaces the current focus), 'constraint' or 'finding'.
         Every note is also an episodic event, so it can still be found once folded away."""
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
+        note = self._note(kind, text, source)
+        with self.db.transaction() as conn:
+            item = self._write_note(conn, model_id, session_id, note, self.clock())
+        return item
+
+    def _note(self, kind: str, text: str, source: str) -> _Note:
+        """A workspace note checked and embedded, ready to be written in a short transaction."""
         if kind not in WORKSPACE_KINDS:
             raise InvalidInput(f"a workspace note is one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
         text = check_text(text, kind, MAX_NOTE_CHARS)
         source = truncate(source or "", 300)
-        event = self._event(kind, text + (f" ({source})" if source else ""), {"source": source})
-        now = self.clock()
-        with self.db.transaction() as conn:
-            if kind == "focus":
-                self.store.remove_workspace_items(conn, model_id, session_id, now, kind="focus")
-            item_id = self.store.add_workspace_item(conn, model_id, session_id, kind, text, source, now)
-            event = NewEvent(event.kind, event.content, event.embedding, {**event.data, "item_id": item_id})
-            self.store.add_events(conn, model_id, session_id, [event], now)
-        return WorkspaceItem(item_id, kind, text, source, now)
+        return _Note(kind, text, source, self._event(kind, text + (f" ({source})" if source else ""),
+                                                     {"source": source}))
+
+    def _write_note(self, conn: sqlite3.Connection, model_id: str, session_id: str, note: _Note,
+                    now: float) -> WorkspaceItem:
+        if note.kind == "focus":
+            self.store.remove_workspace_items(conn, model_id, session_id, now, kind="focus")
+        item_id = self.store.add_workspace_item(conn, model_id, session_id, note.kind, note.text, note.source, now)
+        event = note.event
+        self.store.add_events(conn, model_id, session_id,
+                              [NewEvent(event.kind, event.content, event.embedding, {**event.data, "item_id": item_id})],
+                              now)
+        return WorkspaceItem(item_id, note.kind, note.text, note.source, now)
 
     def remove_note(self, model_id: str, session_id: str, item_id: int) -> None:
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
@@ -261,18 +285,28 @@ class ResearchMemory:
             return CompactionReport([], [m.id for m in kept], before, before, limit, made_by="nothing to compact")
         existing = [i.text for i in self.store.workspace(model_id, session_id) if i.kind == "finding"]
         flush = self.flusher.flush(old, existing, self.preamble(model_id, session_id))
-        added = [self.add_note(model_id, session_id, "finding", text, source or "compaction")
-                 for text, source in flush.findings]
+        notes = [self._note("finding", text, source or "compaction") for text, source in flush.findings]
         summary_event = self._event("compaction", flush.summary,
                                     {"made_by": flush.made_by, "message_ids": [m.id for m in old]})
         now = self.clock()
-        with self.db.transaction() as conn:
-            self.store.mark_compacted(conn, model_id, [m.id for m in old], now)
-            event_id = self.store.add_events(conn, model_id, session_id, [summary_event], now)[0]
-            # The summary stands where the old messages were: before the kept ones.
-            at = min(m.created_at for m in old)
-            self.store.add_message(conn, model_id, session_id, "summary", flush.summary,
-                                   estimate_tokens(flush.summary), event_id, at)
+        # The flushed findings, the summary and the compacted mark commit together (a crash leaves
+        # all or none), and only over messages still live: a compaction that another process
+        # finished meanwhile is not done twice.
+        try:
+            with self.db.transaction() as conn:
+                if self.store.mark_compacted(conn, model_id, [m.id for m in old], now) < len(old):
+                    raise _CompactedMeanwhile
+                added = [self._write_note(conn, model_id, session_id, note, now) for note in notes]
+                event_id = self.store.add_events(conn, model_id, session_id, [summary_event], now)[0]
+                # The summary stands where the old messages were: before the kept ones.
+                at = min(m.created_at for m in old)
+                self.store.add_message(conn, model_id, session_id, "summary", flush.summary,
+                                       estimate_tokens(flush.summary), event_id, at)
+        except _CompactedMeanwhile:
+            now_live = self.store.messages(model_id, session_id)
+            tokens = sum(m.tokens for m in now_live)
+            return CompactionReport([], [m.id for m in now_live], tokens, tokens, limit,
+                                    made_by="nothing to compact: another writer compacted these messages meanwhile")
         after = sum(m.tokens for m in self.store.messages(model_id, session_id))
         return CompactionReport([m.id for m in old], [m.id for m in kept], before, after, limit,
                                 [i.to_dict() for i in added], flush.summary, flush.made_by)

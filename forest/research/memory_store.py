@@ -249,9 +249,10 @@ class ResearchStore:
             "INSERT INTO session_messages (model_id, session_id, role, content, tokens, event_id, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (model_id, session_id, role, content, tokens, event_id, at)).lastrowid
 
-    def mark_compacted(self, conn: sqlite3.Connection, model_id: str, message_ids: list[int], at: float) -> None:
-        conn.executemany("UPDATE session_messages SET compacted_at = ? WHERE model_id = ? AND id = ?",
-                         [(at, model_id, i) for i in message_ids])
+    def mark_compacted(self, conn: sqlite3.Connection, model_id: str, message_ids: list[int], at: float) -> int:
+        """Returns how many of the messages were still live (and are compacted now)."""
+        return conn.executemany("UPDATE session_messages SET compacted_at = ? WHERE model_id = ? AND id = ? "
+                                "AND compacted_at IS NULL", [(at, model_id, i) for i in message_ids]).rowcount
 
 
 _EVENT_COLUMNS = ("id, session_id, kind, content, data, created_at, last_recalled_at, recall_count, "

@@ -32,6 +32,12 @@ class Reconciliation:
     confidence: str | None
     comparison: dict[str, Any] = field(default_factory=dict)   # the rule-based side-by-side, always
 
+    @property
+    def conflict_found(self) -> bool:
+        """Whether the passages disagree: the reviewer's judgement, else whether the rules found a
+        contradiction. Without one, the verdict is no finding to keep."""
+        return self.real_conflict if self.real_conflict is not None else self.comparison.get("conflict") is not None
+
     def note(self) -> str:
         """One line for an answer or a finding."""
         return (f"Conflict between {self.a.key} and {self.b.key} ({self.reviewed_by}): "

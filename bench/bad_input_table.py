@@ -1,0 +1,58 @@
+"""Print the README's bad-input table: runs tests/test_bad_input_faces.py (every face x every class of
+bad input, "nothing written" checked in each cell) and renders the error each cell showed.
+
+    python bench/bad_input_table.py            # runs the tests (~1-2 min), then prints the table
+    python bench/bad_input_table.py --from observed.json   # renders an earlier run's observations
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_CELL = 72
+
+
+def observe() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "observed.json"
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "tests/test_bad_input_faces.py"], cwd=ROOT, stdout=sys.stderr,
+                             env={**os.environ, "FOREST_BAD_INPUT_TABLE": str(target)})
+        if run.returncode != 0:
+            sys.exit("the bad-input tests failed: no table")
+        return json.loads(target.read_text(encoding="utf-8"))
+
+
+def cell(seen: dict[str, str] | None) -> str:
+    if seen is None:
+        return "—"
+    text = f"{seen['how']}: {seen['message']}"
+    if len(text) > MAX_CELL:
+        text = text[:MAX_CELL - 1].rstrip() + "…"
+    return text.replace("|", "\\|")
+
+
+def table(observed: dict) -> str:
+    faces = observed["faces"]
+    lines = ["| input | " + " | ".join(faces) + " |", "| --- |" + " --- |" * len(faces)]
+    for row, seen in observed["rows"].items():
+        lines.append(f"| {row} | " + " | ".join(cell(seen.get(face)) for face in faces) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="source", type=Path, help="observations written by an earlier run")
+    args = parser.parse_args()
+    observed = json.loads(args.source.read_text(encoding="utf-8")) if args.source else observe()
+    print(table(observed))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Fault injection at scale: writer processes SIGKILLed in the middle of ingest, append, join,
+personal writes (process_memory and its queue) and research compaction, each kill on a fresh copy
+of a base store; a fresh process then checks the store and runs `forest doctor` (tests/helpers/
+faults.py says what is checked). Random kills land uniformly over the operation's measured
+duration (seeded); the sweep also kills right after each durable write in turn (SQLite commit or
+Chroma write), once each. Prints one row per operation; exits 1 on any invariant violation.
+
+Run: `python bench/bench_faults.py` (200 random kills; --kills N, --seed S, --operations ...).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from helpers import faults  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=200, help="random kills in total, shared over the operations")
+    parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--operations", nargs="+", choices=list(faults.OPERATIONS), default=list(faults.OPERATIONS))
+    parser.add_argument("--no-sweep", action="store_true", help="random kills only")
+    args = parser.parse_args()
+
+    ctx, rng = faults.context(), random.Random(args.seed)
+    per_operation = math.ceil(args.kills / len(args.operations))
+    print(f"{'operation':<11} {'duration':>8} {'writes':>6} {'random':>6} {'at write':>8} {'after':>5} "
+          f"{'repaired':>8} {'resumed':>7} {'violations':>10} {'time':>7}")
+    violations: list[str] = []
+    kills, began = 0, time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.operations:
+            started = time.perf_counter()
+            line = faults.baseline(ctx, name, Path(tmp))
+            random_kills = faults.kill_at_random(ctx, line, Path(tmp), per_operation, rng)
+            # personal writes interleave with the worker thread's: no fixed order of writes to sweep
+            sweep = faults.Attack(name) if name == "personal" or args.no_sweep else \
+                faults.kill_at_each_write(ctx, line, Path(tmp))
+            both = (random_kills, sweep)
+            found = [v for a in both for v in a.violations]
+            violations += [f"{name}: {v}" for v in found]
+            kills += random_kills.kills + sweep.kills
+            print(f"{name:<11} {line.duration:>7.2f}s {line.writes:>6} {random_kills.kills:>6} {sweep.kills:>8} "
+                  f"{sum(a.completed for a in both):>5} {sum(a.repaired for a in both):>8} "
+                  f"{sum(a.resumed for a in both):>7} {len(found):>10} {time.perf_counter() - started:>6.0f}s",
+                  flush=True)
+    print(f"{kills} kills, seed {args.seed}, {time.perf_counter() - began:.0f} s in all")
+    for violation in violations:
+        print("VIOLATION", violation)
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

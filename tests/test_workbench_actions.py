@@ -1,0 +1,200 @@
+"""The workbench's actions under AppTest, on a real store: destructive actions confirm, say what they
+did and never carry their confirmation to the next item; job banners, archive names and repeated
+uploads; the sample on its way; messages that say what happened; no spec jargon on any page."""
+import re
+
+import httpx
+from streamlit.testing.v1 import AppTest
+
+from conftest import free_port, topic_text
+from test_workbench import JAZZ, button, open_app, upload, wait_for, workbench  # noqa: F401 (fixture)
+
+PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py", "pages/reconcile.py",
+         "pages/memory.py", "pages/server.py"]
+
+
+def texts(app: AppTest) -> list[str]:
+    """Everything a page shows or says in a label, help or tooltip."""
+    return [str(node.proto) for root in (app.main, app.sidebar) for node in root if hasattr(node, "proto")]
+
+
+def on_tab(app: AppTest, key: str, label: str) -> AppTest:
+    app.session_state[key] = label
+    return app.run()
+
+
+def test_no_page_names_an_internal_spec_section(workbench, monkeypatch):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
+    forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿"])
+    forest.close()
+    monkeypatch.setenv("FOREST_SERVER_PORT", str(free_port()))
+    app = open_app()
+    for page in PAGES:
+        app = app.switch_page(page).run()
+        if page == "pages/memory.py":
+            next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
+        assert not app.exception, page
+        shown = texts(app)
+        assert len(shown) > 10, page
+        assert not [t for t in shown if re.search(r"\bseed \d{3}\b", t)], page
+
+
+def test_deleting_an_archive_confirms_says_so_and_leaves_the_next_one_alone(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    jazz = forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    volcanoes = forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
+    forest.close()
+    app = open_app()
+    assert app.selectbox(key="delete_choice").value == f"{jazz.id}: jazz"
+    app = button(app, f"Yes, delete archive {jazz.id}").click().run()
+    assert [t.value for t in app.toast] == [f"Deleted archive {jazz.id} (jazz)."]
+    assert app.dataframe[0].value["name"].tolist() == ["volcanoes"]
+    # The selector moved on to the next archive: nothing confirms its deletion.
+    assert app.selectbox(key="delete_choice").value == f"{volcanoes.id}: volcanoes"
+    app = app.run()
+    assert app.dataframe[0].value["name"].tolist() == ["volcanoes"] and not app.toast
+    assert not any(b.value for b in app.button)
+
+
+def test_library_names_archives_by_title_refuses_a_repeat_and_clears_its_banners(workbench):
+    paper = b"# Notes on Jazz and Volcanoes\n\n" + JAZZ
+    app = upload(open_app(), "draft-v2.md", paper, "text/markdown")
+    app = wait_for(app, lambda a: a.dataframe and len(a.dataframe[0].value) == 1)
+    assert app.dataframe[0].value["name"].tolist() == ["Notes on Jazz and Volcanoes"]
+    assert [s.value for s in app.success] == ["draft-v2.md: archive 1 (Notes on Jazz and Volcanoes) is ready"]
+    app = upload(app, "copy.md", paper, "text/markdown")
+    app = wait_for(app, lambda a: a.error)
+    assert [e.value for e in app.error] == [
+        "copy.md: 'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
+    assert len(app.dataframe[0].value) == 1
+    app = button(app, "Clear these messages").click().run()
+    assert not app.error and not app.success
+    # A banner for an archive deleted since goes with it.
+    app = upload(app, "volcanoes.md", topic_text("volcanoes").encode(), "text/markdown")
+    app = wait_for(app, lambda a: a.success)
+    app = app.selectbox(key="delete_choice").set_value("2: volcanoes").run()
+    app = button(app, "Yes, delete archive 2").click().run()
+    assert not app.success and any("Deleted archive 2" in t.value for t in app.toast)
+
+
+def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_path, monkeypatch):
+    from pages.shared import get_forest
+
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    (samples / "sample notes.md").write_bytes(JAZZ)
+    monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
+    with get_forest()._build_lock:  # the app's own engine (st.cache_resource): its build waits
+        app = open_app()
+        assert app.sidebar.text_input[0].value == "demo"
+        assert any("Building the sample paper" in i.value for i in app.info)
+        assert not any("Type a model_id" in i.value for i in app.info)
+        app = app.switch_page("pages/tree.py").run()
+        assert any("'demo' are being built" in i.value for i in app.info)
+    app = wait_for(app, lambda a: not a.info and a.selectbox)
+    assert not app.exception
+
+
+def test_clearing_a_users_memory_asks_first_and_says_what_it_did(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench)
+    forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅", "小朱住在杭州"])
+    forest.close()
+    app = open_app().switch_page("pages/memory.py").run()
+    next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
+    app = on_tab(app, "memory_tab", "Memories")
+    assert app.caption[0].value == "3 memories"
+    app = button(app, "Yes, delete memory #1").click().run()
+    assert [t.value for t in app.toast] == ["Deleted memory #1."] and app.caption[0].value == "2 memories"
+    app = app.run()  # the confirmation did not pass to memory #2, nor to clearing everything
+    assert app.caption[0].value == "2 memories" and not app.toast
+    app = button(app, "Yes, clear all of this user's memory").click().run()
+    assert [t.value for t in app.toast] == ["Cleared the memory of 'zhu': 2 memories removed."]
+    assert app.caption[0].value == "0 memories"
+
+
+def test_process_memory_reads_as_a_table_with_the_json_behind_an_expander(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench)
+    forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿"])
+    forest.close()
+    app = open_app().switch_page("pages/memory.py").run()
+    next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
+    next(t for t in app.text_area if t.label == "Message").set_value("灿灿是谁的女儿？")
+    app = button(app, "Process").click().run()
+    assert app.markdown[0].value.startswith("**What the agent is told**")
+    assert app.dataframe[0].value["memory"].tolist()[0] == "灿灿是小朱的女儿"
+    assert [e.label for e in app.expander] == ["As the agent receives it (JSON)"]
+    assert app.expander[0].json[0].value  # the raw context stays one click away
+
+
+def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench)
+    forest.research.add_message("reader", "default", "user", "Does fusion help?")
+    forest.research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
+    forest.close()
+    app = open_app().switch_page("pages/research.py").run()
+    app.sidebar.text_input[0].set_value("reader").run()
+    app = on_tab(app, "research_tab", "Conversation")
+    app = button(app, "Compact now").click().run()
+    assert [t.value for t in app.toast] == [
+        "Nothing to compact: all 2 messages (9 tokens) are recent enough to stay as they are."]
+    assert app.session_state["research_tab"] == "Conversation"
+
+
+def test_a_verdict_without_a_conflict_cannot_be_saved_as_a_finding(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
+    leaves = [n.id for a in forest.archives("reader") for n in forest.tree("reader", a.id) if n.is_leaf]
+    forest.close()
+    app = open_app().switch_page("pages/reconcile.py").run()
+    next(n for n in app.number_input if n.label.startswith("Passage A")).set_value(leaves[0])
+    next(n for n in app.number_input if n.label.startswith("Passage B")).set_value(leaves[-1])
+    app = button(app, "Reconcile").click().run()
+    assert any(m.value.startswith("**Merged conclusion.** No contradiction found") for m in app.markdown)
+    assert any("no finding to save" in i.value for i in app.info)
+    assert "Save as finding" not in [b.label for b in app.button]
+
+
+def test_server_page_lists_openai_calls_and_why_calls_failed(workbench, monkeypatch):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "jazz", topic_text("jazz"))
+    forest.close()
+    port = free_port()
+    monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
+    app = open_app().switch_page("pages/server.py").run()
+    url = f"http://127.0.0.1:{port}"
+    httpx.post(f"{url}/v1/chat/completions", timeout=60,
+               json={"model": "reader", "messages": [{"role": "user", "content": "Who played bebop?"}]})
+    httpx.post(f"{url}/tools/get_memory_node", json={"model_id": "reader", "node_id": 9999}, timeout=60)
+    calls = app.run().dataframe[1].value
+    assert calls["tool"].tolist() == ["get_memory_node", "/v1/chat/completions"]
+    assert calls["ok"].tolist() == [False, True]
+    assert "not found" in calls["error"].iloc[0]
+
+
+def test_a_page_opened_first_on_a_fresh_server_still_runs_inside_the_app(workbench, monkeypatch):
+    """A server's first script run goes through Streamlit's legacy pages/ discovery, as AppTest's
+    every run does without the workbench fixture's patch: the page still gets app.py's shell."""
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import app_test
+
+    monkeypatch.setattr(app_test, "PagesManager", PagesManager)
+    app = open_app().switch_page("pages/tree.py").run()
+    assert not app.exception and [h.value for h in app.header] == ["Forest"]
+    assert [c.value for c in app.sidebar.caption] == ["Agent endpoint not running: disabled (server_port = 0)"]
