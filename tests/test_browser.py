@@ -1,6 +1,7 @@
 """The workbench in a real headless Chromium (`streamlit run` + selenium): what AppTest cannot see,
 a step of the Ask page and a user's knowledge graph drawn (the tree and citations: test_browser_reading.py).
 `streamlit_app` and `chromium` start the workbench and a browser for every browser test."""
+import json
 import os
 import shutil
 import subprocess
@@ -32,9 +33,10 @@ STREAMLIT = str(Path(sys.executable).parent / "streamlit")
 
 
 @contextmanager
-def streamlit_app(data_dir: Path, **env: str) -> Iterator[str]:
+def streamlit_app(data_dir: Path, **env: str) -> Iterator[tuple[subprocess.Popen, str]]:
     """`streamlit run app.py` on the store in `data_dir` (no endpoint, no sample papers unless `env`
-    says otherwise); yields its URL once it answers."""
+    says otherwise); yields the process and its URL once it answers. The health check opens no
+    session: the first page a test requests is the server's first."""
     port = free_port()
     settings = {"FOREST_SERVER_PORT": "0", "FOREST_SAMPLES_DIR": str(data_dir.parent / "no-samples"), **env}
     app = subprocess.Popen([STREAMLIT, "run", str(ROOT / "app.py"), "--server.headless", "true", "--server.port",
@@ -52,7 +54,7 @@ def streamlit_app(data_dir: Path, **env: str) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-        yield url
+        yield app, url
     finally:
         app.terminate()
         app.wait(timeout=20)
@@ -73,6 +75,14 @@ def chromium(width: int = 1400, height: int = 1000, log_network: bool = False) -
     return driver
 
 
+def requested_urls(driver) -> list[str]:
+    """Every URL the page requested (or opened a websocket to) since the last call; needs a
+    browser made with log_network."""
+    events = [json.loads(entry["message"])["message"] for entry in driver.get_log("performance")]
+    return [e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"] + \
+        [e["params"]["url"] for e in events if e["method"] == "Network.webSocketCreated"]
+
+
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory):
     from forest import MemoryForest
@@ -84,7 +94,7 @@ def workbench(tmp_path_factory):
     nodes = forest.tree("reader", archive.id)
     forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"])
     forest.close()
-    with streamlit_app(data_dir) as url:
+    with streamlit_app(data_dir) as (_, url):
         driver = chromium()
         try:
             driver.get(url)

@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from conftest import ROOT
-from test_browser import MISSING, chromium, streamlit_app
+from test_browser import MISSING, chromium, requested_urls, streamlit_app
 
 if not MISSING:
     from selenium.common.exceptions import StaleElementReferenceException
@@ -37,7 +37,7 @@ def reader(tmp_path_factory):
     nodes = forest.tree("reader", archive.id)
     forest.close()
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_app(data_dir) as url:
+    with streamlit_app(data_dir) as (_, url):
         driver = chromium(1600, 1000, log_network=True)
         try:
             driver.get(url)
@@ -54,13 +54,6 @@ def wait(driver, condition, seconds: float = 60):
 def open_page(driver, title: str) -> None:
     wait(driver, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
                                  if title in a.text), None)).click()
-
-
-def log_requests(driver, requested: list[str]) -> None:
-    for entry in driver.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] in ("Network.requestWillBeSent", "Network.webSocketCreated"):
-            requested.append(message["params"].get("request", message["params"]).get("url", ""))
 
 
 def click_node(driver, node_id: int) -> None:
@@ -180,7 +173,7 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     time.sleep(1)
     driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(str(SHOTS / "forest-overlay.png"))
-    log_requests(driver, requested)
+    requested += requested_urls(driver)
 
 
 def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(reader):
@@ -215,11 +208,11 @@ def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(reader):
     wait(driver, lambda d: shown_page(d, other)[0] == number + 1)
     driver.find_element(By.XPATH, "//button[.//p[text()='Back to the passage']]").click()
     wait(driver, lambda d: shown_page(d, other)[0] == number)
-    log_requests(driver, requested)
+    requested += requested_urls(driver)
 
 
 def test_nothing_was_fetched_from_outside_the_machine(reader):
     driver, _, requested = reader
-    log_requests(driver, requested)
+    requested += requested_urls(driver)
     remote = sorted({url for url in requested if url.startswith(("http", "ws")) and urlparse(url).hostname not in LOCAL})
     assert requested and remote == []
