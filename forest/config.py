@@ -128,6 +128,10 @@ class Settings:
     def chroma_path(self) -> Path:
         return Path(self.data_dir) / "chroma"
 
+    @property
+    def sources_path(self) -> Path:
+        return Path(self.data_dir) / "sources"
+
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 

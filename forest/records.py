@@ -120,6 +120,18 @@ class Archive:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def document_at(self, leaf_index: int | None) -> dict[str, Any]:
+        """The entry of the document holding that leaf (name, title, source, pages, kept file);
+        an archive joined from others holds several."""
+        for entry in self.settings.get("documents") or []:
+            if leaf_index is not None and entry.get("first_leaf", 0) <= leaf_index <= entry.get("last_leaf", -1):
+                return entry
+        return {"name": self.name, "source": self.source}
+
+    def document_title(self, leaf_index: int | None) -> str:
+        entry = self.document_at(leaf_index)
+        return entry.get("title") or entry.get("name") or self.name
+
 
 @dataclass
 class ScoredNode:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,11 +40,13 @@ if TYPE_CHECKING:
     from forest.embedders import Embedder
     from forest.grow import ArchivePair
     from forest.outline import DocumentOutline
+    from forest.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
     from forest.rerankers import Reranker
     from forest.research.conflicts import Conflict
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.retrieval import Retriever
+    from forest.sources import SourceFiles
     from forest.store_owner import Ownership
     from forest.summarizers import Summarizer
     from forest.vectors import VectorStore
@@ -122,6 +126,13 @@ class MemoryForest:
             return PersonalMemory(self.db, embedder, self.settings, components.make_llm(self.settings))
 
     @cached_property
+    def sources(self) -> SourceFiles:
+        """The original PDFs, kept so citations can open their pages."""
+        from forest.sources import SourceFiles
+
+        return SourceFiles(self.settings.sources_path)
+
+    @cached_property
     def retriever(self) -> Retriever:
         from forest.retrieval import Retriever
 
@@ -164,7 +175,7 @@ class MemoryForest:
         recorded = {"chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
                     "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
-        with self._build_lock:
+        with self._build_lock, self._kept_source(document, recorded["documents"][0]):
             if not allow_duplicate:
                 self._refuse_duplicate(model_id, document)
             archive_id = self.store.create_archive(model_id, name, document.source, recorded)
@@ -191,11 +202,12 @@ class MemoryForest:
         self._check_embedder(archive)
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
-        with self._build_lock:
+        entry = _document_entry(document, 0, len(chunks))
+        with self._build_lock, self._kept_source(document, entry):
             if not allow_duplicate:
                 self._refuse_duplicate(model_id, document)
             append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
-                              _document_entry(document, 0, len(chunks)), _build_params(run), progress)
+                              entry, _build_params(run), progress)
         return self.store.archive(model_id, archive_id)
 
     def rebuild_archive(self, model_id: str, archive_id: int, *, progress: ProgressFn | None = None) -> Archive:
@@ -217,6 +229,20 @@ class MemoryForest:
         from forest.build import ArchiveBuilder
 
         return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
+
+    @contextmanager
+    def _kept_source(self, document: Document, entry: dict[str, Any]) -> Iterator[None]:
+        """The document's PDF copied into the store for a build and named in its `entry` (hold the
+        build lock: a delete prunes under it); removed again if the build fails and nothing else
+        names it."""
+        kept = self.sources.keep(document.source)
+        if kept:
+            entry["file"] = kept
+        try:
+            yield
+        except BaseException:
+            self.sources.prune(self.store.kept_files())
+            raise
 
     def _check_embedder(self, archive: Archive) -> None:
         if archive.settings.get("embedder", self.embedder.name) != self.embedder.name:
@@ -278,6 +304,7 @@ class MemoryForest:
             self.store.set_status(archive_id, "failed", "being deleted")
             self.vectors.delete(model_id, self.store.archive_node_ids(archive_id))
             self.store.delete_archive_rows(archive_id)
+            self.sources.prune(self.store.kept_files())
 
     def export_archive(self, model_id: str, archive_id: int, with_vectors: bool = False) -> dict[str, Any]:
         """One JSON-ready document holding the archive (and, on request, its vectors)."""
@@ -330,6 +357,13 @@ class MemoryForest:
         """One node; with full_text, a summary node's content is its leaves' text joined."""
         node = self.store.node(check_model_id(model_id), node_id)
         return self.store.with_text(model_id, node) if full_text else node
+
+    def source_preview(self, model_id: str, node_id: int) -> SourcePreview:
+        """Where a node was read: its PDF pages with the passage located (forest.page_preview
+        renders them), or its section's text for text documents."""
+        from forest.page_preview import source_preview
+
+        return source_preview(self.store, self.sources, check_model_id(model_id), node_id)
 
     def merge_history(self, model_id: str, archive_id: int) -> list[MergeStep]:
         return self.store.merge_history(check_model_id(model_id), archive_id)

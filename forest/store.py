@@ -114,6 +114,12 @@ class ForestStore:
         return [dict(r) for r in self.db.query(
             "SELECT id, model_id, name, status, builder_pid, builder_host, updated_at FROM archives ORDER BY id")]
 
+    def kept_files(self) -> set[str]:
+        """The kept source files (forest.sources) that archives of any model_id and status name."""
+        return {r[0] for r in self.db.query(
+            "SELECT DISTINCT json_extract(d.value, '$.file') FROM archives, json_each(archives.settings, '$.documents') d "
+            "WHERE json_extract(d.value, '$.file') IS NOT NULL")}
+
     def model_ids(self) -> list[str]:
         return [r[0] for r in self.db.query(
             "SELECT DISTINCT model_id FROM archives WHERE status = 'ready' ORDER BY model_id")]

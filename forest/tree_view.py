@@ -1,113 +1,155 @@
-"""An archive's tree as a picture: networkx graph -> pyvis Network -> vis-network data.
+"""An archive's tree as something to read: vis-network data for the drawing and the outline beside
+it (the Forest page's component lays both out and folds them in the browser).
 
-Positions are computed here, not by a physics simulation: leaves in document order along the
-bottom of their depth, each summary node centred over its children, depth downwards. That keeps
-a 500-node tree readable and stable between redraws (merge replay, query overlays).
+Every node carries what a reader needs at a glance: a summary node its title, a leaf its page and
+first words; a tooltip with the summary; its kind, colour and parent. Levels below the first two
+start folded, except along what a query lit up (hits, their LCA, the path the agent took) and
+down to the selected node, so a 1,000-leaf tree opens as its table of contents.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
 
 from forest.paths import path_ids
 from forest.records import MemoryNode
 from forest.text import truncate
 
-X_STEP, Y_STEP = 60, 110
-COLOURS = {"summary": "#4f7cac", "leaf": "#5a9e6f", "caption": "#d08c3c", "hit": "#d64541", "lca": "#e3b505",
-           "path": "#d64541", "edge": "#b8c2cc"}
+OPEN_LEVELS = 2        # depth 0 and 1 start unfolded: the document and its sections show their children
+LABEL_CHARS = 48       # a summary node's title in the drawing (wrapped to three lines)
+LEAF_CHARS = 28        # a leaf is labelled by its page and first words
+OUTLINE_CHARS = 90     # the outline has room for more of them
+KINDS = {  # kind: (colour, what the legend calls it)
+    "summary": ("#4f7cac", "section or summary"),
+    "leaf": ("#5a9e6f", "passage"),
+    "caption": ("#d08c3c", "figure or table caption"),
+    "hit": ("#d64541", "search hit"),
+    "lca": ("#e3b505", "common ancestor of hits"),
+    "agent": ("#8e44ad", "the agent's path"),
+}
+EDGE = "#b8c2cc"
 
 
 @dataclass(frozen=True)
 class Overlay:
-    """What a query lit up: raw hits, their lowest common ancestors, the paths between."""
+    """What a query lit up: raw hits, their lowest common ancestors and the paths from each hit up
+    to its LCA; the nodes the agent explored and cited, and the path down through them."""
 
     hit_ids: frozenset[int] = frozenset()
     lca_ids: frozenset[int] = frozenset()
-    path_edges: frozenset[tuple[int, int]] = frozenset()  # (parent, child)
+    path_edges: frozenset[tuple[int, int]] = frozenset()    # (parent, child)
+    agent_ids: frozenset[int] = frozenset()
+    agent_edges: frozenset[tuple[int, int]] = frozenset()
+
+    @property
+    def lit(self) -> frozenset[int]:
+        return self.hit_ids | self.lca_ids | self.agent_ids
+
+    def signature(self) -> str:
+        """Changes whenever the overlay does (the drawing is rebuilt then, not on a selection)."""
+        return str(hash((self.hit_ids, self.lca_ids, self.path_edges, self.agent_ids, self.agent_edges)))
 
 
-def overlay_for(nodes: list[MemoryNode], hit_ids: list[int], lca_ids: list[int]) -> Overlay:
-    """Every edge on the way from each hit up to the LCA above it (or to its root)."""
+def _edges_below(chain: list[int], stop: int) -> set[tuple[int, int]]:
+    return {(chain[i], chain[i + 1]) for i in range(stop, len(chain) - 1)}
+
+
+def overlay_for(nodes: list[MemoryNode], hit_ids: list[int], lca_ids: list[int],
+                agent_ids: list[int] = ()) -> Overlay:
+    """Hits with every edge up to the LCA above them (or their root); the agent's explored and cited
+    nodes with every edge from the highest of them on each one's chain down to it."""
     by_id = {n.id: n for n in nodes}
-    lcas = set(lca_ids)
-    edges = set()
-    for hit in hit_ids:
-        if hit not in by_id:
-            continue
+    lcas, agent = set(lca_ids) & set(by_id), set(agent_ids) & set(by_id)
+    path_edges: set[tuple[int, int]] = set()
+    for hit in (h for h in hit_ids if h in by_id):
         chain = path_ids(by_id[hit].path)          # root ... hit
-        stop = max((i for i, node_id in enumerate(chain) if node_id in lcas), default=0)
-        edges.update((chain[i], chain[i + 1]) for i in range(stop, len(chain) - 1))
-    return Overlay(frozenset(h for h in hit_ids if h in by_id), frozenset(lcas & set(by_id)), frozenset(edges))
+        path_edges |= _edges_below(chain, max((i for i, n in enumerate(chain) if n in lcas), default=0))
+    agent_edges: set[tuple[int, int]] = set()
+    for node_id in agent:
+        chain = path_ids(by_id[node_id].path)
+        agent_edges |= _edges_below(chain, min(i for i, n in enumerate(chain) if n in agent))
+    return Overlay(frozenset(h for h in hit_ids if h in by_id), frozenset(lcas), frozenset(path_edges),
+                   frozenset(agent), frozenset(agent_edges))
 
 
-def tree_graph(nodes: list[MemoryNode]) -> nx.DiGraph:
-    graph = nx.DiGraph()
-    for node in nodes:
-        graph.add_node(node.id, node=node)
-    for node in nodes:
-        if node.parent_id is not None and node.parent_id in graph:
-            graph.add_edge(node.parent_id, node.id)
-    return graph
+def kind(node: MemoryNode) -> str:
+    if not node.is_leaf:
+        return "summary"
+    return "caption" if node.chunk_kind == "caption" else "leaf"
 
 
-def positions(graph: nx.DiGraph) -> dict[int, tuple[float, float]]:
-    place: dict[int, tuple[float, float]] = {}
-    leaves = sorted((n for n in graph if graph.out_degree(n) == 0), key=lambda n: graph.nodes[n]["node"].first_leaf)
-    for order, leaf in enumerate(leaves):
-        place[leaf] = (order * X_STEP, graph.nodes[leaf]["node"].depth * Y_STEP)
-    for node_id in sorted(graph, key=lambda n: -graph.nodes[n]["node"].depth):  # deepest first
-        if node_id not in place:
-            xs = [place[c][0] for c in graph.successors(node_id) if c in place]
-            place[node_id] = (sum(xs) / len(xs) if xs else 0.0, graph.nodes[node_id]["node"].depth * Y_STEP)
-    return place
+def node_label(node: MemoryNode) -> str:
+    """What a node says at a glance: a summary node its title, a leaf its page and first words
+    (one line in the drawing)."""
+    if not node.is_leaf:
+        return truncate(node.title or node.summary, LABEL_CHARS)
+    where = f"p. {node.page_start}" if node.page_start is not None else f"#{node.leaf_index}"
+    return truncate(f"{where} · {node.content}", LEAF_CHARS)
 
 
-def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Overlay = Overlay()) -> dict[str, Any]:
-    """Nodes, edges and options for vis-network. `upto_merge` shows the forest after that merge
-    (summary nodes made later are left out); `overlay` colours a query's hits, LCAs and paths."""
-    from pyvis.network import Network
-
-    graph = tree_graph(nodes)
-    place = positions(graph)
-    shown = {n.id for n in nodes if n.is_leaf or upto_merge is None or (n.merge_order or 0) <= upto_merge}
-    net = Network(directed=True, cdn_resources="in_line")
-    for node in nodes:
-        if node.id not in shown:
-            continue
-        x, y = place[node.id]
-        kind = "summary" if not node.is_leaf else ("caption" if node.chunk_kind == "caption" else "leaf")
-        colour = COLOURS["lca"] if node.id in overlay.lca_ids else COLOURS["hit"] if node.id in overlay.hit_ids \
-            else COLOURS[kind]
-        label = node_label(node)
-        title = "\n".join(x for x in (node.title, f"{node.node_type} {node.id}", node.citation, node.summary) if x)
-        net.add_node(node.id, label=label, title=title, x=x, y=y, color=colour,
-                     shape="dot" if node.is_leaf else "box", size=10 if node.is_leaf else 16,
-                     borderWidth=4 if node.id in overlay.hit_ids | overlay.lca_ids else 1)
-    for parent, child in graph.edges:
-        if parent in shown and child in shown:
-            on_path = (parent, child) in overlay.path_edges
-            net.add_edge(parent, child, color=COLOURS["path"] if on_path else COLOURS["edge"],
-                         width=4 if on_path else 1)
-    options = {"physics": {"enabled": False}, "interaction": {"hover": True, "tooltipDelay": 120},
-               "edges": {"arrows": {"to": {"enabled": False}}, "smooth": False},
-               "nodes": {"font": {"size": 11, "multi": False}}}
-    return {"nodes": net.nodes, "edges": net.edges, "options": options}
+def pages(node: MemoryNode) -> str:
+    if node.page_start is None:
+        return ""
+    return f"p. {node.page_start}" if node.page_end in (None, node.page_start) else f"pp. {node.page_start}–{node.page_end}"
 
 
-def node_label(node: MemoryNode, width: int = 28) -> str:
-    """What a node says at a glance: a summary node its title, a leaf its page (or number)."""
-    if node.is_leaf:
-        return f"p. {node.page_start}" if node.page_start is not None else f"#{node.leaf_index}"
-    return truncate(node.title or node.summary, width)
+def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Overlay = Overlay(),
+             selected: int | None = None) -> dict[str, Any]:
+    """Nodes, edges, legend and options for the Forest page's component. `upto_merge` shows the
+    forest after that merge (summary nodes made later are left out, their children become roots);
+    `overlay` colours a query's hits, LCAs, paths and the agent's path; the selected node's
+    ancestors start unfolded so it is in sight."""
+    shown = {n.id: n for n in nodes if n.is_leaf or upto_merge is None or (n.merge_order or 0) <= upto_merge}
+    in_sight = overlay.lit | ({selected} if selected in shown else set())
+    unfold = {a for node_id in in_sight for a in path_ids(shown[node_id].path)[:-1]}
+    out_nodes = []
+    for node in shown.values():
+        node_kind = kind(node)
+        colour = (KINDS["lca"] if node.id in overlay.lca_ids else KINDS["hit"] if node.id in overlay.hit_ids
+                  else KINDS["agent"] if node.id in overlay.agent_ids else KINDS[node_kind])[0]
+        tip = "\n".join(part for part in (node.title, f"{'Passage' if node.is_leaf else 'Summary'} node {node.id}"
+                                          f"{' · ' + node.citation if node.citation else ''}"
+                                          f"{'' if node.is_leaf else f' · {node.leaf_count} passages'}",
+                                          truncate(node.summary, 400)) if part)
+        out_nodes.append({
+            "id": node.id, "label": node_label(node), "title": tip, "kind": node_kind, "color": colour,
+            "parent": node.parent_id if node.parent_id in shown else None, "order": node.first_leaf or 0,
+            "depth": node.depth, "pages": pages(node), "leaves": node.leaf_count,
+            "text": node.title or truncate(node.content if node.is_leaf else node.summary, OUTLINE_CHARS),
+            "open": not node.is_leaf and (node.depth < OPEN_LEVELS or node.id in unfold),
+            "lit": node.id in overlay.lit,
+        })
+    edges = [{"from": n.parent_id, "to": n.id,
+              "color": KINDS["agent"][0] if (n.parent_id, n.id) in overlay.agent_edges
+              else KINDS["hit"][0] if (n.parent_id, n.id) in overlay.path_edges else EDGE,
+              "width": 4 if (n.parent_id, n.id) in overlay.agent_edges | overlay.path_edges else 1}
+             for n in shown.values() if n.parent_id in shown]
+    options = {"physics": {"enabled": False}, "interaction": {"hover": True, "tooltipDelay": 150},
+               "edges": {"smooth": {"type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.5}}}
+    legend = [{"kind": k, "colour": colour, "label": label} for k, (colour, label) in KINDS.items()]
+    key = f"{len(shown)}:{upto_merge}:{overlay.signature()}"
+    return {"nodes": out_nodes, "edges": edges, "options": options, "legend": legend, "selected": selected,
+            "key": key}
 
 
+def _pyvis_lib() -> Path:
+    """pyvis' copy of vis-network, found without importing pyvis (and networkx with it)."""
+    return Path(importlib.util.find_spec("pyvis").submodule_search_locations[0]) / "templates" / "lib" / "vis-9.1.2"
+
+
+@cache   # read once per process: every run of the Forest page mounts them
 def vis_network_js() -> str:
     """The vis-network library pyvis ships (no CDN: the workbench runs offline)."""
-    import pyvis
+    return (_pyvis_lib() / "vis-network.min.js").read_text(encoding="utf-8")
 
-    return (Path(pyvis.__file__).parent / "templates" / "lib" / "vis-9.1.2" / "vis-network.min.js").read_text(
-        encoding="utf-8")
+
+@cache
+def vis_network_css() -> str:
+    """vis-network's tooltip rules from the same copy's stylesheet (without them a tooltip is
+    never placed on screen); the rest of it styles the navigation buttons and the editing
+    toolbar, which the Forest page leaves off, and would add 220 kB to every rerun."""
+    rules = (_pyvis_lib() / "vis-network.css").read_text(encoding="utf-8").split("}")
+    return "\n".join(rule.strip() + "}" for rule in rules if "vis-tooltip" in rule.partition("{")[0])

@@ -1,53 +1,26 @@
-"""Forest: an archive's tree drawn with vis-network (pyvis' bundled copy, no CDN). Click a node to
-inspect it; replay the merges; overlay a query's hits, their LCA and the paths between."""
+"""Forest: an archive's tree to read — its outline beside the drawing (vis-network, pyvis' bundled
+copy: nothing fetched), titles on every node, levels below the first two folded. Click a node to
+see its details and open its page; replay the merges; overlay a query's hits, their LCA, the
+paths between and the path the agent took."""
+from pathlib import Path
+
 import streamlit as st
 
 from forest import ForestError
-from forest.tree_view import Overlay, overlay_for, vis_data, vis_network_js
+from forest.tree_view import Overlay, overlay_for, vis_data, vis_network_css, vis_network_js
+from pages.reading import show_source
 from pages.shared import get_forest, page_start
 
-# The drawing runs in the page (not an iframe), so a click comes back to Python as a trigger.
-TREE_JS = vis_network_js() + """
-export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
-  let holder = parentElement.querySelector("#forest-tree");
-  if (!holder) {
-    holder = document.createElement("div");
-    holder.id = "forest-tree";
-    holder.style.height = "620px";
-    holder.style.border = "1px solid #ddd";
-    parentElement.appendChild(holder);
-  }
-  const nodes = new vis.DataSet(data.nodes);
-  const edges = new vis.DataSet(data.edges);
-  const network = new vis.Network(holder, { nodes, edges }, data.options);
-  window.memoryForestNetwork = network;  // for browser automation (tests, screenshots)
-  network.once("afterDrawing", () => { holder.dataset.drawn = String(data.nodes.length); });
-  network.on("click", (event) => {
-    if (event.nodes.length) setTriggerValue("selected", event.nodes[0]);
-  });
-  // Double click folds or unfolds the subtree under a summary node.
-  network.on("doubleClick", (event) => {
-    if (!event.nodes.length) return;
-    const below = [];
-    const stack = network.getConnectedNodes(event.nodes[0], "to");
-    while (stack.length) {
-      const id = stack.pop();
-      below.push(id);
-      stack.push(...network.getConnectedNodes(id, "to"));
-    }
-    const hide = below.length && !nodes.get(below[0]).hidden;
-    nodes.update(below.map((id) => ({ id, hidden: hide })));
-  });
-  return () => network.destroy();
-}
-"""
-tree_component = st.components.v2.component("memory_forest_tree", js=TREE_JS, isolate_styles=False)
+HERE = Path(__file__).parent
+tree_component = st.components.v2.component(
+    "memory_forest_tree", js=vis_network_js() + (HERE / "forest_tree.js").read_text(encoding="utf-8"),
+    css=vis_network_css() + (HERE / "forest_tree.css").read_text(encoding="utf-8"), isolate_styles=False)
 
 forest = get_forest()
 model_id = page_start(forest, "Forest")
-archives = {f"{a.id}: {a.name} ({a.nodes} nodes)": a for a in forest.archives(model_id)}
-archive = archives[st.selectbox("Archive", list(archives))]
+archive_col, replay_col, query_col = st.columns([2, 2, 3])
+archives = {f"{a.id}: {a.name} ({a.leaves} passages)": a for a in forest.archives(model_id)}
+archive = archives[archive_col.selectbox("Archive", list(archives))]
 try:
     nodes = forest.tree(model_id, archive.id)
 except ForestError as exc:
@@ -56,17 +29,19 @@ except ForestError as exc:
 by_id = {n.id: n for n in nodes}
 merges = sorted(n.merge_order for n in nodes if n.merge_order)
 
-replay, query_col = st.columns(2)
-with replay:
-    upto = st.slider("Merge replay: the forest after merge", 0, merges[-1] if merges else 0,
-                     merges[-1] if merges else 0, disabled=not merges) if merges else None
+with replay_col:
+    upto = st.slider("Merge replay: the forest after merge", 0, merges[-1], merges[-1]) if merges else None
     merge_node = next((n for n in nodes if n.merge_order == upto), None)
     if merge_node is not None:
-        st.caption(f"merge {upto}: node {merge_node.id} joined its two children at similarity "
-                   f"{merge_node.merge_similarity if merge_node.merge_similarity is not None else 'n/a (joined archives)'}")
-with query_col:
-    query = st.text_input("Query overlay", placeholder="type a question to light up hits and their LCA")
-overlay = None
+        similarity = merge_node.merge_similarity
+        st.caption(f"merge {upto}: {merge_node.title or f'node {merge_node.id}'}, "
+                   + (f"similarity {similarity:.2f}" if similarity is not None else "archives joined"))
+
+agent = st.session_state.get("agent")   # the Ask page's run, if it asked about this forest
+asked = agent.question if agent is not None and agent.model_id == model_id else ""
+query = query_col.text_input("Query overlay", value=asked,
+                             placeholder="a question: lights up its hits, their LCA and the agent's path")
+overlay = Overlay()
 if query.strip():
     try:
         hits = [h for h in forest.search(model_id, query) if h.node.archive_id == archive.id]
@@ -74,31 +49,50 @@ if query.strip():
     except ForestError as exc:
         st.error(str(exc))
         st.stop()
-    overlay = overlay_for(nodes, [h.node.id for h in hits], lcas)
-    st.caption(f"{len(hits)} hits in this archive (red), LCA {', '.join(map(str, lcas)) or 'none'} (gold), "
-               "paths from hits to it in red")
+    walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
+    overlay = overlay_for(nodes, [h.node.id for h in hits], lcas, walked)
+    ancestors = ", ".join(by_id[i].title or f"node {i}" for i in lcas) or "none"
+    query_col.caption(f"{len(hits)} hits (red); their common ancestor: {ancestors} (gold)"
+                      + ("; the agent's path from the Ask page (purple)" if walked else
+                         "; ask it on the Ask page to see the agent's path"))
 
-data = vis_data(nodes, upto, overlay or Overlay())
-result = tree_component(data=data, key=f"tree-{archive.id}", on_selected_change=lambda: None)
-st.caption("Click a node to inspect it; double-click a summary node to fold or unfold its subtree; "
-           "hover for its summary.")
 
-clicked = result.selected if result is not None and getattr(result, "selected", None) in by_id else None
+@st.dialog("Source", width="large")
+def source_dialog(node_id: int) -> None:
+    show_source(forest, model_id, node_id, key="tree")
+
+
+def picked() -> None:
+    st.session_state["tree_node"] = st.session_state[f"tree-{archive.id}"].get("selected")
+
+
 choices = [n.id for n in sorted(nodes, key=lambda n: (n.depth, n.first_leaf or 0))]
-if clicked is not None:
-    st.session_state["tree_node"] = clicked
-selected = st.selectbox("Node", choices, key="tree_node",
-                        format_func=lambda i: f"{i} · {by_id[i].title or by_id[i].node_type} · {by_id[i].summary[:70]}")
-node = by_id[selected]
-st.subheader(node.title or f"Node {node.id} ({node.node_type})")
-st.markdown(f"**Summary** ({node.summary_source}): {node.summary}")
-meta = {"depth": node.depth, "path": node.path, "pages": node.citation or "-", "leaves":
-        f"{node.first_leaf}-{node.last_leaf}", "merge": node.merge_order, "similarity": node.merge_similarity}
-st.dataframe([meta], hide_index=True)
-children = [by_id[i] for i in by_id if by_id[i].parent_id == node.id]
-if children:
-    st.markdown("**Children**")
-    st.dataframe([{"id": c.id, "type": c.node_type, "summary": c.summary, "citation": c.citation}
-                  for c in sorted(children, key=lambda c: c.first_leaf or 0)], hide_index=True)
-with st.expander("Content", expanded=node.is_leaf):
-    st.text(node.content[:20000])
+if st.session_state.get("tree_node") not in by_id:
+    st.session_state["tree_node"] = choices[0]
+drawing, details = st.columns([3.3, 1])
+with drawing:
+    tree_component(data=vis_data(nodes, upto, overlay, st.session_state["tree_node"]), key=f"tree-{archive.id}",
+                   on_selected_change=picked)
+    st.caption("Click a node (in the outline or the drawing) to see it here; double-click a box, or use the "
+               "outline's arrows, to fold or unfold; hover for a summary; drag to pan, scroll to zoom.")
+
+with details:
+    selected = st.selectbox("Node", choices, key="tree_node",
+                            format_func=lambda i: f"{i} · {by_id[i].title or by_id[i].citation or by_id[i].node_type}")
+    node = by_id[selected]
+    with st.container(key="tree-detail", border=True):
+        st.subheader(f"Passage {node.id}" if node.is_leaf else node.title or f"Node {node.id}")
+        st.caption(" · ".join(part for part in (
+            node.citation, f"{node.leaf_count} passages" if not node.is_leaf else node.chunk_kind,
+            f"depth {node.depth}", f"merged at {node.merge_similarity:.2f}" if node.merge_similarity is not None else "",
+            f"node {node.id}") if part))
+        if node.is_leaf:
+            st.text(node.content[:1200] + ("…" if len(node.content) > 1200 else ""))
+        else:
+            st.markdown(f"{node.summary}  \n*summary by {node.summary_source}*")
+        if st.button("Show on the page", key="tree-open-source"):
+            source_dialog(node.id)
+        children = sorted((n for n in nodes if n.parent_id == node.id), key=lambda c: c.first_leaf or 0)
+        if children:
+            st.dataframe([{"id": c.id, "title": c.title or c.content[:60], "pages": c.citation}
+                          for c in children], hide_index=True, height=min(36 * (len(children) + 1), 260))

@@ -4,17 +4,14 @@ with the app's shell; nothing fetched from outside the machine; tabs that stay o
 actions; the personal graph drawn centred; the write queue refreshing by itself.
 
 Screenshots of every page land in tests/screenshots/ (git-ignored) for a reviewer to look at."""
-import json
 import re
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, forest_env, free_port, topic_text
-from test_browser import CHROMIUM, DRIVER, MISSING, STREAMLIT
+from conftest import ROOT, free_port, topic_text
+from test_browser import MISSING, requested_urls, streamlit_app
+from test_browser import chromium as browser
 
 if not MISSING:
     from selenium import webdriver
@@ -42,45 +39,15 @@ def server(tmp_path_factory):
                        topic_text("volcanoes"), threshold=0.0)
     forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"])
     forest.close()
-    port, endpoint = free_port(), free_port()
-    app = subprocess.Popen([STREAMLIT, "run", str(ROOT / "app.py"), "--server.headless", "true", "--server.port",
-                            str(port), "--server.address", "127.0.0.1"],
-                           env=forest_env(data_dir, FOREST_SERVER_PORT=str(endpoint),
-                                          FOREST_SAMPLES_DIR=str(data_dir.parent / "no-samples"),
-                                          FOREST_CORE_FILE=str(data_dir.parent / "CORE.md")),
-                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:  # the health check opens no session: the first page request stays the first
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+    endpoint = free_port()
+    with streamlit_app(data_dir, FOREST_SERVER_PORT=str(endpoint),
+                       FOREST_CORE_FILE=str(data_dir.parent / "CORE.md")) as (app, url):
         yield app, url, endpoint
-    finally:
-        app.terminate()
-        app.wait(timeout=20)
 
 
 def chromium() -> "webdriver.Chrome":
-    """A new browser: no cookies, no storage, a new Streamlit session. Its performance log records
-    every request the page makes."""
-    options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
-        options.add_argument(flag)
-    options.binary_location = CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    return webdriver.Chrome(options=options, service=webdriver.ChromeService(DRIVER))
-
-
-def requested_urls(driver) -> list[str]:
-    events = [json.loads(entry["message"])["message"] for entry in driver.get_log("performance")]
-    return [e["params"]["request"]["url"] for e in events if e["method"] == "Network.requestWillBeSent"] + \
-        [e["params"]["url"] for e in events if e["method"] == "Network.webSocketCreated"]
+    """A new browser: no cookies, no storage, a new Streamlit session; it logs every request."""
+    return browser(1600, 1000, log_network=True)
 
 
 def assert_local(urls: list[str], url: str) -> None:

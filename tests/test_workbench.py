@@ -80,19 +80,28 @@ def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
     app.text_input[0].set_value("Who played bebop?")
     app = button(app, "Start").click().run()
     context = app.dataframe[0].value
-    assert context["type"].iloc[0] == "SUMMARY_NODE"
+    assert context["kind"].iloc[0] == "summary"
     app = button(app, "Next step").click().run()
-    assert app.expander[0].label.startswith("Step 1: EXPLORE")
+    assert app.expander[0].label.startswith("Step 1: EXPLORE as the policy's JSON")
     assert app.json[0].value and "node_id_to_explore" in app.json[0].value
+    assert any(m.value.startswith("**1.** Explored **") and "chosen by the offline policy" in m.value
+               for m in app.markdown)
     override = next(s for s in app.selectbox if s.label == "Explore this node instead").value
     app = button(app, "Explore it").click().run()
-    assert app.expander[-1].label.startswith("Step 2: EXPLORE") and "(user)" in app.expander[-1].label
+    assert app.expander[-1].label.startswith("Step 2: EXPLORE")
+    assert any(m.value.startswith("**2.** Explored **") and f"node {override};" in m.value and "chosen by you" in m.value
+               for m in app.markdown)
     assert str(override) in app.json[-1].value
     app = button(app, "Run to answer").click().run()
     assert not app.exception
-    assert app.subheader[-1].value == "Answer"
-    assert "Parker" in app.markdown[-1].value or "bebop" in app.markdown[-1].value.lower()
+    assert any(s.value == "Answer" for s in app.subheader)
+    answer = next(m.value for m in app.markdown if "(#cite-" in m.value and not m.value.startswith("**Sources"))
+    assert "Parker" in answer or "bebop" in answer.lower()
+    assert "[\\[1\\]](#cite-" in answer                                   # numbered citations that open the page
+    sources = next(m.value for m in app.markdown if m.value.startswith("**Sources**"))
+    assert "1. [notes, §Jazz](#cite-" in sources                          # the paper, its section
     assert {b.label for b in app.get("download_button")} == {"Transcript (JSON)", "Transcript (Markdown)"}
+    assert any("cited" in h.value for h in app.get("html"))               # the first citation, in its section
     # The finished turn was remembered in the research session (default: "default").
     assert any("Remembered in session 'default'" in c.value for c in app.caption)
     events = MemoryForest(data_dir=workbench).research.timeline("reader", "default")
@@ -204,49 +213,31 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     forest = MemoryForest(data_dir=workbench, chunk_size=300)
     archive = forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
     nodes = forest.tree("reader", archive.id)
+    asked = forest.agent.run("reader", "Who played bebop in New York?")   # as the Ask page leaves a run
     forest.close()
     app = open_app().switch_page("pages/tree.py").run()
     assert not app.exception
     leaf = next(n for n in nodes if n.is_leaf)
     app = app.selectbox(key="tree_node").set_value(leaf.id).run()
-    assert app.subheader[0].value == f"Node {leaf.id} (LEAF_CHUNK)"
+    assert app.subheader[0].value == f"Passage {leaf.id}"
     assert any(leaf.content[:40] in t.value for t in app.text)
     root = next(n for n in nodes if n.parent_id is None)
     app = app.selectbox(key="tree_node").set_value(root.id).run()
+    assert app.subheader[0].value == root.title
     children = app.dataframe[-1].value
     assert sorted(children["id"].tolist()) == sorted(n.id for n in nodes if n.parent_id == root.id)
+    app = button(app, "Show on the page").click().run()      # a text document: its section's text
+    assert not app.exception and any("cited" in h.value and "forest-section" in h.value for h in app.get("html"))
     app = app.slider[0].set_value(1).run()
     assert "merge 1:" in app.caption[0].value and not app.exception
     app.text_input[0].set_value("Charlie Parker bebop")
     app = app.run()
-    assert any("hits in this archive" in c.value for c in app.caption)
-
-
-def test_tree_view_positions_overlay_and_replay():
-    from forest.records import LEAF, SUMMARY, MemoryNode
-    from forest.tree_view import overlay_for, vis_data
-
-    def node(i, parent, path, depth, kind, first, last, merge=None):
-        return MemoryNode(i, 1, parent, path, depth, kind, f"text {i}", f"summary {i}", "test", first if kind == LEAF else None,
-                          None, first, last, merge, 0.5 if merge else None, page_start=first + 1,
-                          title=f"{i} Section with a rather long heading" if kind == SUMMARY else None)
-
-    nodes = [node(5, None, "5/", 0, SUMMARY, 0, 2, 2), node(4, 5, "5/4/", 1, SUMMARY, 0, 1, 1),
-             node(1, 4, "5/4/1/", 2, LEAF, 0, 0), node(2, 4, "5/4/2/", 2, LEAF, 1, 1), node(3, 5, "5/3/", 1, LEAF, 2, 2)]
-    data = vis_data(nodes)
-    place = {n["id"]: (n["x"], n["y"]) for n in data["nodes"]}
-    assert place[1][0] < place[2][0] < place[3][0]                  # leaves in document order
-    assert place[4][0] == (place[1][0] + place[2][0]) / 2           # a parent over its children
-    assert place[5][1] < place[4][1] < place[1][1]                  # roots on top
-    assert len(data["edges"]) == 4 and data["options"]["physics"]["enabled"] is False
-    after_first = vis_data(nodes, upto_merge=1)
-    assert {n["id"] for n in after_first["nodes"]} == {1, 2, 3, 4}
-    overlay = overlay_for(nodes, hit_ids=[1, 3], lca_ids=[5])
-    assert overlay.path_edges == {(5, 4), (4, 1), (5, 3)}
-    lit = {n["id"]: n["color"] for n in vis_data(nodes, overlay=overlay)["nodes"]}
-    assert lit[5] != lit[4] and lit[1] == lit[3]
-    labels = {n["id"]: n["label"] for n in data["nodes"]}   # titles for summary nodes, pages for leaves
-    assert labels[4] == "4 Section with a rather…" and labels[1] == "p. 1"
+    assert any("hits (red); their common ancestor" in c.value and "ask it on the Ask page" in c.value
+               for c in app.caption)
+    app.session_state["agent"] = asked                      # the question asked on the Ask page
+    app = app.run()
+    assert app.text_input[0].value == asked.question
+    assert any("the agent's path from the Ask page (purple)" in c.value for c in app.caption)
 
 
 def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):

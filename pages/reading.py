@@ -1,0 +1,140 @@
+"""What a citation opens, for the Ask and Forest pages: the cited PDF page rendered with the passage's
+lines highlighted, with page navigation; or a text document's section with the passage marked.
+The locating and rendering are forest.page_preview's; this module only displays."""
+from __future__ import annotations
+
+import base64
+import html
+
+import streamlit as st
+
+from forest import ForestError, MemoryForest
+from forest.page_preview import RenderedPage, SourcePreview, render_page
+
+# Catches clicks on "#cite-<node id>" links anywhere in the page (an answer's numbered citations,
+# its source list) and hands the node id to Python; a plain link would start a new session.
+CITE_JS = """
+export default function (component) {
+  window.memoryForestCite = component.setTriggerValue;   // this run's setter
+  if (window.memoryForestCiteListener) return;
+  window.memoryForestCiteListener = true;
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest && event.target.closest('a[href^="#cite-"]');
+    if (!link) return;
+    event.preventDefault();
+    event.stopPropagation();
+    window.memoryForestCite("cited", Number(link.getAttribute("href").slice("#cite-".length)));
+  }, true);
+}
+"""
+citation_clicks = st.components.v2.component("memory_forest_citations", js=CITE_JS, isolate_styles=False)
+
+# The rendered page in a frame of its own, scrolled to the passage's first line (a page is taller
+# than the screen); the frame carries the node, the page and the highlighted rectangles for automation.
+PAGE_JS = """
+export default function (component) {
+  const { data, parentElement } = component;
+  let frame = parentElement.querySelector(".forest-page");
+  if (!frame) {
+    frame = document.createElement("div");
+    frame.className = "forest-page";
+    frame.appendChild(document.createElement("img"));
+    parentElement.appendChild(frame);
+  }
+  const img = frame.querySelector("img");
+  frame.style.maxHeight = data.height;
+  frame.dataset.node = String(data.node);
+  frame.dataset.page = String(data.page);
+  frame.dataset.rects = JSON.stringify(data.rects);
+  img.alt = data.alt;
+  if (img.dataset.key === data.key) return;
+  img.dataset.key = data.key;
+  img.onload = () => {
+    const first = data.rects[0];
+    frame.scrollTop = first ? first[1] * img.clientWidth / img.naturalWidth - frame.clientHeight / 5 : 0;
+  };
+  img.src = "data:image/png;base64," + data.png;
+}
+"""
+PAGE_CSS = """
+.forest-page { overflow: auto; border: 1px solid #dde1e6; border-radius: .4rem; }
+.forest-page img { width: 100%; display: block; }
+"""
+page_view = st.components.v2.component("memory_forest_page", js=PAGE_JS, css=PAGE_CSS, isolate_styles=False)
+
+PASSAGE_CSS = """<style>
+.forest-section p { margin: 0 0 .6rem; white-space: pre-wrap; }
+.forest-section p.cited { background: #fff3b0; outline: 2px solid #e3b505; border-radius: .25rem; padding: .2rem .3rem; }
+</style>"""
+
+
+def cite_link(node_id: int) -> str:
+    """The link target that opens a node's source (see citation_clicks)."""
+    return f"#cite-{node_id}"
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _preview(_forest: MemoryForest, data_dir: str, model_id: str, node_id: int) -> SourcePreview:
+    return _forest.source_preview(model_id, node_id)   # the engine is not hashed: data_dir tells stores apart
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _page(pdf: str, page: int, rects: tuple[tuple[float, float, float, float], ...]) -> RenderedPage:
+    return render_page(pdf, page, rects)
+
+
+def show_source(forest: MemoryForest, model_id: str, node_id: int, key: str, height: str = "70vh") -> None:
+    """The node's source in the current container: its PDF page with the passage highlighted and
+    buttons to turn pages, or its section's text. `key` keeps each place's page apart; `height`
+    is the page frame's (CSS)."""
+    try:
+        preview = _preview(forest, str(forest.settings.data_dir), model_id, node_id)
+    except ForestError as exc:
+        st.error(f"The source of node {node_id} cannot be shown: {exc}")
+        return
+    with st.container(key=f"{key}-source"):
+        st.markdown(f"**{preview.document}** · {preview.citation or 'no page or section'} · node {node_id}")
+        if preview.pdf is None:
+            _section(preview)
+        else:
+            _pdf_page(preview, f"{key}:{node_id}", height)
+
+
+def _section(preview: SourcePreview) -> None:
+    if preview.page_start is not None:
+        st.caption("The PDF is not in this store (an archive imported or built before files were kept): "
+                   "the passage is shown in its section's text.")
+    st.caption(f"§{preview.section}" if preview.section else "The passage among its neighbours (no headings).")
+    body = "".join(f'<p class="{"cited" if cited else ""}">{html.escape(text)}</p>' for text, cited in preview.passages)
+    st.html(f'{PASSAGE_CSS}<div class="forest-section">{body}</div>')
+
+
+def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
+    page_key = f"source_page:{key}"
+    page = st.session_state.setdefault(page_key, preview.first_page)
+
+    def turn(to: int) -> None:
+        st.session_state[page_key] = to
+
+    back, left, where, right = st.columns([1.4, 1, 1.2, 1], vertical_alignment="center")
+    back.button("Back to the passage", key=f"{key}:back", on_click=turn, args=(preview.first_page,),
+                disabled=page == preview.first_page)
+    left.button("◀ Previous", key=f"{key}:prev", on_click=turn, args=(page - 1,), disabled=page <= 1)
+    where.markdown(f"Page **{page}** of {preview.page_count}")
+    right.button("Next ▶", key=f"{key}:next", on_click=turn, args=(page + 1,), disabled=page >= preview.page_count)
+    rects = preview.highlights.get(page, [])
+    rendered = _page(str(preview.pdf), page, tuple(rects))
+    if rects:
+        others = sorted(p for p in preview.highlights if p != page)
+        st.caption(f"The passage is highlighted in yellow ({len(rects)} lines)"
+                   + (f"; it continues on p. {', '.join(map(str, others))}." if others else "."))
+    elif preview.highlights:
+        st.caption(f"The passage is on p. {', '.join(map(str, sorted(preview.highlights)))}.")
+    else:
+        st.warning("The passage's words were not found on this page (a scanned page or a table the parser "
+                   "rearranged); it is cited here.")
+    page_view(data={"png": base64.b64encode(rendered.png).decode("ascii"), "node": preview.node_id, "page": page,
+                    "rects": rendered.rects,
+                    "key": f"{preview.pdf}:{page}:{preview.node_id}", "alt": f"page {page} of {preview.document}",
+                    "height": height},
+              key=f"{key}:page")

@@ -1,0 +1,218 @@
+"""The workbench as a reading tool, in a real headless Chromium against `streamlit run` on a real
+paper: the Forest page's outline and drawing (labels, folds, a click opening a node's detail, the
+query overlay, tooltips), citations that open the PDF page with the passage highlighted where
+PyMuPDF finds it, and not one request leaving the machine. Screenshots go to tests/screenshots/."""
+import base64
+import json
+import time
+from urllib.parse import urlparse
+
+import pymupdf
+import pytest
+
+from conftest import ROOT
+from test_browser import MISSING, chromium, requested_urls, streamlit_app
+
+if not MISSING:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {', '.join(MISSING)} missing")
+PAPER = ROOT / "data" / "samples" / "2001.03131.pdf"
+SHOTS = ROOT / "tests" / "screenshots"
+LOCAL = {"127.0.0.1", "localhost"}
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory):
+    """The sample paper in a fresh store, the workbench on it, and a 1600x1000 Chromium that logs
+    every network request."""
+    from forest import MemoryForest
+
+    data_dir = tmp_path_factory.mktemp("reading") / "store"
+    forest = MemoryForest(data_dir=data_dir)
+    archive = forest.ingest_file(PAPER, "reader")
+    nodes = forest.tree("reader", archive.id)
+    forest.close()
+    SHOTS.mkdir(exist_ok=True)
+    with streamlit_app(data_dir) as (_, url):
+        driver = chromium(1600, 1000, log_network=True)
+        try:
+            driver.get(url)
+            WebDriverWait(driver, 60).until(lambda d: "Library" in d.page_source)
+            yield driver, nodes, []
+        finally:
+            driver.quit()
+
+
+def wait(driver, condition, seconds: float = 60):
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
+def open_page(driver, title: str) -> None:
+    wait(driver, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
+                                 if title in a.text), None)).click()
+
+
+def click_node(driver, node_id: int) -> None:
+    canvas = driver.find_element(By.CSS_SELECTOR, "#forest-tree canvas")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", canvas)
+    time.sleep(0.5)
+    where = driver.execute_script(f"const n = window.memoryForestNetwork; return n.canvasToDOM(n.getPosition({node_id}));")
+    size = driver.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.width, r.height];", canvas)
+    ActionChains(driver).move_to_element_with_offset(
+        canvas, int(where["x"] - size[0] / 2), int(where["y"] - size[1] / 2)).click().perform()
+
+
+def shown_page(driver, node_id: int) -> tuple[int, pymupdf.Pixmap, list]:
+    """The page the source view shows for that node: its number, the PNG it displays, the
+    rectangles it highlighted (pixels)."""
+    frame = wait(driver, lambda d: d.execute_script(
+        "const f = [...document.querySelectorAll('.forest-page')].pop();"
+        "const i = f && f.querySelector('img');"
+        "return f && f.dataset.node === arguments[0] && i.complete && i.src.startsWith('data:') && f", str(node_id)))
+    page, rects, src = driver.execute_script(
+        "const f = arguments[0]; return [f.dataset.page, f.dataset.rects, f.querySelector('img').src];", frame)
+    return int(page), pymupdf.Pixmap(base64.b64decode(src.split(",", 1)[1])), json.loads(rects)
+
+
+def yellow_share(image: pymupdf.Pixmap, rect: pymupdf.Rect) -> float:
+    points = [(x, y) for x in range(int(rect.x0) + 1, int(rect.x1) - 1, 2)
+              for y in range(int(rect.y0) + 1, int(rect.y1) - 1, 2)]
+    marked = [p for p in points if (lambda r, g, b: r > 200 and g > 200 and b < 140)(*image.pixel(*p)[:3])]
+    return len(marked) / max(len(points), 1)
+
+
+def line_of(page: pymupdf.Page, text: str) -> pymupdf.Rect | None:
+    """Where PyMuPDF's own search finds five consecutive words of `text` once, on one line of the
+    page (ligatures such as 'ff' spelled out, so it returns a rectangle per glyph run)."""
+    words = text.split()
+    for start in range(len(words) // 3, len(words) - 5):
+        found = page.search_for(" ".join(words[start:start + 5]), flags=pymupdf.TEXT_DEHYPHENATE)
+        if found and max(r.y1 for r in found) - min(r.y0 for r in found) < 14:
+            return pymupdf.Rect(min(r.x0 for r in found), min(r.y0 for r in found),
+                                max(r.x1 for r in found), max(r.y1 for r in found))
+    return None
+
+
+def assert_highlights(driver, passage, neighbours) -> int:
+    """The shown page is yellow where PyMuPDF finds the passage, and not where it finds another
+    passage of the same page."""
+    number, image, rects = shown_page(driver, passage.id)
+    with pymupdf.open(PAPER) as doc:
+        page = doc[number - 1]
+        scale = image.width / page.rect.width
+        target = line_of(page, passage.content)
+        other = next(r for r in (line_of(page, n.content) for n in neighbours if n.page_start == number
+                                 and n.page_end == number) if r is not None)
+    assert target is not None and rects
+    assert yellow_share(image, target * scale) > 0.3
+    assert any(x0 <= (target.x0 + target.x1) / 2 * scale <= x1 and y0 <= (target.y0 + target.y1) / 2 * scale <= y1
+               for x0, y0, x1, y1 in rects)                     # the rectangles the page reports, too
+    assert yellow_share(image, other * scale) < 0.02
+    return number
+
+
+def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(reader):
+    driver, nodes, requested = reader
+    by_title = {n.title: n for n in nodes if n.title}
+    open_page(driver, "Forest")
+    drawn = wait(driver, lambda d: d.execute_script(
+        "const h = document.querySelector('#forest-tree'); return h && h.dataset.drawn"))
+    assert int(drawn) == len(nodes)
+    outline = driver.find_element(By.CSS_SELECTOR, ".forest-outline").text
+    assert "Offensive Language Detection: A Comparative Analysis" in outline and "pp. 1–6" in outline
+    assert "2 Methodology" in outline and "4 Experiments and Discussions" in outline
+    legend = driver.find_element(By.CSS_SELECTOR, ".forest-legend").text
+    assert "passage" in legend and "search hit" in legend and "the agent's path" in legend
+    section = by_title["2 Methodology"]
+    deep = next(n for n in nodes if n.is_leaf and n.depth > 2 and n.path.startswith(section.path))
+    labels = driver.execute_script("return window.memoryForestView.nodes.get().map(n => n.label)")
+    assert "2 Methodology" in labels and any(label.startswith("p. 1 · ") for label in labels)
+    assert driver.execute_script(f"return window.memoryForestView.shown({deep.id})") is False  # folded away
+
+    click_node(driver, section.id)   # a click in the drawing: the node's detail, in view, highlighted
+    detail = wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, ".st-key-tree-detail")
+                                          if "2 Methodology" in e.text), None))
+    assert section.citation in detail.text and section.summary[:60] in detail.text
+    assert driver.execute_script("return arguments[0].getBoundingClientRect().top < window.innerHeight - 200", detail)
+    assert driver.execute_script("return window.memoryForestNetwork.getSelectedNodes()") == [section.id]
+    assert driver.find_element(By.CSS_SELECTOR, ".forest-outline .forest-selected").text.startswith("2 Methodology")
+
+    tooltip = driver.execute_script(  # hover: the summary in a tooltip that is on screen
+        "const n = window.memoryForestNetwork; const p = n.canvasToDOM(n.getPosition(arguments[0]));"
+        "const c = document.querySelector('#forest-tree canvas').getBoundingClientRect(); return [p, c.width, c.height]",
+        section.id)
+    canvas = driver.find_element(By.CSS_SELECTOR, "#forest-tree canvas")
+    ActionChains(driver).move_to_element_with_offset(canvas, int(tooltip[0]["x"] - tooltip[1] / 2) + 20,
+                                                     int(tooltip[0]["y"] - tooltip[2] / 2)).perform()
+    box = wait(driver, lambda d: d.execute_script(
+        "const t = document.querySelector('div.vis-tooltip'); if (!t || getComputedStyle(t).visibility !== 'visible') "
+        "return null; const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent]"), 10)
+    assert section.summary[:40] in box[4] and 0 <= box[0] and box[2] <= 1600 and 0 <= box[1] and box[3] <= 1000
+
+    # the outline's arrow unfolds the drawing too; a passage chosen there opens as a passage
+    parent = next(n for n in nodes if n.id == deep.parent_id)
+    driver.execute_script(f"document.querySelector('details[data-id=\"{parent.id}\"]').open = true")
+    wait(driver, lambda d: d.execute_script(f"return window.memoryForestView.shown({deep.id})"), 10)
+    driver.find_element(By.CSS_SELECTOR, f".forest-entry[data-id='{deep.id}']").click()
+    wait(driver, lambda d: f"Passage {deep.id}" in d.find_element(By.CSS_SELECTOR, ".st-key-tree-detail").text)
+
+    driver.find_element(By.XPATH, "//button[.//p[text()='Show on the page']]").click()   # the node's page
+    assert assert_highlights(driver, deep, [n for n in nodes if n.is_leaf and n.id != deep.id]) == deep.page_start
+    driver.save_screenshot(str(SHOTS / "forest-source.png"))
+    driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
+
+    query = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Query overlay']")
+    query.send_keys("Which embeddings were used for the tweets?\n")
+    wait(driver, lambda d: d.execute_script(
+        "return window.memoryForestView && window.memoryForestView.data.nodes.some(n => n.lit)"))
+    driver.find_element(By.CSS_SELECTOR, ".forest-bar button[data-act=fit]").click()
+    time.sleep(1)
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(SHOTS / "forest-overlay.png"))
+    requested += requested_urls(driver)
+
+
+def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(reader):
+    driver, nodes, requested = reader
+    by_id = {n.id: n for n in nodes}
+    open_page(driver, "Ask")
+    wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]")).send_keys(
+        "Which classifier gave the best accuracy with Fasttext features?")
+    driver.find_element(By.XPATH, "//button[.//p[text()='Start']]").click()
+    wait(driver, lambda d: d.find_elements(By.XPATH, "//button[.//p[text()='Run to answer']][not(@disabled)]"))
+    driver.find_element(By.XPATH, "//button[.//p[text()='Run to answer']]").click()
+    links = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=stMarkdown] a[href^='#cite-']"), 120)
+    assert links[0].text == "[1]"
+    steps = [m.text for m in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stMarkdown] p")
+             if m.text.startswith(("1. Explored", "2. Explored"))]
+    assert steps and "chosen by the offline policy" in steps[0] and "relevance" in steps[0]
+
+    first = int(links[0].get_attribute("href").rsplit("-", 1)[1])     # the panel opens on citation [1]
+    assert f"node {first}" in wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, ".st-key-ask-source").text)
+    cited = [int(a.get_attribute("href").rsplit("-", 1)[1]) for a in links]
+    other = next(i for i in cited if by_id[i].page_start != by_id[first].page_start)
+    link = next(a for a in links if a.get_attribute("href").endswith(f"#cite-{other}"))
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", link)
+    link.click()
+    wait(driver, lambda d: f"node {other}" in d.find_element(By.CSS_SELECTOR, ".st-key-ask-source").text)
+    assert driver.current_url.endswith("/ask")                          # the same session, no navigation
+    number = assert_highlights(driver, by_id[other], [n for n in nodes if n.is_leaf and n.id not in cited])
+    assert number == by_id[other].page_start
+    driver.save_screenshot(str(SHOTS / "ask-answer-source.png"))
+
+    driver.find_element(By.XPATH, "//button[.//p[text()='Next ▶']]").click()   # page navigation
+    wait(driver, lambda d: shown_page(d, other)[0] == number + 1)
+    driver.find_element(By.XPATH, "//button[.//p[text()='Back to the passage']]").click()
+    wait(driver, lambda d: shown_page(d, other)[0] == number)
+    requested += requested_urls(driver)
+
+
+def test_nothing_was_fetched_from_outside_the_machine(reader):
+    driver, _, requested = reader
+    requested += requested_urls(driver)
+    remote = sorted({url for url in requested if url.startswith(("http", "ws")) and urlparse(url).hostname not in LOCAL})
+    assert requested and remote == []
