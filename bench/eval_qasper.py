@@ -437,8 +437,8 @@ FLAT_CANDIDATES = (
     FlatConfig("flat para 600 +title|path", "paragraph", 600, context=True),
     FlatConfig("flat para 1000 +title|path", "paragraph", 1000, context=True),
 )
-# The same chunks ranked like the forest ranks its leaves (cosine + word coverage, fused): the
-# strongest flat system these parts make, so the tree is judged on what it adds to that ranking.
+# The same chunks ranked by cosine and the share of the question's words they hold, rank-fused
+# (the forest's ranking before the section centroid): hybrid flat systems from the same parts.
 HYBRID_CANDIDATES = FLAT_CANDIDATES[3:]
 PROTOCOLS = ("per-paper", "forest")
 

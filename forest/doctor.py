@@ -6,12 +6,14 @@ It also reports the personal memory write queue (depth, retries, the newest erro
 """
 from __future__ import annotations
 
+import json
+
 import os
 import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from forest.build import embedding_text, vector_metadata
+from forest.build import embedding_text, stored_leaf_context, vector_metadata
 from forest.db import Database
 from forest.embedders import Embedder
 from forest.paths import child_path
@@ -126,13 +128,19 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
 
 
 def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: str, ids: list[int]) -> None:
-    """Vectors are recomputed exactly as the build made them: leaves from content, others from
-    title and summary."""
+    """Vectors are recomputed exactly as the build made them: leaves from content in their
+    document's context, others from title and summary."""
+    documents: dict[int, list[dict]] = {}
     for start in range(0, len(ids), 256):
         chunk = ids[start : start + 256]
-        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary, title FROM memory_nodes "
-                        f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"]) for r in rows]
+        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary, title, leaf_index, heading_path "
+                        f"FROM memory_nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        for archive_id in {r["archive_id"] for r in rows} - documents.keys():
+            settings = db.query("SELECT settings FROM archives WHERE id = ?", (archive_id,))
+            documents[archive_id] = json.loads(settings[0]["settings"] or "{}").get("documents") or [] if settings else []
+        texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
+                                stored_leaf_context(documents[r["archive_id"]], r["leaf_index"], r["heading_path"]))
+                 for r in rows]
         vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
                        [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
 

