@@ -55,7 +55,8 @@ def test_a_write_discards_the_snapshot_before_it_reaches_chroma(snapshotted, emb
     data_dir, from_chroma = snapshotted
     engine = command_forest(data_dir, embedder)
     try:
-        engine.ingest_text("alice", "more", "Hard bop grew out of bebop in the 1950s with Art Blakey's Jazz Messengers.")
+        engine.ingest_text("alice", "more",
+                           "Hard bop grew out of bebop in the 1950s with Art Blakey's Jazz Messengers.")
         assert not snapshot_file(data_dir, "alice").exists()
         leaves = engine.context("alice", "Who led the Jazz Messengers?", 200).leaves
         assert "Blakey" in leaves[0].node.content  # read from Chroma, which has the new vectors
