@@ -86,7 +86,7 @@ class SnapshotFiles:
                 made_by, vectors, ids = str(saved["embedder"]), saved["vectors"], saved["ids"]
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):  # torn by a crash: read Chroma
+        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):  # torn by a crash: read Chroma
             return None
         if made_by != embedder_name or vectors.shape[1:] != (dim,):
             return None
