@@ -3,9 +3,11 @@
 Builds a one-paper store (a QASPER paper, or --file), then runs `forest context` as a fresh
 process N times and prints the p50/min of wall time, and the import time of `forest.cli` and of
 the modules a `context` call loads (python -X importtime, cumulative microseconds of the top
-level imports). Twice: alone (the command owns the embedded store and opens Chroma itself), then
-beside a running `forest serve` (the command forwards its vector calls to that owner and never
-imports chromadb; see forest/store_owner.py).
+level imports). Three ways: alone, the command owning the embedded store and reading the vector
+snapshot the ingest left (forest/vector_snapshot.py); alone without a snapshot, as the first
+command after a server's writes, which opens Chroma (and leaves a snapshot, removed before each
+run); beside a running `forest serve`, the command forwarding its vector calls to that owner
+(forest/store_owner.py). The first and the last never import chromadb.
 
 Run: `python bench/bench_cli_latency.py` (5 runs) or `--runs 10 --data-dir /tmp/clistore --reuse`.
 """
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +74,9 @@ def main() -> None:
         print(f"python startup alone p50 {statistics.median(bare):.2f} s")
         cli_imports = top_level_import_ms(run([sys.executable, "-X", "importtime", "-c", "import forest.cli"], env).stderr)
         print(f"import forest.cli: {cli_imports.get('forest.cli', float('nan')):.0f} ms")
-        report("alone (owns the store)", context, env, args.runs)
+        report("alone, from the vector snapshot", context, env, args.runs)
+        report("alone, no snapshot (opens Chroma)", context, env, args.runs,
+               before_each=lambda: shutil.rmtree(data_dir / "chroma.snapshots", ignore_errors=True))
         with serving(data_dir, env):
             report("beside `forest serve` (forwards to it)", context, env, args.runs)
     finally:
@@ -79,9 +84,11 @@ def main() -> None:
             shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def report(label: str, context: list[str], env: dict[str, str], runs: int) -> None:
+def report(label: str, context: list[str], env: dict[str, str], runs: int,
+           before_each: Callable[[], None] = lambda: None) -> None:
     wall, cpu = [], []
     for _ in range(runs):
+        before_each()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         run(context, env)
@@ -90,6 +97,7 @@ def report(label: str, context: list[str], env: dict[str, str], runs: int) -> No
         # CPU time is what the process costs on an idle machine; wall time includes waiting
         # for cores other processes hold.
         cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    before_each()
     imports = top_level_import_ms(run([sys.executable, "-X", "importtime", *context[1:]], env).stderr)
     heavy = sorted(imports.items(), key=lambda kv: -kv[1])[:6]
     print(f"`forest context` {label}, {runs} runs: wall p50 {statistics.median(wall):.2f} s "

@@ -182,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _emit(args, settings.describe(), _text_config)
         from forest.service import MemoryForest  # the engine loads after argument parsing
 
-        forest = MemoryForest(settings)
+        # A command answers vector reads from snapshots when it owns the store (no chromadb
+        # import); `forest serve` is a long-running owner and searches Chroma's index.
+        forest = MemoryForest(settings, vector_snapshots=args.command != "serve")
         try:
             return COMMANDS[args.command](forest, args)
         finally:

@@ -79,9 +79,10 @@ def make_llm(settings: Settings) -> ClaudeJSON | None:
                       timeout=settings.llm_timeout_seconds)
 
 
-def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
+def make_vector_store(settings: Settings, embedder: Embedder, use_snapshots: bool = False) -> VectorStore:
     """A Chroma server when one is named; else the embedded store, opened by the one process that
-    owns the data directory and reached through it by every other (see forest.store_owner)."""
+    owns the data directory and reached through it by every other (see forest.store_owner), reading
+    vector snapshots if `use_snapshots` (see forest.store_owner.open_embedded)."""
     if settings.chroma_host:
         from forest.vectors import ChromaVectorStore
 
@@ -89,7 +90,7 @@ def make_vector_store(settings: Settings, embedder: Embedder) -> VectorStore:
                                  embedder_name=embedder.name, dim=embedder.dim)
     from forest.store_owner import open_embedded
 
-    return open_embedded(settings.chroma_path, embedder.name, embedder.dim)
+    return open_embedded(settings.chroma_path, embedder.name, embedder.dim, use_snapshots)
 
 
 def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:

@@ -61,8 +61,10 @@ def _no_progress(_: Progress) -> None:
 class MemoryForest:
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  reranker: Reranker | None = None, summarizer: Summarizer | None = None,
-                 vectors: VectorStore | None = None, **overrides: Any) -> None:
-        """Parts not given are built from the settings on first use (see forest.components)."""
+                 vectors: VectorStore | None = None, vector_snapshots: bool = False, **overrides: Any) -> None:
+        """Parts not given are built from the settings on first use (see forest.components).
+        `vector_snapshots`: a short command's engine, which reads the embedded store's vectors from
+        snapshots when it can (see forest.store_owner.open_embedded)."""
         self.settings = (settings or load_settings()).replace(**overrides)
         for name, part in (("embedder", embedder), ("reranker", reranker), ("summarizer", summarizer),
                            ("vectors", vectors)):
@@ -75,6 +77,7 @@ class MemoryForest:
         self._init_lock = threading.Lock()
         self._made_vectors = vectors is None  # a store the caller passed in is the caller's to close
         self._ownership: Ownership | None = None
+        self._vector_snapshots = vector_snapshots
 
     # Models load on first use, so `forest archives` or `forest tree` start instantly.
     @cached_property
@@ -86,7 +89,7 @@ class MemoryForest:
     def vectors(self) -> VectorStore:
         embedder = self.embedder
         with self._init_lock:
-            return components.make_vector_store(self.settings, embedder)
+            return components.make_vector_store(self.settings, embedder, self._vector_snapshots)
 
     @cached_property
     def reranker(self) -> Reranker:

@@ -59,10 +59,11 @@ class Ownership:
     """This process owns an embedded Chroma directory: the lock, and the endpoint that serves it
     to the other processes. Shared by every user in the process; gone with the last release."""
 
-    def __init__(self, chroma_path: Path, fd: int) -> None:
+    def __init__(self, chroma_path: Path, fd: int, use_snapshots: bool) -> None:
         from forest.vector_rpc import PROTOCOL, VectorRPCServer
 
         self.chroma_path = chroma_path
+        self.use_snapshots = use_snapshots  # a command's store: other processes' reads too
         self._fd = fd
         self._refs = 1
         self._stores: dict[tuple[str, int], ChromaVectorStore] = {}
@@ -86,7 +87,8 @@ class Ownership:
                                        "run the command again")
             key = (embedder_name, dim)
             if key not in self._stores:
-                self._stores[key] = ChromaVectorStore(path=self.chroma_path, embedder_name=embedder_name, dim=dim)
+                self._stores[key] = ChromaVectorStore(path=self.chroma_path, embedder_name=embedder_name, dim=dim,
+                                                      use_snapshots=self.use_snapshots)
             return self._stores[key]
 
     def release(self) -> None:
@@ -124,9 +126,9 @@ def owner_file(chroma_path: Path) -> Path:
     return Path(chroma_path).with_name(Path(chroma_path).name + ".owner")
 
 
-def acquire(chroma_path: Path) -> Ownership | OwnerInfo:
+def acquire(chroma_path: Path, use_snapshots: bool = False) -> Ownership | OwnerInfo:
     """Own the embedded store at `chroma_path` (shared if this process already does), or learn
-    which process owns it."""
+    which process owns it. `use_snapshots`: see open_embedded."""
     chroma_path = Path(chroma_path).resolve()
     path = owner_file(chroma_path)
     deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
@@ -144,7 +146,7 @@ def acquire(chroma_path: Path) -> Ownership | OwnerInfo:
                 os.close(fd)
             else:
                 try:
-                    _owned[chroma_path] = Ownership(chroma_path, fd)
+                    _owned[chroma_path] = Ownership(chroma_path, fd, use_snapshots)
                 except BaseException:
                     os.close(fd)
                     raise
@@ -171,10 +173,14 @@ def _read_owner(path: Path) -> OwnerInfo | None:
     return OwnerInfo(int(record["pid"]), str(record["command"]), int(record["port"]), str(record["token"]))
 
 
-def open_embedded(chroma_path: Path, embedder_name: str, dim: int) -> VectorStore:
+def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool = False) -> VectorStore:
     """The embedded store when this process owns it (taking ownership if the directory is free),
-    else the owner's store over its endpoint; Chroma is imported only in the first case."""
-    held = acquire(chroma_path)
+    else the owner's store over its endpoint; Chroma is imported only in the first case.
+
+    `use_snapshots` is for short commands: the store they own answers reads (theirs and other
+    processes') from current vector snapshots and opens Chroma only for what those do not hold
+    (forest.vector_snapshot); a long-running owner searches Chroma's index."""
+    held = acquire(chroma_path, use_snapshots)
     if isinstance(held, OwnerInfo):
         from forest.vector_rpc import OwnerVectorStore
 
@@ -182,7 +188,8 @@ def open_embedded(chroma_path: Path, embedder_name: str, dim: int) -> VectorStor
     from forest.vectors import ChromaVectorStore
 
     try:
-        return ChromaVectorStore(path=held.chroma_path, embedder_name=embedder_name, dim=dim, on_close=held.release)
+        return ChromaVectorStore(path=held.chroma_path, embedder_name=embedder_name, dim=dim, on_close=held.release,
+                                 use_snapshots=held.use_snapshots)
     except BaseException:
         held.release()
         raise
@@ -208,33 +215,45 @@ def claim_for_server(settings: Settings) -> Ownership | None:
 class WriterLock:
     """Writers (builds, appends, joins, deletes, imports) and `forest doctor` of one data directory
     take turns: across threads (a threading lock) and across processes (an flock, dropped by the
-    kernel if the holder dies)."""
+    kernel if the holder dies). Vector snapshots are taken under it (forest.vector_snapshot)."""
 
     def __init__(self, data_dir: Path) -> None:
         self._path = Path(data_dir) / "writer.lock"
         self._thread_lock = threading.Lock()
         self._fd: int | None = None
 
-    def __enter__(self) -> WriterLock:
-        self._thread_lock.acquire()
+    def acquire(self, wait: bool = True) -> bool:
+        """Take the lock, waiting for the writer that holds it; without `wait`, False if one does."""
+        if not self._thread_lock.acquire(blocking=wait):
+            return False
+        fd = None
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    log.warning("waiting for another process writing to %s to finish", self._path.parent)
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not wait:
+                    os.close(fd)
+                    self._thread_lock.release()
+                    return False
+                log.warning("waiting for another process writing to %s to finish", self._path.parent)
+                fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
+            if fd is not None:
+                os.close(fd)
             self._thread_lock.release()
             raise
         self._fd = fd
-        return self
+        return True
 
-    def __exit__(self, *exc: object) -> None:
+    def release(self) -> None:
         fd, self._fd = self._fd, None
         os.close(fd)  # closing the only descriptor drops the flock
         self._thread_lock.release()
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -7,6 +7,7 @@ vectors are never in another's index.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -16,6 +17,9 @@ from typing import Any
 import numpy as np
 
 from forest.errors import ConfigError, ForestError
+from forest.vector_snapshot import Snapshot, SnapshotFiles
+
+log = logging.getLogger("forest")
 
 
 class VectorStoreError(ForestError):
@@ -58,43 +62,124 @@ def collection_name(model_id: str) -> str:
 
 class ChromaVectorStore(VectorStore):
     def __init__(self, *, path: Path | None = None, host: str | None = None, port: int = 8000,
-                 embedder_name: str, dim: int, on_close: Callable[[], None] | None = None) -> None:
-        """`on_close` runs once after the client closes (forest.store_owner releases its claim)."""
-        import chromadb
-        from chromadb.config import Settings as ChromaSettings
+                 embedder_name: str, dim: int, on_close: Callable[[], None] | None = None,
+                 use_snapshots: bool = False) -> None:
+        """`on_close` runs once after the client closes (forest.store_owner releases its claim).
 
-        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-        if host:
-            try:
-                self._client = chromadb.HttpClient(host=host, port=port, settings=chroma_settings)
-                self._client.heartbeat()
-            except Exception as exc:  # the client raises several unrelated types for "no server"
-                raise ForestError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from None
-            self.location = f"http://{host}:{port}"
-        else:
-            assert path is not None
-            Path(path).mkdir(parents=True, exist_ok=True)
-            self._client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-            self.location = str(path)
+        An embedded store (`path`) is opened by the process that owns it; with `use_snapshots` it
+        answers reads of a collection from its snapshot while that is current, takes the missing
+        ones when it closes (forest.vector_snapshot), and imports chromadb only when something else
+        is first needed. Its writes discard snapshots either way. Otherwise Chroma opens at once."""
         self.embedder_name = embedder_name
         self.dim = dim
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self.max_batch = int(self._client.get_max_batch_size())
+        self._open_lock = threading.Lock()
+        self._client: Any = None
         self._on_close = on_close
         self._closed = False
+        self._server = (host, port) if host else None
+        self._snapshots: SnapshotFiles | None = None  # embedded stores only
+        self._use_snapshots = False
+        self._used: set[str] = set()  # model_ids whose collections this store opened
+        if host:
+            self.location = f"http://{host}:{port}"
+        else:
+            assert path is not None
+            self.location = str(path)
+            self._snapshots = SnapshotFiles(path)
+            self._use_snapshots = use_snapshots
+        if not self._use_snapshots:
+            self._open()  # an unreachable server or a broken directory is an error now
+
+    def _open(self) -> Any:
+        """The Chroma client, made on first use."""
+        with self._open_lock:
+            if self._client is None:
+                if self._closed:
+                    raise VectorStoreError(f"the vector store at {self.location} is closed")
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+
+                settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+                if self._server:
+                    host, port = self._server
+                    try:
+                        client = chromadb.HttpClient(host=host, port=port, settings=settings)
+                        client.heartbeat()
+                    except Exception as exc:  # the client raises several unrelated types for "no server"
+                        raise ForestError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from None
+                else:
+                    Path(self.location).mkdir(parents=True, exist_ok=True)
+                    client = chromadb.PersistentClient(path=self.location, settings=settings)
+                self.max_batch = int(client.get_max_batch_size())
+                self._client = client
+            return self._client
 
     def close(self) -> None:
         with self._lock:
             if self._closed:  # Chroma counts clients per path: a second close would stop another's
                 return
             self._closed = True
-            self._collections.clear()
-        self._client.close()
+        with self._open_lock:
+            client = self._client
+        if client is not None:
+            if self._use_snapshots:
+                self._take_snapshots()
+            with self._lock:
+                self._collections.clear()
+            client.close()
         if self._on_close:
             self._on_close()
 
+    def _snapshot(self, model_id: str) -> Snapshot | None:
+        if not self._use_snapshots:
+            return None
+        assert self._snapshots is not None
+        return self._snapshots.load(collection_name(model_id), self.embedder_name, self.dim)
+
+    def _discard_snapshot(self, model_id: str) -> None:
+        """Before a write: the collection is read from Chroma until its next snapshot."""
+        if self._snapshots is not None:
+            self._snapshots.discard(collection_name(model_id))
+
+    def _take_snapshots(self) -> None:
+        """Snapshots of the collections this store used that have none, unless a writer is at work
+        (this does not wait for it: the next owner to close takes them)."""
+        from forest.store_owner import WriterLock
+
+        assert self._snapshots is not None
+        wanted = [m for m in sorted(self._used) if not self._snapshots.exists(collection_name(m))]
+        writers = WriterLock(Path(self.location).parent)  # the data directory's
+        if not wanted or not writers.acquire(wait=False):
+            return
+        try:
+            for model_id in wanted:
+                try:
+                    ids, vectors = self._everything(model_id)
+                    self._snapshots.save(collection_name(model_id), self.embedder_name, ids, vectors)
+                except Exception as exc:  # a snapshot only saves later commands time: never fail a close
+                    log.warning("no vector snapshot of model_id %r: %s", model_id, exc)
+        finally:
+            writers.release()
+
+    def _everything(self, model_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every id and vector of the model_id's collection."""
+        coll = self._collection(model_id, create=False)
+        ids: list[int] = []
+        rows = [np.zeros((0, self.dim), dtype=np.float32)]
+        offset, page = 0, 5000
+        while coll is not None:
+            got = coll.get(include=["embeddings"], limit=page, offset=offset)
+            ids.extend(int(i) for i in got["ids"])
+            rows.append(np.asarray(got["embeddings"], dtype=np.float32).reshape(-1, self.dim))
+            if len(got["ids"]) < page:
+                break
+            offset += page
+        return np.asarray(ids, dtype=np.int64), np.concatenate(rows)
+
     def _collection(self, model_id: str, create: bool):
+        client = self._open()
         from chromadb.errors import NotFoundError
 
         name = collection_name(model_id)
@@ -102,12 +187,12 @@ class ChromaVectorStore(VectorStore):
             coll = self._collections.get(name)
             if coll is None:
                 if create:
-                    coll = self._client.get_or_create_collection(
+                    coll = client.get_or_create_collection(
                         name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
                         metadata={"model_id": model_id, "embedder": self.embedder_name, "dim": self.dim})
                 else:
                     try:
-                        coll = self._client.get_collection(name, embedding_function=None)
+                        coll = client.get_collection(name, embedding_function=None)
                     except NotFoundError:  # only this means "nothing stored yet"
                         return None
                     except Exception as exc:  # anything else is a failure, never an empty store
@@ -119,11 +204,13 @@ class ChromaVectorStore(VectorStore):
                         f"configured embedder is {self.embedder_name}; configure the same embedder "
                         "or re-ingest into a new data directory")
                 self._collections[name] = coll
+                self._used.add(model_id)
         return coll
 
     def upsert(self, model_id, ids, vectors, metadatas):
         if len(ids) == 0:
             return
+        self._discard_snapshot(model_id)
         coll = self._collection(model_id, create=True)
         for start in range(0, len(ids), self.max_batch):
             stop = start + self.max_batch
@@ -132,6 +219,9 @@ class ChromaVectorStore(VectorStore):
                         metadatas=list(metadatas[start:stop]))
 
     def query(self, model_id, vector, top_k):
+        snapshot = self._snapshot(model_id)
+        if snapshot is not None:
+            return snapshot.query(vector, top_k)
         coll = self._collection(model_id, create=False)
         if coll is None or top_k <= 0:
             return []
@@ -143,6 +233,9 @@ class ChromaVectorStore(VectorStore):
         return [(int(i), 1.0 - float(d)) for i, d in zip(result["ids"][0], result["distances"][0])]
 
     def get_vectors(self, model_id, ids):
+        snapshot = self._snapshot(model_id)
+        if snapshot is not None:
+            return snapshot.get(ids)
         coll = self._collection(model_id, create=False)
         if coll is None or not ids:
             return {}
@@ -163,8 +256,11 @@ class ChromaVectorStore(VectorStore):
             coll.update(ids=[str(i) for i in ids[start:stop]], metadatas=list(metadatas[start:stop]))
 
     def delete(self, model_id, ids):
+        if not ids:
+            return
+        self._discard_snapshot(model_id)
         coll = self._collection(model_id, create=False)
-        if coll is None or not ids:
+        if coll is None:
             return
         ids = list(ids)
         for start in range(0, len(ids), self.max_batch):
@@ -184,7 +280,7 @@ class ChromaVectorStore(VectorStore):
 
     def model_ids(self):
         names = []
-        for coll in self._client.list_collections():
+        for coll in self._open().list_collections():
             meta = getattr(coll, "metadata", None) or {}
             if "model_id" in meta and coll.name == collection_name(meta["model_id"]):
                 names.append(meta["model_id"])
