@@ -485,6 +485,9 @@ def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list
     def hit(q: Question, texts: list[str]) -> bool:
         return ngram_hit(q, texts, gold_words)
 
+    archive_paper = {a.id: a.name for a in forest.archives(MODEL_ID)}
+    # Forest protocol: is the first passage of the context from the question's paper?
+    right_paper: dict[str, list[bool]] = defaultdict(list)
     hits: dict[tuple[str, str, int], list[bool]] = defaultdict(list)
     tokens: dict[tuple[str, str, int], list[int]] = defaultdict(list)
     latency_ms: dict[str, list[float]] = defaultdict(list)
@@ -501,6 +504,11 @@ def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list
             for budget in budgets:
                 ms, result = timed(forest.context, model_id, q.text, budget_tokens=budget)
                 latency_ms[f"context {protocol}"].append(ms)
+                if protocol == "forest" and budget == budgets[0]:
+                    right_paper["forest context"].append(
+                        bool(result.leaves) and archive_paper.get(result.leaves[0].node.archive_id) == q.paper_id)
+                    for name, index in indexes.items():
+                        right_paper[name].append(index.top_paper(vector) == q.paper_id)
                 record("forest context", protocol, budget, q, [s.node.content for s in result.leaves])
                 for name, index in indexes.items():
                     record(name, protocol, budget, q, index.dense(vector, budget, scope))
@@ -541,6 +549,8 @@ def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list
         print(f"{p}: forest ask cited {mean(ask):.3f} using {statistics.fmean(tokens[ask]):.0f} tokens; "
               f"flat dense 1000 at the same tokens {mean(flat):.3f}; "
               f"ask p50 {statistics.median(latency_ms[f'ask {p}']):.0f} ms")
+    print("forest protocol, first passage from the question's paper: " + ", ".join(
+        f"{name} {statistics.fmean(values):.3f}" for name, values in right_paper.items()))
     tests = {}
     print(f"\nMcNemar (exact binomial on discordant pairs), forest context vs {best}:")
     for p in PROTOCOLS:
@@ -561,6 +571,7 @@ def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list
             "hit_rate": {f"{s}|{p}|{b}": mean((s, p, b)) for (s, p, b) in hits},
             "mean_tokens": {f"{s}|{p}|{b}": statistics.fmean(v) for (s, p, b), v in tokens.items()},
             "mcnemar": tests,
+            "right_paper_first": {name: statistics.fmean(values) for name, values in right_paper.items()},
             "latency_ms": {k: {"p50": statistics.median(v), "p95": percentile(v, 0.95)} for k, v in latency_ms.items()},
             "per_paper_ingest_seconds": per_paper_seconds, "flat_build_seconds": flat_build_s}
 

@@ -109,6 +109,10 @@ class FlatIndex:
         order = rows[np.argsort(-(self.matrix[rows] @ query.astype(np.float32)), kind="stable")]
         return pack(order, self.texts, self.tokens, budget)
 
+    def top_paper(self, query: np.ndarray) -> str:
+        """The paper of the chunk most similar to the query, over every paper (forest protocol)."""
+        return self.papers[int(np.argmax(self.matrix @ query.astype(np.float32)))]
+
     def hybrid(self, query: np.ndarray, question: str, budget: int, paper: str | None = None) -> list[str]:
         """The forest's own leaf ranking without the tree: cosine and the share of the question's
         words in the chunk, reciprocal-rank fused."""

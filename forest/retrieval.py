@@ -146,14 +146,17 @@ class Retriever:
         1. Search wide: CONTEXT_BREADTH x top_k hits over every node of the forest.
         2. Collapse each tree's hits to their lowest common ancestor (as retrieve does) and drill
            to all the leaves under it in one pass (at most MAX_POOL per tree, around the hits).
-        3. Score each leaf by its stored vector's cosine with the question plus the cosine of its
-           parent's centroid (the mean vector of the parent's leaves in the pool): a passage in a
-           section about the question outranks an equally similar passage elsewhere.
+        3. Order the pool in two levels. Trees compete by their leaves' own cosine with the
+           question: the global order of the leaves by that cosine fixes which tree fills each
+           place. Inside a tree, places go to its leaves in the order of their own cosine plus
+           their parent's (the cosine of the mean vector of the parent's leaves in the pool), so a
+           passage in a section about the question goes before an equally similar one elsewhere.
         4. Take leaves in that order while they fit in the budget.
 
-        Measured on QASPER (bench/eval_qasper.py, README): over the same paragraph leaves, the
-        parent's centroid beats ranking every leaf by its own vector at 500 tokens; fusing in
-        word coverage, or the summaries' own vectors as the section score, did worse.
+        Measured on QASPER (bench/eval_qasper.py, README): within a paper the parent's centroid
+        beats ranking leaves by their own vectors at 500 tokens; across papers it chose the wrong
+        paper more often than the leaves' own cosine, hence the two levels. Fusing in word
+        coverage, or the summaries' vectors as the section score, did worse.
         """
         result = ContextResult(question, budget_tokens, 0)
         hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode)
@@ -163,31 +166,47 @@ class Retriever:
             for window in _windows(representative, hits, MAX_POOL):
                 pool.update((n.id, n) for n in self.store.leaves_between(
                     model_id, representative.node.archive_id, *window))
-        if not pool:
-            return result
         stored = self.vectors.get_vectors(model_id, list(pool))
         leaves = [n for n in pool.values() if n.id in stored]
-        scores = self.embedder.calibrate(section_scores(leaves, stored, self.embedder.embed_query(question)))
-        ranked = [ScoredNode(leaves[i], round(float(scores[i]), 6))
-                  for i in sorted(range(len(leaves)), key=lambda i: (-scores[i], leaves[i].id))]
+        if not leaves:
+            return result
+        matrix = np.stack([stored[n.id] for n in leaves]).astype(np.float32)
+        query = self.embedder.embed_query(question)
+        own = matrix @ query
+        within = (own + parent_centroid_scores(leaves, matrix, query)) / 2
+        scores = self.embedder.calibrate(within)
+        ranked = [ScoredNode(leaves[i], round(float(scores[i]), 6)) for i in tree_ordered(leaves, own, within)]
         result.leaves, result.used_tokens = fill_budget(ranked, lambda s: estimate_tokens(s.node.content),
                                                         budget_tokens)
         return result
 
 
-def section_scores(leaves: list[MemoryNode], vectors: dict[int, np.ndarray], query: np.ndarray) -> np.ndarray:
-    """Half the leaf's own cosine with the query, half its parent's: the cosine of the
-    normalised mean of the vectors of the parent's leaves among `leaves` (0-1 scale kept)."""
-    matrix = np.stack([vectors[n.id] for n in leaves]).astype(np.float32)
-    own = matrix @ query
+def parent_centroid_scores(leaves: list[MemoryNode], matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per leaf, the cosine with `query` of the normalised mean vector of its parent's leaves
+    among `leaves` (rows of `matrix`)."""
     groups: dict[int | None, list[int]] = defaultdict(list)
     for i, leaf in enumerate(leaves):
         groups[leaf.parent_id].append(i)
-    parent = np.empty_like(own)
+    scores = np.empty(len(leaves), dtype=np.float32)
     for members in groups.values():
         centroid = matrix[members].mean(axis=0)
-        parent[members] = centroid @ query / (float(np.linalg.norm(centroid)) or 1.0)
-    return (own + parent) / 2
+        scores[members] = centroid @ query / (float(np.linalg.norm(centroid)) or 1.0)
+    return scores
+
+
+def tree_ordered(leaves: list[MemoryNode], across: np.ndarray, within: np.ndarray) -> list[int]:
+    """Indexes of `leaves` in context order: the place of each leaf in the order by `across`
+    goes to the best leaf of the same archive by `within` not placed yet (ties by node id)."""
+    by_archive: dict[int, list[int]] = defaultdict(list)
+    for i in sorted(range(len(leaves)), key=lambda i: (-within[i], leaves[i].id)):
+        by_archive[leaves[i].archive_id].append(i)
+    taken: dict[int, int] = defaultdict(int)
+    order = []
+    for i in sorted(range(len(leaves)), key=lambda i: (-across[i], leaves[i].id)):
+        archive = leaves[i].archive_id
+        order.append(by_archive[archive][taken[archive]])
+        taken[archive] += 1
+    return order
 
 
 def fill_budget(ranked: Sequence[T], cost: Callable[[T], int], budget: int) -> tuple[list[T], int]:

@@ -143,6 +143,15 @@ def test_context_ranks_a_passage_in_a_section_about_the_question_higher(hand_for
     assert order.index(ids["alpha gamma"]) < order.index(ids["alpha delta"])
 
 
+def test_context_lets_trees_compete_by_their_passages_own_similarity(hand_forest):
+    # "alpha alpha beta" (tree A) is more similar to "alpha" than "alpha beta" (tree B), whose
+    # section is more about alpha: the section prior orders passages inside a tree, never across.
+    _, a = build_by_hand(hand_forest, "trees", "A", [("alpha alpha beta", []), ("omega", []), ("zeta", [0, 1])])
+    _, b = build_by_hand(hand_forest, "trees", "B", [("alpha beta", []), ("alpha", []), ("gamma", [0, 1])])
+    order = [s.node.id for s in hand_forest.context("trees", "alpha", budget_tokens=1000).leaves]
+    assert order[:3] == [b["alpha"], a["alpha alpha beta"], b["alpha beta"]]
+
+
 def test_unknown_ids_and_bad_arguments_are_clear_errors(model):
     forest, m, archive_id, _ = model
     with pytest.raises(NotFound, match="node 999999 not found"):
