@@ -149,14 +149,12 @@ class Retriever:
         3. Order the pool in two levels. Trees compete by their leaves' own match: the order of
            all leaves by cosine and by the share of the question's words they hold, rank-fused,
            fixes which tree fills each place (a paper's own terms, "SearchQA", "BLEU", pick the
-           paper). Inside a tree, places go to its leaves in the order of their own cosine plus
-           their parent's (the cosine of the mean vector of the parent's leaves in the pool), so a
-           passage in a section about the question goes before an equally similar one elsewhere.
+           paper). Inside a tree, places go to its leaves by their own cosine.
         4. Take leaves in that order while they fit in the budget.
 
-        Measured on QASPER (bench/eval_qasper.py, README): within a paper the parent's centroid
-        beats the leaves' own vectors, and word coverage lowers recall; across papers coverage
-        picks the paper more often and the centroid less often, hence the two levels.
+        Measured on QASPER (bench/eval_qasper.py, README): across papers coverage picks the
+        paper more often; inside a paper it lowers recall, and so did a section prior (the
+        cosine of the parent's centroid): +1.8 points on papers 1-40, -12 on held-out 41-60.
         """
         result = ContextResult(question, budget_tokens, 0)
         hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode)
@@ -175,25 +173,11 @@ class Retriever:
         own = matrix @ query
         terms = set(content_terms(question))
         across = reciprocal_rank_fusion([list(own), [term_coverage(terms, n.content) for n in leaves]])
-        within = (own + parent_centroid_scores(leaves, matrix, query)) / 2
-        scores = self.embedder.calibrate(within)
-        ranked = [ScoredNode(leaves[i], round(float(scores[i]), 6)) for i in tree_ordered(leaves, across, within)]
+        scores = self.embedder.calibrate(own)
+        ranked = [ScoredNode(leaves[i], round(float(scores[i]), 6)) for i in tree_ordered(leaves, across, own)]
         result.leaves, result.used_tokens = fill_budget(ranked, lambda s: estimate_tokens(s.node.content),
                                                         budget_tokens)
         return result
-
-
-def parent_centroid_scores(leaves: list[MemoryNode], matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Per leaf, the cosine with `query` of the normalised mean vector of its parent's leaves
-    among `leaves` (rows of `matrix`)."""
-    groups: dict[int | None, list[int]] = defaultdict(list)
-    for i, leaf in enumerate(leaves):
-        groups[leaf.parent_id].append(i)
-    scores = np.empty(len(leaves), dtype=np.float32)
-    for members in groups.values():
-        centroid = matrix[members].mean(axis=0)
-        scores[members] = centroid @ query / (float(np.linalg.norm(centroid)) or 1.0)
-    return scores
 
 
 def tree_ordered(leaves: list[MemoryNode], across: Sequence[float], within: Sequence[float]) -> list[int]:

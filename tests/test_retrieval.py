@@ -132,20 +132,9 @@ def test_context_fills_the_budget_with_the_best_leaves_first(model):
     assert len(small.leaves) == 1 and small.used_tokens <= 2
 
 
-def test_context_ranks_a_passage_in_a_section_about_the_question_higher(hand_forest):
-    # "alpha delta" and "alpha gamma" are equally similar to "alpha"; the second sits beside an
-    # "alpha" passage, the first beside "omega" (and comes first, so an id tie-break favours it).
-    spec = [("alpha delta", []), ("omega", []), ("alpha gamma", []), ("alpha", []),
-            ("zeta", [0, 1]), ("beta", [2, 3]), ("overview", [4, 5])]
-    _, ids = build_by_hand(hand_forest, "sections", "hand", spec)
-    order = [s.node.id for s in hand_forest.context("sections", "alpha", budget_tokens=1000).leaves]
-    assert order[0] == ids["alpha"]
-    assert order.index(ids["alpha gamma"]) < order.index(ids["alpha delta"])
-
-
 def test_context_lets_trees_compete_by_their_passages_own_similarity(hand_forest):
-    # "alpha alpha beta" (tree A) is more similar to "alpha" than "alpha beta" (tree B), whose
-    # section is more about alpha: the section prior orders passages inside a tree, never across.
+    # Each place goes to the tree of the passage that matches best there, and inside a tree to
+    # its best passage not placed yet.
     _, a = build_by_hand(hand_forest, "trees", "A", [("alpha alpha beta", []), ("omega", []), ("zeta", [0, 1])])
     _, b = build_by_hand(hand_forest, "trees", "B", [("alpha beta", []), ("alpha", []), ("gamma", [0, 1])])
     order = [s.node.id for s in hand_forest.context("trees", "alpha", budget_tokens=1000).leaves]
