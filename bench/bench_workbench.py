@@ -33,7 +33,8 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from forest.chunking import chunk_document
+from forest.config import load_settings
+from forest.leaf_text import leaf_chunks
 from forest.page_preview import render_page
 from forest.service import MemoryForest
 from ingest import load_document
@@ -51,10 +52,12 @@ def free_port() -> int:
 
 
 def chunk_size_for(papers: list[Path], leaves: int) -> int:
-    """The chunk size that cuts `papers` into about `leaves` leaves (chunking is cheap; embedding is not)."""
+    """The chunk size that cuts `papers` into about `leaves` leaves with the configured chunker
+    (chunking is cheap; embedding is not)."""
     documents = [load_document(p) for p in papers]
+    chunker = load_settings().chunker
     return min(range(150, 2001, 10), key=lambda size: abs(leaves - sum(
-        len(chunk_document(d, size, size // 10)) for d in documents)))
+        len(leaf_chunks(d, chunker, size, size // 10)) for d in documents)))
 
 
 def build(forest: MemoryForest, model_id: str, papers: list[Path], leaves: int):

@@ -6,8 +6,8 @@ evidence is a paragraph) is ingested as its own archive under model_id "qasper".
 question, four methods fill a token budget from the leaves of the whole forest (all archives):
   forest      MemoryForest.context(question, budget_tokens=B) (vector hits, LCA, drill-down)
   flat dense  every leaf ranked by cosine with the query (the leaves' stored vectors)
-  flat fused  every leaf ranked like the forest ranks its pool (cosine and word coverage,
-              reciprocal rank fusion): what the tree adds over the ranking alone
+  flat fused  every leaf ranked by cosine and word coverage, reciprocal-rank fused (the order
+              in which the forest lets trees compete), without the tree
   BM25        every leaf ranked by Okapi BM25 (k1 1.2, b 0.75, forest.text.tokenize)
 The baselines are packed greedily with the forest's rule: walk the ranking, take a chunk if its
 estimate_tokens fits in what is left, skip it otherwise.
@@ -57,8 +57,9 @@ FOUND_SHARE = 0.5  # a paragraph is found when MORE than this share of its terms
 # word NGRAM-grams are in the returned context, wherever they are in it.
 NGRAM, NGRAM_SHARE = 5, 0.5
 WORD = re.compile(r"\w+")
-# "flat fused" is an ablation: the forest's own ranking (dense + word coverage, rank-fused) over
-# every leaf of the forest, without the tree choosing which leaves to rank.
+# "flat fused" is an ablation: the forest's across-tree order (dense + word coverage, rank-fused)
+# over every leaf of the forest, without the tree choosing which leaves to rank or their order
+# inside a paper.
 METHODS = ("forest", "flat dense", "flat fused", "BM25")
 
 
@@ -374,7 +375,7 @@ def evaluate(forest: MemoryForest, data: Path, papers: list[str], questions: lis
     if len(archive_names) != len(papers):
         print(f"the store holds {sum(archive_names.values())} archives under {MODEL_ID!r} ({len(leaves)} leaves); "
               "every method ranks over all of them")
-    print(f"settings: chunk_size {forest.settings.chunk_size}, overlap {forest.settings.chunk_overlap}, "
+    print(f"settings: chunker {forest.settings.chunker}, chunk_size {forest.settings.chunk_size}, overlap {forest.settings.chunk_overlap}, "
           f"top_k {forest.settings.top_k}, drill_threshold {forest.settings.drill_threshold}, "
           f"embedder {forest.embedder.name}")
     print(f"\nevidence recall (paragraph found: >{FOUND_SHARE:.0%} of its content terms in one returned chunk; "
@@ -437,8 +438,8 @@ FLAT_CANDIDATES = (
     FlatConfig("flat para 600 +title|path", "paragraph", 600, context=True),
     FlatConfig("flat para 1000 +title|path", "paragraph", 1000, context=True),
 )
-# The same chunks ranked by cosine and the share of the question's words they hold, rank-fused
-# (the forest's ranking before the section centroid): hybrid flat systems from the same parts.
+# The same chunks ranked by cosine and the share of the question's words they hold, rank-fused:
+# hybrid flat systems from the same parts.
 HYBRID_CANDIDATES = FLAT_CANDIDATES[3:]
 PROTOCOLS = ("per-paper", "forest")
 

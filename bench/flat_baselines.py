@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forest.chunking import chunk_document
 from forest.document import Document
 from forest.embedders import Embedder
-from forest.leaf_text import chunk_paragraphs, embed_text
+from forest.leaf_text import embed_text, leaf_chunks
 from forest.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.text import content_terms, estimate_tokens, term_coverage
 
@@ -25,15 +24,13 @@ from forest.text import content_terms, estimate_tokens, term_coverage
 class FlatConfig:
     """A flat system's settings: how documents are cut and what each chunk is embedded from."""
     name: str
-    chunker: str            # "recursive" (forest.chunking, langchain splitter) or "paragraph"
+    chunker: str            # forest.config.CHUNKERS: "paragraph" or "recursive"
     size: int               # max chars per chunk
     overlap: int = 0        # recursive only
     context: bool = False   # embed "title | heading path | text" instead of the text alone
 
     def chunks(self, document: Document) -> list:
-        if self.chunker == "paragraph":
-            return chunk_paragraphs(document, self.size)
-        return chunk_document(document, self.size, self.overlap)
+        return leaf_chunks(document, self.chunker, self.size, self.overlap)
 
     def embedded(self, document: Document, chunk) -> str:
         if not self.context:

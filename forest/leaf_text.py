@@ -2,7 +2,8 @@
 
 `chunk_paragraphs` packs whole paragraphs (a document's text passages) into chunks of at most
 `max_chars`, never across a section; a paragraph longer than that is split at sentence ends
-(then at spaces), so a chunk boundary falls where the author put one. `embed_text` is what a
+(then at spaces), so a chunk boundary falls where the author put one. `leaf_chunks` cuts a document
+with the configured chunker. `embed_text` is what a
 leaf's vector is computed from: the document title and heading path before the leaf's text, so
 a passage that never names its subject ("We train it on ...") is still found by a question
 naming the paper's topic or section.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from forest.chunking import Chunk
+from forest.chunking import Chunk, chunk_document
 from forest.document import PASSAGE_SEPARATOR, TEXT, Document
 from forest.outline import heading_paths
 
@@ -81,6 +82,16 @@ def chunk_paragraphs(document: Document, max_chars: int) -> list[Chunk]:
             group.append((piece_start, piece, passage.page_start, passage.page_end))
     flush()
     return chunks
+
+
+def leaf_chunks(document: Document, chunker: str, size: int, overlap: int = 0) -> list[Chunk]:
+    """A document's leaves under a chunker setting (forest.config.CHUNKERS): "paragraph"
+    (chunk_paragraphs; no overlap) or "recursive" (langchain's splitter with `overlap`)."""
+    if chunker == "paragraph":
+        return chunk_paragraphs(document, size)
+    if chunker == "recursive":
+        return chunk_document(document, size, overlap)
+    raise ValueError(f"unknown chunker {chunker!r}")
 
 
 def embed_text(text: str, title: str | None = None, heading_path: tuple[str, ...] = ()) -> str:

@@ -290,15 +290,11 @@ class MemoryForest:
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
         from forest.build import Progress
-        from forest.chunking import chunk_document
-        from forest.leaf_text import chunk_paragraphs
+        from forest.leaf_text import leaf_chunks
 
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
-        if run.chunker == "paragraph":
-            chunks = chunk_paragraphs(document, run.chunk_size)
-        else:
-            chunks = chunk_document(document, run.chunk_size, run.chunk_overlap)
+        chunks = leaf_chunks(document, run.chunker, run.chunk_size, run.chunk_overlap)
         progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
         if not chunks:
             raise InvalidInput(f"document {document.name!r} has no text to chunk")
