@@ -98,6 +98,11 @@ class AgentState:
     def done(self) -> bool:
         return self.answer is not None
 
+    @property
+    def explorable(self) -> list[ContextNode]:
+        """The summary nodes in the context not explored yet."""
+        return [c for c in self.context if not c.node.is_leaf and c.node.id not in self.explored]
+
     def to_dict(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "question": self.question, "threshold": self.threshold,
                 "done": self.done, "answer": self.answer, "answered_by": self.answered_by,
@@ -121,7 +126,7 @@ class OfflinePolicy(Policy):
     label = OFFLINE_LABEL
 
     def decide(self, state: AgentState) -> Decision:
-        explorable = _explorable(state)
+        explorable = state.explorable
         for hit in _unread_hits(state):
             holder = next((c for c in explorable if c.node.archive_id == hit.node.archive_id
                            and hit.node.path.startswith(c.node.path)), None)
@@ -143,7 +148,7 @@ class ClaudePolicy(Policy):
         self.fallback = OfflinePolicy()
 
     def decide(self, state: AgentState) -> Decision:
-        explorable = {c.node.id for c in _explorable(state)}
+        explorable = {c.node.id for c in state.explorable}
         nodes = [{**c.to_dict(), **({"content": truncate(c.node.content, 1500)} if c.node.is_leaf else {})}
                  for c in state.context]
 
@@ -203,7 +208,7 @@ class AgentLoop:
             return state
         seen = [c.to_dict() for c in state.context]
         if explore_node_id is not None:
-            if explore_node_id not in {c.node.id for c in _explorable(state)}:
+            if explore_node_id not in {c.node.id for c in state.explorable}:
                 raise InvalidInput(f"node {explore_node_id} is not an unexplored summary node in the context")
             decision = Decision(EXPLORE, "user", node_id=explore_node_id, reasoning="chosen by the user")
         elif len(state.steps) >= self.max_steps - 1:
@@ -236,10 +241,6 @@ class AgentLoop:
         while not state.done:
             self.step(state)
         return state
-
-
-def _explorable(state: AgentState) -> list[ContextNode]:
-    return [c for c in state.context if not c.node.is_leaf and c.node.id not in state.explored]
 
 
 def _unread_hits(state: AgentState) -> list[ScoredNode]:

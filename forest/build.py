@@ -25,7 +25,7 @@ import numpy as np
 from forest.chunking import Chunk
 from forest.embedders import Embedder
 from forest.paths import positions_from_parents
-from forest.records import LEAF, SUMMARY
+from forest.records import LEAF, SUMMARY, document_entry, entry_title
 from forest.store import ForestStore
 from forest.extractive import TermStats
 from forest.leaf_text import embed_text
@@ -274,18 +274,14 @@ def stored_leaf_context(documents: list[dict[str, Any]], leaf_index: int | None,
     """The document title and heading path a stored leaf was embedded with, from its archive's
     document entries (settings["documents"]) and its heading_path column. Documents recorded
     without "leaf_context" were embedded from the text alone (before leaves carried context)."""
-    for document in documents:
-        if not isinstance(document, dict) or leaf_index is None:
-            continue
-        if document.get("first_leaf", 0) <= leaf_index <= document.get("last_leaf", -1):
-            if not document.get("leaf_context"):
-                break
-            try:
-                path = json.loads(heading_path or "[]")
-            except ValueError:   # an imported archive's malformed column: the title alone
-                path = []
-            return document.get("title") or document.get("name"), tuple(str(h) for h in path)
-    return None, ()
+    document = document_entry(documents, leaf_index)
+    if document is None or not document.get("leaf_context"):
+        return None, ()
+    try:
+        path = json.loads(heading_path or "[]")
+    except ValueError:   # an imported archive's malformed column: the title alone
+        path = []
+    return entry_title(document), tuple(str(h) for h in path) if isinstance(path, list) else ()
 
 
 def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:

@@ -136,13 +136,19 @@ def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: s
         rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary, title, leaf_index, heading_path "
                         f"FROM memory_nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         for archive_id in {r["archive_id"] for r in rows} - documents.keys():
-            settings = db.query("SELECT settings FROM archives WHERE id = ?", (archive_id,))
-            documents[archive_id] = json.loads(settings[0]["settings"] or "{}").get("documents") or [] if settings else []
+            documents[archive_id] = _archive_documents(db, archive_id)
         texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
                                 stored_leaf_context(documents[r["archive_id"]], r["leaf_index"], r["heading_path"]))
                  for r in rows]
         vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
                        [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
+
+
+def _archive_documents(db: Database, archive_id: int) -> list[dict]:
+    """The document entries an archive records (build.stored_leaf_context reads them)."""
+    row = db.query_one("SELECT json_extract(settings, '$.documents') AS documents FROM archives WHERE id = ?",
+                       (archive_id,))
+    return json.loads(row["documents"]) if row and row["documents"] else []
 
 
 def _rebuild_paths(db: Database) -> None:

@@ -33,7 +33,7 @@ from forest.errors import InvalidInput
 from forest.extractive import TermStats
 from forest.outline import DocumentOutline
 from forest.paths import path_ids, positions_from_parents
-from forest.records import SUMMARY, MemoryNode
+from forest.records import SUMMARY, MemoryNode, entry_title
 from forest.store import ForestStore
 from forest.summarizers import NodeBrief, Summarizer, Summary
 from forest.tree_builder import average_linkage
@@ -179,7 +179,7 @@ def rebuild_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, par
     for entry in entries:
         held = [i for i, unit in enumerate(units) if entry["first_leaf"] <= unit.first_leaf <= entry["last_leaf"]]
         if held:
-            title = entry.get("title") or entry.get("name") or archive.name
+            title = entry_title(entry) or archive.name
             documents.append(DocumentUnits(DocumentOutline(title, [units[i].headings for i in held]), held))
     growth = builder.grow(units, documents, np.zeros((0, 0), dtype=np.float32), params, progress)
     rows, adoptions, merges = growth.rows()

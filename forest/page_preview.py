@@ -17,6 +17,7 @@ from pathlib import Path
 from forest.records import MemoryNode
 from forest.sources import SourceFiles
 from forest.store import ForestStore
+from forest.text import is_cjk_char
 
 Rect = tuple[float, float, float, float]   # x0, y0, x1, y1
 
@@ -25,7 +26,6 @@ LOOSE_NGRAM = 2      # for tables and formulas, whose cells the parser reorders
 LOOSE_BELOW = 0.5    # share of the passage found with NGRAM under which LOOSE_NGRAM is tried
 ZOOM = 1.5           # 72 dpi x 1.5: a page is about 900 pixels wide
 SECTION_LEAVES = 12  # a text document without headings: the leaves around the passage, either side
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,6 @@ class SourcePreview:
     pdf: Path | None = None
     page_count: int = 0
     page_start: int | None = None
-    page_end: int | None = None
     highlights: dict[int, list[Rect]] = field(default_factory=dict)   # page (1-based) -> lines, PDF points
     passages: list[tuple[str, bool]] = field(default_factory=list)    # the section; True: the cited text
 
@@ -52,11 +51,9 @@ class SourcePreview:
 
 @dataclass(frozen=True)
 class RenderedPage:
-    page: int
     png: bytes
     width: int                   # pixels
     height: int
-    scale: float                 # pixels per PDF point
     rects: list[Rect]            # the highlighted lines, in pixels
 
 
@@ -67,7 +64,7 @@ def tokens(text: str) -> list[str]:
     for word in unicodedata.normalize("NFKC", text).lower().split():
         run = ""
         for char in word:
-            if _CJK.match(char):
+            if is_cjk_char(char):
                 out.extend([run, char] if run else [char])
                 run = ""
             elif char.isalnum():
@@ -165,7 +162,7 @@ def render_page(pdf: Path, page: int, rects: Sequence[Rect] = (), zoom: float = 
         origin = sheet.rect
         scaled = [((x0 - origin.x0) * zoom, (y0 - origin.y0) * zoom, (x1 - origin.x0) * zoom, (y1 - origin.y0) * zoom)
                   for x0, y0, x1, y1 in rects]
-        return RenderedPage(page, pixmap.tobytes("png"), pixmap.width, pixmap.height, zoom, scaled)
+        return RenderedPage(pixmap.tobytes("png"), pixmap.width, pixmap.height, scaled)
 
 
 def source_preview(store: ForestStore, sources: SourceFiles, model_id: str, node_id: int) -> SourcePreview:
@@ -175,7 +172,7 @@ def source_preview(store: ForestStore, sources: SourceFiles, model_id: str, node
     archive = store.archive(model_id, node.archive_id)
     entry = archive.document_at(node.first_leaf)
     base = SourcePreview(node.id, archive.document_title(node.first_leaf), node.citation, node.section,
-                         page_start=node.page_start, page_end=node.page_end)
+                         page_start=node.page_start)
     pdf = sources.find(entry)
     if pdf is not None and node.page_start is not None:
         import pymupdf

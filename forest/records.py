@@ -123,14 +123,25 @@ class Archive:
     def document_at(self, leaf_index: int | None) -> dict[str, Any]:
         """The entry of the document holding that leaf (name, title, source, pages, kept file);
         an archive joined from others holds several."""
-        for entry in self.settings.get("documents") or []:
-            if leaf_index is not None and entry.get("first_leaf", 0) <= leaf_index <= entry.get("last_leaf", -1):
-                return entry
-        return {"name": self.name, "source": self.source}
+        return document_entry(self.settings.get("documents") or [], leaf_index) or \
+            {"name": self.name, "source": self.source}
 
     def document_title(self, leaf_index: int | None) -> str:
-        entry = self.document_at(leaf_index)
-        return entry.get("title") or entry.get("name") or self.name
+        return entry_title(self.document_at(leaf_index)) or self.name
+
+
+def document_entry(documents: list[Any], leaf_index: int | None) -> dict[str, Any] | None:
+    """Of an archive's document entries (settings["documents"]), the one holding that leaf;
+    entries that are not objects (an imported archive is not trusted) are passed over."""
+    if leaf_index is None:
+        return None
+    return next((entry for entry in documents if isinstance(entry, dict)
+                 and entry.get("first_leaf", 0) <= leaf_index <= entry.get("last_leaf", -1)), None)
+
+
+def entry_title(entry: dict[str, Any]) -> str | None:
+    """What a document is called: its title, else its file name."""
+    return entry.get("title") or entry.get("name")
 
 
 @dataclass

@@ -48,10 +48,6 @@ class Overlay:
     def lit(self) -> frozenset[int]:
         return self.hit_ids | self.lca_ids | self.agent_ids
 
-    def signature(self) -> str:
-        """Changes whenever the overlay does (the drawing is rebuilt then, not on a selection)."""
-        return str(hash((self.hit_ids, self.lca_ids, self.path_edges, self.agent_ids, self.agent_edges)))
-
 
 def _edges_below(chain: list[int], stop: int) -> set[tuple[int, int]]:
     return {(chain[i], chain[i + 1]) for i in range(stop, len(chain) - 1)}
@@ -130,7 +126,8 @@ def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Ov
     options = {"physics": {"enabled": False}, "interaction": {"hover": True, "tooltipDelay": 150},
                "edges": {"smooth": {"type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.5}}}
     legend = [{"kind": k, "colour": colour, "label": label} for k, (colour, label) in KINDS.items()]
-    key = f"{len(shown)}:{upto_merge}:{overlay.signature()}"
+    # changes whenever the overlay does (the drawing is rebuilt then, not on a selection)
+    key = f"{len(shown)}:{upto_merge}:{hash(overlay)}"
     return {"nodes": out_nodes, "edges": edges, "options": options, "legend": legend, "selected": selected,
             "key": key}
 

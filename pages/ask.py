@@ -65,7 +65,7 @@ def show_cited() -> None:
     st.session_state["ask_source"] = st.session_state["ask_cite"].get("cited")
 
 
-explorable = [c for c in state.context if not c.node.is_leaf and c.node.id not in state.explored]
+explorable = state.explorable
 next_col, run_col, override_col = st.columns([1, 1, 2])
 next_col.button("Next step", on_click=act, disabled=state.done, type="primary")
 run_col.button("Run to answer", on_click=act, kwargs={"to_the_end": True}, disabled=state.done)

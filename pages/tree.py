@@ -44,11 +44,13 @@ query = query_col.text_input("Query overlay", value=asked,
 overlay = Overlay()
 if query.strip():
     try:
-        hits = [h for h in forest.search(model_id, query) if h.node.archive_id == archive.id]
-        lcas = [r.node.id for r in forest.retrieve(model_id, query) if r.kind == "lca" and r.node.archive_id == archive.id]
+        # one search: the hits and the common ancestor they collapse to (retrieve's representatives)
+        mine = [r for r in forest.retrieve(model_id, query) if r.node.archive_id == archive.id]
     except ForestError as exc:
         st.error(str(exc))
         st.stop()
+    hits = [h for r in mine for h in r.hits]
+    lcas = [r.node.id for r in mine if r.kind == "lca"]
     walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
     overlay = overlay_for(nodes, [h.node.id for h in hits], lcas, walked)
     ancestors = ", ".join(by_id[i].title or f"node {i}" for i in lcas) or "none"

@@ -257,8 +257,9 @@ class PersonalMemory:
             self._worker.join(timeout=10)
 
     def worker_state(self) -> dict[str, Any]:
-        """The write worker's health for `forest doctor` and the Server page: whether it runs, the
-        queue's depth by status (every user), failures since start and the last error."""
+        """This process's write worker, for the Server page: whether it runs, the queue's depth by
+        status (every user), failures since start and the last error. (`forest doctor`, from any
+        process, reads the queue itself: PersonalStore.queue_health.)"""
         return {"running": self._worker is not None and self._worker.is_alive(), "queue": self.store.queue_totals(),
                 **self._health}
 
