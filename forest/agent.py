@@ -5,16 +5,22 @@ EXPLORE, replaces the explored node in the context by its children that clear th
 (drill-down, one level). The workbench steps through it by hand (and may override a decision);
 MCP's ask_memory and the OpenAI endpoint call `run`.
 
+`start` also picks the guides, the passages to read toward: the best of the budgeted context's
+ranking and of the vector search's, taken in turn, with a passage holding a sentence that has
+every word of the question first. Explored children that lead to a guide are kept whatever their
+score.
+
 Policies: Claude with PROMPT_AGENTIC_REASONING_LOOP when a key is set; offline a deterministic
-policy that goes where the search hits lie (it explores the summary node that holds the best
-passage not read yet, a section at a time), then answers extractively from the passages read,
-labelled as such.
+policy that goes where the guides lie (it explores the summary node holding the best guide not
+read yet, a level at a time, for at most MAX_EXPLORES steps once a guide is read), then answers
+extractively from the guides it read, quoting each, labelled as such.
 """
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from forest.errors import InvalidInput
@@ -29,7 +35,10 @@ ANSWER, EXPLORE = "ANSWER", "EXPLORE"
 OFFLINE_LABEL = "offline:deterministic-policy"
 EXTRACTIVE_NOTE = "Extractive answer (offline, no LLM): sentences quoted from the cited passages."
 MAX_ANSWER_SENTENCES = 4
-GUIDING_HITS = 3   # the offline policy reads down to the best few search hits
+GUIDES = 3         # the passages the offline policy reads toward, and at most cites
+# The offline policy's budget: a 15-page paper's passage is three levels below its root
+# (paper, section, subsection), and what was read by then is what it answers from.
+MAX_EXPLORES = 3
 
 
 @dataclass
@@ -55,7 +64,7 @@ class Decision:
     action: str                      # ANSWER or EXPLORE
     source: str                      # "claude:<model>", OFFLINE_LABEL, or "user" (a manual override)
     node_id: int | None = None       # EXPLORE
-    reasoning: str = ""
+    reasoning: str = ""              # why: an EXPLORE's choice, or what made the policy answer
     final_answer: str = ""           # ANSWER
     cited_ids: list[int] = field(default_factory=list)   # ANSWER: the passages the answer rests on
 
@@ -76,7 +85,8 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.number, "context": self.context, "decision": self.decision.to_seed_json(),
-                "decided_by": self.decision.source, "children": self.children}
+                "decided_by": self.decision.source, "reasoning": self.decision.reasoning,
+                "children": self.children}
 
 
 @dataclass
@@ -92,7 +102,7 @@ class AgentState:
     cited: list[ContextNode] = field(default_factory=list)
     # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
     preamble: str = ""
-    hits: list[ScoredNode] = field(default_factory=list)   # the search hits behind the context, best first
+    guides: list[ScoredNode] = field(default_factory=list)   # passages to read toward, best first
 
     @property
     def done(self) -> bool:
@@ -106,6 +116,7 @@ class AgentState:
     def to_dict(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "question": self.question, "threshold": self.threshold,
                 "done": self.done, "answer": self.answer, "answered_by": self.answered_by,
+                "guides": [g.node.id for g in self.guides],
                 "cited_nodes": [c.to_dict() for c in self.cited],
                 "context": [c.to_dict() for c in self.context], "explored": self.explored,
                 "trace": [s.to_dict() for s in self.steps], "preamble": self.preamble}
@@ -119,23 +130,37 @@ class Policy(ABC):
 
 
 class OfflinePolicy(Policy):
-    """Deterministic: explore the summary node in the context that holds the best search hit not
-    read yet (GUIDING_HITS of them); once those passages are in the context (or none is under a
-    node left to explore), answer from the passages read."""
+    """Deterministic: explore the summary node in the context whose subtree holds the best guides
+    not read yet; answer from the guides read once every guide is read, or MAX_EXPLORES steps are
+    taken after the first guide was read, or no node left leads to a guide in the steps left."""
 
     label = OFFLINE_LABEL
 
     def decide(self, state: AgentState) -> Decision:
-        explorable = state.explorable
-        for hit in _unread_hits(state):
-            holder = next((c for c in explorable if c.node.archive_id == hit.node.archive_id
-                           and hit.node.path.startswith(c.node.path)), None)
-            if holder is not None:
-                where = ", ".join(p for p in (holder.node.title, holder.node.citation) if p) or f"node {holder.node.id}"
-                return Decision(EXPLORE, self.label, node_id=holder.node.id,
-                                reasoning=f"{where} holds the best passage not read yet "
-                                          f"(search score {hit.relevance_score:.2f}); exploring node {holder.node.id}")
-        return answer_from_evidence(state, self.label)
+        read = {c.node.id for c in state.context if c.node.is_leaf}
+        unread = [(rank, g.node) for rank, g in enumerate(state.guides, 1) if g.node.id not in read]
+        if not unread:
+            return answer_from_evidence(state, self.label, f"the {len(state.guides)} passages to read are read")
+        # Until a guide is read the budget does not bind: a deeper tree still gets its first passage.
+        budgeted = len(unread) < len(state.guides)
+        left = MAX_EXPLORES - len(state.explored)
+        if budgeted and left <= 0:
+            return answer_from_evidence(state, self.label, f"{len(state.explored)} EXPLORE steps taken, its budget")
+        best, best_weight, best_held = None, 0.0, []
+        for candidate in state.explorable:
+            held = [(rank, g) for rank, g in unread if _holds(candidate.node, g)
+                    and (not budgeted or g.depth - candidate.node.depth <= left)]
+            # a guide weighs 1/rank: #1 alone outweighs #2 and #3 together
+            weight = sum(1 / rank for rank, _ in held)
+            if weight > best_weight or (weight == best_weight > 0 and candidate.score > best.score):
+                best, best_weight, best_held = candidate, weight, held
+        if best is None:
+            return answer_from_evidence(state, self.label, "no node left to explore leads to a passage not read yet"
+                                        + (f" within {left} EXPLORE step{'s' if left > 1 else ''}" if budgeted else ""))
+        ranks = ", ".join(f"#{rank}" for rank, _ in best_held)
+        return Decision(EXPLORE, self.label, node_id=best.node.id,
+                        reasoning=f"it leads to passage{'s' if len(best_held) > 1 else ''} {ranks} of the "
+                                  f"{len(state.guides)} to read, not read yet")
 
 
 class ClaudePolicy(Policy):
@@ -187,7 +212,7 @@ class ClaudePolicy(Policy):
 
 
 class AgentLoop:
-    """Drives the loop over a MemoryForest's retrieve and explore; holds no state of its own."""
+    """Drives the loop over a MemoryForest's retrieve, context and explore; holds no state of its own."""
 
     def __init__(self, forest, policy: Policy, max_steps: int = 8) -> None:
         self.forest = forest
@@ -199,8 +224,12 @@ class AgentLoop:
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
         representatives = self.forest.retrieve(model_id, question, top_k)
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        hits = sorted((h for r in representatives for h in r.hits), key=lambda h: -h.relevance_score)
-        return AgentState(model_id, question, threshold, context, preamble=preamble, hits=hits)
+        ranked = self.forest.context(model_id, question, self.forest.settings.context_budget_tokens, top_k).leaves
+        reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
+        vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf),
+                        key=lambda h: -h.relevance_score)
+        return AgentState(model_id, question, threshold, context, preamble=preamble,
+                          guides=choose_guides(question, reachable, vector))
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
         """One decision. `explore_node_id` overrides the policy (the workbench's 'explore this')."""
@@ -223,10 +252,9 @@ class AgentLoop:
             state.cited = [by_id[i] for i in decision.cited_ids if i in by_id]
             return state
         children = self.forest.explore(state.model_id, decision.node_id, state.question, threshold=0.0)
-        guiding = [h.node.path for h in state.hits[:GUIDING_HITS]]
-        # what clears the threshold, and whatever leads to one of the best hits
+        # what clears the threshold, and whatever leads to a guide
         kept = [c for c in children if c.relevance_score >= state.threshold
-                or any(path.startswith(c.node.path) for path in guiding)] or children[:1]
+                or any(_holds(c.node, g.node) for g in state.guides)] or children[:1]
         step.children = [{**ContextNode(c.node, c.relevance_score, "").to_dict(), "kept": c in kept}
                          for c in children]
         hint = f"child of explored node {decision.node_id}"
@@ -243,40 +271,60 @@ class AgentLoop:
         return state
 
 
-def _unread_hits(state: AgentState) -> list[ScoredNode]:
-    """The best hits whose passage is not in the context yet (a summary hit: not explored yet)."""
-    in_context = {c.node.id for c in state.context if c.node.is_leaf}
-    return [h for h in state.hits[:GUIDING_HITS]
-            if h.node.id not in (in_context if h.node.is_leaf else set(state.explored))]
+def _holds(node: MemoryNode, passage: MemoryNode) -> bool:
+    """The passage is the node or lies under it."""
+    return node.archive_id == passage.archive_id and passage.path.startswith(node.path)
+
+
+def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredNode]) -> list[ScoredNode]:
+    """GUIDES passages: the budgeted context's ranking and the vector search's taken in turn (on
+    QASPER each ranking found evidence the other missed, on different papers: README), after
+    the first passage with a sentence holding every word of the question, if any (the sentence
+    an extractive answer wants; on 1705.07830 the abstract's "The reformulation system is
+    trained end-to-end ... using policy gradient", which neither ranking puts in its top three)."""
+    merged: dict[int, ScoredNode] = {}
+    for pair in zip_longest(context, vector):
+        merged.update((s.node.id, s) for s in pair if s is not None and s.node.id not in merged)
+    terms = set(content_terms(question))
+    answering = [s for s in merged.values() if best_coverage(terms, s.node.content) == 1.0][:1]
+    return answering + [s for s in merged.values() if s not in answering][:GUIDES - len(answering)]
+
+
+def best_coverage(terms: set[str], text: str) -> float:
+    """The largest share of the terms one sentence of the text holds."""
+    return max((term_coverage(terms, sentence) for sentence in split_sentences(text)), default=0.0)
 
 
 def _evidence(state: AgentState) -> list[ContextNode]:
-    """Leaves that clear the threshold or were among the best hits, best first; else the best
-    leaves there are."""
-    guiding = {h.node.id for h in state.hits[:GUIDING_HITS]}
-    leaves = sorted((c for c in state.context if c.node.is_leaf), key=lambda c: -c.score)
-    return [c for c in leaves if c.score >= state.threshold or c.node.id in guiding] or leaves[:2]
+    """The guides read, best first; else the best passages read."""
+    read = {c.node.id: c for c in state.context if c.node.is_leaf}
+    guides = [read[g.node.id] for g in state.guides if g.node.id in read]
+    return guides or sorted(read.values(), key=lambda c: -c.score)[:2]
 
 
-def answer_from_evidence(state: AgentState, source: str) -> Decision:
-    """The offline answer: quoted sentences of the evidence, citing the passages quoted."""
+def answer_from_evidence(state: AgentState, source: str, reason: str = "") -> Decision:
+    """The offline answer: quoted sentences of the evidence, citing every passage quoted."""
     text, cited = extractive_answer(state.question, _evidence(state))
-    return Decision(ANSWER, source, final_answer=text, cited_ids=[c.node.id for c in cited])
+    return Decision(ANSWER, source, reasoning=reason, final_answer=text, cited_ids=[c.node.id for c in cited])
 
 
 def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
-    """The sentences of the evidence that share most words with the question, each cited, and
-    the passages they come from."""
+    """Each passage's sentence that shares most words with the question, then the next best
+    sentences of those passages (MAX_ANSWER_SENTENCES in all), best first and each cited; and the
+    passages, all of which are quoted."""
     if not evidence:
         return "The memory holds nothing relevant to this question.", []
     terms = set(content_terms(question))
-    candidates = []
-    for rank, item in enumerate(evidence):
-        for position, sentence in enumerate(split_sentences(item.node.content)):
-            candidates.append((term_coverage(terms, sentence), -rank, -position, sentence, item))
-    best = sorted(candidates, key=lambda c: c[:3], reverse=True)[:MAX_ANSWER_SENTENCES]
-    best.sort(key=lambda c: (-c[1], -c[2]))  # evidence order, then reading order
+    candidates = [(term_coverage(terms, sentence), -rank, -position, sentence, item)
+                  for rank, item in enumerate(evidence[:MAX_ANSWER_SENTENCES])
+                  for position, sentence in enumerate(split_sentences(item.node.content))]
+    candidates.sort(key=lambda c: c[:3], reverse=True)
+    firsts, rest, seen = [], [], set()
+    for candidate in candidates:
+        (rest if id(candidate[4]) in seen else firsts).append(candidate)
+        seen.add(id(candidate[4]))
+    quoted = sorted(firsts + rest[:MAX_ANSWER_SENTENCES - len(firsts)], key=lambda c: c[:3], reverse=True)
     lines = [f"- {truncate(sentence, 400)} [node {item.node.id}{', ' + item.node.citation if item.node.citation else ''}]"
-             for _, _, _, sentence, item in best]
-    cited = list({id(item): item for *_, item in best}.values())
+             for _, _, _, sentence, item in quoted]
+    cited = list({id(item): item for *_, item in quoted}.values())
     return EXTRACTIVE_NOTE + "\n" + "\n".join(lines), cited

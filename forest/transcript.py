@@ -84,7 +84,8 @@ def step_sentence(step: Step, threshold: float) -> str:
     if decision.action == ANSWER:
         count = len(decision.cited_ids)
         cited = "no passage" if count == 0 else f"{count} passage{'s' if count > 1 else ''}"
-        return f"Answered from {cited} in the context; decided by {who}."
+        reason = decision.reasoning.strip().rstrip(".")
+        return f"Answered from {cited} in the context; decided by {who}" + (f": {reason}." if reason else ".")
     chosen = next((c for c in step.context if c["node_id"] == decision.node_id), {"node_id": decision.node_id})
     sentence = "Explored " + _named(
         chosen, f"relevance {chosen['score']:.2f} against the threshold {threshold:.2f}" if "score" in chosen else "",

@@ -7,8 +7,10 @@ import pytest
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
-from forest.agent import ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, ClaudePolicy, OfflinePolicy
+from forest.agent import (ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, OFFLINE_LABEL, AgentLoop, AgentState,
+                          ClaudePolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
 from forest.llm import ClaudeJSON
+from forest.records import LEAF, SUMMARY, MemoryNode, ScoredNode
 
 DOC = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")
 
@@ -80,18 +82,88 @@ def test_claude_decides_with_the_seed_prompt_and_bad_replies_fall_back(forest):
         assert prompt["input_data"]["user_query"] == "Who played bebop?"
         assert prompt["input_data"]["context_nodes"][0]["node_id"] == root.id
         shown = prompt["input_data"]["context_nodes"][0]   # a summary node comes with what it covers
-        assert (shown["title"], shown["leaf_count"]) == (root.title, root.leaf_count) and "page_start" in shown
+        assert (shown["title"], shown["summary"], shown["leaf_count"]) == (root.title, root.summary, root.leaf_count)
+        assert shown["leaf_count"] > 1 and {"page_start", "page_end"} <= set(shown) and "content" not in shown
         assert [a["action_name"] for a in prompt["available_actions"]] == [ANSWER, EXPLORE]
         loop.step(state)  # two unusable replies (retries=1): this step falls back to the offline policy
         assert state.steps[1].decision.source.startswith(OFFLINE_LABEL + " (fallback")
         assert not state.done
         passages = [c.node for c in state.context if c.node.is_leaf]
+        assert len(passages) > 1
         cited = passages[0]
         fake.script = [json.dumps({"action": "ANSWER", "payload": {"final_answer": "Charlie Parker",
                                                                    "cited_node_ids": [424242]}}),
                        json.dumps({"action": "ANSWER", "payload": {"final_answer": f"Charlie Parker [node {cited.id}]",
                                                                    "cited_node_ids": [cited.id]}})]
         loop.step(state)   # a citation of a node it was not shown is refused and asked again
+        shown = json.loads(fake.requests[-1]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+        leaves = [n for n in shown["input_data"]["context_nodes"] if n["node_type"] == "LEAF_CHUNK"]
+        assert {n["node_id"] for n in leaves} == {p.id for p in passages} and all(n["content"] for n in leaves)
         assert state.answer == f"Charlie Parker [node {cited.id}]" and state.answered_by == "claude:claude-test"
         assert [c.node.id for c in state.cited] == [cited.id]    # what the model cites, not all it saw
         assert state.to_dict()["trace"][-1]["decision"]["payload"]["cited_node_ids"] == [cited.id]
+
+
+# --- the offline policy's choices, on states built by hand -------------------------------------
+def node(node_id: int, path: str, leaf: bool = False, text: str = "") -> MemoryNode:
+    depth = path.count("/") - 1
+    return MemoryNode(node_id, 1, None, path, depth, LEAF if leaf else SUMMARY, text, text[:50], "test",
+                      None, None, node_id, node_id, None, None, title=None if leaf else f"section {node_id}")
+
+
+def state_with(context: list[MemoryNode], guides: list[MemoryNode], explored: list[int]) -> AgentState:
+    return AgentState("m", "q", 0.3, [ContextNode(n, 0.5, "") for n in context], explored=list(explored),
+                      guides=[ScoredNode(g, 1.0) for g in guides])
+
+
+def test_the_offline_policy_weighs_guides_by_rank_and_keeps_to_its_budget():
+    deep, mid, near = node(5, "1/2/3/4/5/", True), node(7, "1/6/7/", True), node(9, "1/8/9/", True)
+    a, b, c = node(2, "1/2/"), node(6, "1/6/"), node(8, "1/8/")
+    policy = OfflinePolicy()
+    # the node holding the best guide not read yet that some node holds ...
+    decision = policy.decide(state_with([b, c], [deep, mid, near], explored=[1]))
+    assert (decision.action, decision.node_id) == (EXPLORE, 6) and "passage #2 of the 3 to read" in decision.reasoning
+    # ... #1 alone outweighing #2 and #3 together
+    beside_mid = node(10, "1/6/10/", True)
+    decision = policy.decide(state_with([a, b], [deep, mid, beside_mid], explored=[1]))
+    assert decision.node_id == 2 and "#1 of the 3" in decision.reasoning
+    # before any guide is read the budget does not bind: a deep tree still gets its first passage
+    decision = policy.decide(state_with([node(4, "1/2/3/4/")], [deep, mid], explored=[1, 2, 3]))
+    assert (decision.action, decision.node_id) == (EXPLORE, 4)
+    # once one is read, three EXPLORE steps is the budget ...
+    decision = policy.decide(state_with([node(4, "1/2/3/4/"), mid], [deep, mid], explored=[1, 6, 3]))
+    assert decision.action == ANSWER and decision.reasoning == "3 EXPLORE steps taken, its budget"
+    # ... and a guide it cannot reach in the steps left is passed over for one it can
+    decision = policy.decide(state_with([a, c, mid], [deep, mid, near], explored=[1, 6]))
+    assert (decision.action, decision.node_id) == (EXPLORE, 8) and "#3 of the 3" in decision.reasoning
+    decision = policy.decide(state_with([a, mid], [deep, mid], explored=[1, 6]))
+    assert decision.action == ANSWER and "within 1 EXPLORE step" in decision.reasoning
+    # every guide read: answer
+    decision = policy.decide(state_with([mid, near], [mid, near], explored=[1, 6, 8]))
+    assert decision.action == ANSWER and decision.reasoning == "the 2 passages to read are read"
+
+
+def test_guides_take_both_rankings_in_turn_after_a_sentence_that_answers():
+    spread = node(1, "1/", True, "The system was large. It was trained for a week. Reformulation came later.")
+    answering = node(2, "2/", True, "Unrelated opening. The reformulation system is trained with policy gradient.")
+    partial = node(3, "3/", True, "The reformulation system is described here.")
+    other = node(4, "4/", True, "Nothing on the question.")
+    context = [ScoredNode(n, 1.0) for n in (spread, partial, answering)]
+    vector = [ScoredNode(n, 0.6) for n in (other, spread)]
+    guides = choose_guides("How is the reformulation system trained?", context, vector)
+    assert [g.node.id for g in guides] == [2, 1, 4]   # every word in one sentence, then context #1, vector #1
+    guides = choose_guides("Which corpus was used?", context, vector)
+    assert [g.node.id for g in guides] == [1, 4, 3]   # no sentence answers: the rankings in turn, once each
+
+
+def test_the_extractive_answer_quotes_every_passage_it_cites_best_sentence_first():
+    strong = node(1, "1/", True, "The system is trained end to end. Policy gradient trained the reformulation system. "
+                                 "Reformulation system training uses rewards. The trained system is small.")
+    weak = node(2, "2/", True, "An unrelated opening. The system was built last year.")
+    text, cited = extractive_answer("How is the reformulation system trained?",
+                                    [ContextNode(strong, 0.9, ""), ContextNode(weak, 0.5, "")])
+    lines = text.splitlines()[1:]
+    assert [c.node.id for c in cited] == [1, 2] and len(lines) == MAX_ANSWER_SENTENCES
+    assert lines[0].startswith("- Policy gradient trained the reformulation system.")   # every word: first
+    assert sum("[node 2" in line for line in lines) == 1   # its best sentence, though the first passage had more
+    assert extractive_answer("anything", []) == ("The memory holds nothing relevant to this question.", [])
