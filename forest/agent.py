@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
@@ -27,7 +28,7 @@ from forest.errors import InvalidInput
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import agent_loop_prompt
 from forest.records import MemoryNode, ScoredNode
-from forest.text import content_terms, split_sentences, term_coverage, truncate
+from forest.text import content_terms, s_stem, split_sentences, tokenize, truncate
 
 log = logging.getLogger("forest.agent")
 
@@ -228,8 +229,11 @@ class AgentLoop:
         reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
         vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf),
                         key=lambda h: -h.relevance_score)
+        # the answering sentence is a matter of words: look for it where the words are indexed too
+        words = [h for h in self.forest.search(model_id, question, top_k, "bm25")
+                 if h.node.is_leaf and any(_holds(r.node, h.node) for r in representatives)]
         return AgentState(model_id, question, threshold, context, preamble=preamble,
-                          guides=choose_guides(question, reachable, vector))
+                          guides=choose_guides(question, reachable, vector, words))
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
         """One decision. `explore_node_id` overrides the policy (the workbench's 'explore this')."""
@@ -276,23 +280,52 @@ def _holds(node: MemoryNode, passage: MemoryNode) -> bool:
     return node.archive_id == passage.archive_id and passage.path.startswith(node.path)
 
 
-def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredNode]) -> list[ScoredNode]:
+def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredNode],
+                  words: Sequence[ScoredNode] = ()) -> list[ScoredNode]:
     """GUIDES passages: the budgeted context's ranking and the vector search's taken in turn (on
     QASPER each ranking found evidence the other missed, on different papers: README), after
-    the first passage with a sentence holding every word of the question, if any (the sentence
-    an extractive answer wants; on 1705.07830 the abstract's "The reformulation system is
-    trained end-to-end ... using policy gradient", which neither ranking puts in its top three)."""
+    the passage with a sentence holding every word of the question closest together (the
+    shortest span), if any, among those and the BM25 hits (`words`). That sentence is the one an extractive answer wants: on
+    1705.07830 page 5's "SearchQA contains over 140k question/answer pairs" ranks fourth, and
+    the abstract's "The reformulation system is trained end-to-end ... using policy gradient"
+    is found by its words alone."""
     merged: dict[int, ScoredNode] = {}
     for pair in zip_longest(context, vector):
         merged.update((s.node.id, s) for s in pair if s is not None and s.node.id not in merged)
-    terms = set(content_terms(question))
-    answering = [s for s in merged.values() if best_coverage(terms, s.node.content) == 1.0][:1]
+    terms = matching_terms(question)
+    candidates = list(merged.values()) + [s for s in words if s.node.id not in merged]
+    spans = [(span, rank) for rank, s in enumerate(candidates)
+             if (span := answering_span(terms, s.node.content)) is not None]
+    answering = [candidates[min(spans)[1]]] if spans else []
     return answering + [s for s in merged.values() if s not in answering][:GUIDES - len(answering)]
 
 
-def best_coverage(terms: set[str], text: str) -> float:
-    """The largest share of the terms one sentence of the text holds."""
-    return max((term_coverage(terms, sentence) for sentence in split_sentences(text)), default=0.0)
+def matching_terms(text: str) -> set[str]:
+    """The content words of a question or sentence, plurals folded, for matching one to the other."""
+    return {s_stem(t) for t in content_terms(text)}
+
+
+def sentence_coverage(terms: set[str], sentence: str) -> float:
+    """The share of the (matching_terms) terms the sentence holds."""
+    return len(terms & matching_terms(sentence)) / len(terms) if terms else 0.0
+
+
+def answering_span(terms: set[str], text: str) -> int | None:
+    """The fewest consecutive words of one sentence of the text that hold every term (term
+    proximity: the tighter, the likelier the sentence states what the question asks), or None."""
+    best = None
+    for sentence in split_sentences(text):
+        words = [s_stem(t) for t in tokenize(sentence)]
+        if not terms or not terms <= set(words):
+            continue
+        last_seen: dict[str, int] = {}
+        for position, word in enumerate(words):
+            if word in terms:
+                last_seen[word] = position
+                if len(last_seen) == len(terms):
+                    span = position - min(last_seen.values()) + 1
+                    best = span if best is None else min(best, span)
+    return best
 
 
 def _evidence(state: AgentState) -> list[ContextNode]:
@@ -314,8 +347,8 @@ def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, 
     passages, all of which are quoted."""
     if not evidence:
         return "The memory holds nothing relevant to this question.", []
-    terms = set(content_terms(question))
-    candidates = [(term_coverage(terms, sentence), -rank, -position, sentence, item)
+    terms = matching_terms(question)
+    candidates = [(sentence_coverage(terms, sentence), -rank, -position, sentence, item)
                   for rank, item in enumerate(evidence[:MAX_ANSWER_SENTENCES])
                   for position, sentence in enumerate(split_sentences(item.node.content))]
     candidates.sort(key=lambda c: c[:3], reverse=True)

@@ -13,7 +13,7 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？；])|\n{2,}")
 
 STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "into", "than", "then", "there", "their", "they", "them", "we", "our", "you", "your", "he", "she", "his", "her", "i", "me", "my", "do", "does", "did", "done", "have", "has", "had", "not", "no", "nor", "so", "such", "can", "could", "would", "should", "will", "may", "might", "must", "shall", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "only", "own", "same", "too", "very", "just", "also", "about", "above", "after", "again", "against", "below", "between", "during", "before", "under", "over", "out", "up", "down", "off", "once", "here", "further", "while", "because", "until", "s", "t", "的", "了", "是", "在", "和", "与", "及", "或", "而", "也", "就", "都", "这", "那", "一个", "我们", "你们", "他们", "它们", "之", "其", "为", "以", "于", "对", "从"]
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "into", "than", "then", "there", "their", "they", "them", "we", "our", "you", "your", "he", "she", "his", "her", "i", "me", "my", "do", "does", "did", "done", "have", "has", "had", "not", "no", "nor", "so", "such", "can", "could", "would", "should", "will", "may", "might", "must", "shall", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "many", "much", "more", "most", "other", "some", "only", "own", "same", "too", "very", "just", "also", "about", "above", "after", "again", "against", "below", "between", "during", "before", "under", "over", "out", "up", "down", "off", "once", "here", "further", "while", "because", "until", "s", "t", "的", "了", "是", "在", "和", "与", "及", "或", "而", "也", "就", "都", "这", "那", "一个", "我们", "你们", "他们", "它们", "之", "其", "为", "以", "于", "对", "从"]
 )
 
 
@@ -50,6 +50,18 @@ def tokenize(text: str) -> list[str]:
 def content_terms(text: str) -> list[str]:
     """Tokens that carry meaning: stopwords and one-letter latin tokens dropped."""
     return [t for t in tokenize(text) if t not in STOPWORDS and (len(t) > 1 or is_cjk_char(t))]
+
+
+def s_stem(token: str) -> str:
+    """Harman's S stemmer (1991): English plurals and third-person -s folded ("contains" ->
+    "contain", "studies" -> "study"), nothing else, so it never merges unrelated words."""
+    if len(token) > 3 and token.endswith("ies") and not token.endswith(("eies", "aies")):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("es") and not token.endswith(("aes", "ees", "oes")):
+        return token[:-1]
+    if len(token) > 2 and token.endswith("s") and not token.endswith(("us", "ss")):
+        return token[:-1]
+    return token
 
 
 def split_sentences(text: str) -> list[str]:

@@ -11,6 +11,7 @@ from forest.agent import (ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, OFFLINE_LABEL, 
                           ClaudePolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
 from forest.llm import ClaudeJSON
 from forest.records import LEAF, SUMMARY, MemoryNode, ScoredNode
+from forest.text import s_stem
 
 DOC = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")
 
@@ -71,7 +72,7 @@ def test_claude_decides_with_the_seed_prompt_and_bad_replies_fall_back(forest):
     with FakeAnthropic() as fake:
         policy = ClaudePolicy(ClaudeJSON("test-key", "claude-test", retries=1, base_url=fake.url))
         loop = AgentLoop(forest, policy)
-        state = loop.start("m", "Who played bebop?")
+        state = loop.start("m", "Who played bebop?", threshold=0.0)   # every explored child is kept
         root = state.context[0].node
         fake.script = [json.dumps({"action": "EXPLORE", "payload": {"node_id_to_explore": root.id,
                                                                     "reasoning_for_exploration": "need details"}}),
@@ -154,6 +155,21 @@ def test_guides_take_both_rankings_in_turn_after_a_sentence_that_answers():
     assert [g.node.id for g in guides] == [2, 1, 4]   # every word in one sentence, then context #1, vector #1
     guides = choose_guides("Which corpus was used?", context, vector)
     assert [g.node.id for g in guides] == [1, 4, 3]   # no sentence answers: the rankings in turn, once each
+
+
+def test_the_answering_sentence_folds_plurals_prefers_the_tightest_match_and_is_found_by_its_words():
+    loose = node(1, "1/", True, "Reformulations from another source: the zero-shot monolingual system trained on text.")
+    tight = node(2, "2/", True, "The reformulation system is trained end-to-end using policy gradient.")
+    counts = node(3, "3/", True, "It is a dataset of clues. SearchQA contains over 140k question/answer pairs.")
+    ranked = [ScoredNode(n, 0.9) for n in (loose, counts)]
+    # the tight sentence is neither ranking's: the BM25 route brings it, and its 4-word span beats 11
+    guides = choose_guides("How is the reformulation system trained?", ranked, [], words=[ScoredNode(tight, 1.0)])
+    assert [g.node.id for g in guides] == [2, 1, 3]
+    assert choose_guides("How is the reformulation system trained?", ranked, [])[0].node.id == 1
+    # "contain" finds "contains", "pair" finds "pairs"; "how many" asks for a count, not the word
+    assert choose_guides("How many question/answer pairs does SearchQA contain?", ranked, [])[0].node.id == 3
+    assert [s_stem(w) for w in ("pairs", "contains", "studies", "class", "corpus", "is")] == \
+        ["pair", "contain", "study", "class", "corpus", "is"]
 
 
 def test_the_extractive_answer_quotes_every_passage_it_cites_best_sentence_first():
