@@ -264,6 +264,12 @@ MIGRATIONS: list[tuple[int, str]] = [
     (9, """
     ALTER TABLE episodic_events ADD COLUMN embedder TEXT;
     """),
+    # 10: queued input carries the vector process_memory made of it (and its embedder), so the
+    # worker does not embed the same text a second time.
+    (10, """
+    ALTER TABLE personal_write_queue ADD COLUMN embedding BLOB;
+    ALTER TABLE personal_write_queue ADD COLUMN embedder TEXT;
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -39,6 +39,27 @@ def test_process_memory_answers_at_once_and_remembers_in_the_background(personal
     assert decisions["灿灿是小朱的女儿"]["action"] == "stored"
 
 
+def test_each_input_is_embedded_once_and_input_queued_without_a_vector_is_embedded_by_the_worker(
+        personal, monkeypatch):
+    embedded: list[str] = []
+    real = personal.embedder.embed_passages
+    monkeypatch.setattr(personal.embedder, "embed_passages", lambda texts: embedded.extend(texts) or real(texts))
+    monkeypatch.setattr(personal.embedder, "embed_query", lambda text: pytest.fail("a second, query embedding"))
+    texts = ["I adopted a cat named Miso last spring", "Miso likes to sleep on my keyboard",
+             "My sister Ana lives in Lisbon"]
+    for text in texts:
+        personal.process_memory("ana", text)
+    assert personal.drain()
+    assert sorted(embedded) == sorted(texts)   # once each: the context's vector is the stored one
+    # what an older version queued (no vector) is embedded by the worker, and found like the rest
+    personal.store.enqueue("ana", "Ana plays the cello on Sundays", {}, {}, time.time(), time.time())
+    assert personal.drain() and embedded[-1] == "Ana plays the cello on Sundays"
+    stored = {m.memory for m in personal.memories("ana")}
+    assert stored == set(texts) | {"Ana plays the cello on Sundays"}
+    context = personal.process_memory("ana", "Who plays the cello?")
+    assert context["vector_chunks"][0]["memory"] == "Ana plays the cello on Sundays"
+
+
 def test_a_failing_write_is_retried_and_never_fails_the_retrieval(personal, monkeypatch):
     clock = [1_800_000_000.0]
     personal.clock = lambda: clock[0]

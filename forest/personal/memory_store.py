@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,8 @@ class QueuedInput:
     observed_at: float
     attempts: int
     claim: str = ""
+    vector: np.ndarray | None = field(default=None, compare=False)   # made by process_memory, with `embedder`; None: not embedded yet
+    embedder: str | None = None
 
 
 class EmbedderMismatch(ForestError):
@@ -155,10 +157,13 @@ class PersonalStore:
         if match is None:
             return []
         sql, params = _filtered(user_id, scope, metadata)
+        # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
+        # (rowid IN ...) SQLite ran the MATCH once per memory of the user, 0.3 s a query at 250.
         rows = self.db.query(
-            f"SELECT personal_memory_text.rowid, bm25(personal_memory_text) FROM personal_memory_text "
-            f"WHERE personal_memory_text MATCH ? AND personal_memory_text.rowid IN (SELECT id {sql}) "
-            f"ORDER BY bm25(personal_memory_text) LIMIT ?", (match, *params, limit))
+            f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text) AS score "
+            f"FROM personal_memory_text WHERE personal_memory_text MATCH ?) "
+            f"SELECT id, score FROM matched WHERE id IN (SELECT id {sql}) ORDER BY score LIMIT ?",
+            (match, *params, limit))
         return [(r[0], -r[1]) for r in rows]
 
     def index_missing(self) -> int:
@@ -263,13 +268,14 @@ class PersonalStore:
 
     # --- the durable write queue ------------------------------------------------------------
     def enqueue(self, user_id: str, text: str, scope: dict[str, str | None], metadata: dict[str, Any],
-                observed_at: float, now: float) -> int:
+                observed_at: float, now: float, vector: np.ndarray | None = None, embedder: str | None = None) -> int:
+        blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
         with self.db.transaction() as conn:
             return conn.execute(
                 "INSERT INTO personal_write_queue (user_id, agent_id, run_id, input, metadata, observed_at, "
-                "next_try_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "next_try_at, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
-                 observed_at, now)).lastrowid
+                 observed_at, now, blob, embedder if blob is not None else None)).lastrowid
 
     def outstanding(self, now: float) -> bool:
         """Whether any pending input is due now, claimed or not."""
@@ -383,8 +389,10 @@ def _record(row: sqlite3.Row) -> PersonalMemoryRecord:
 
 
 def _queued(row: sqlite3.Row) -> QueuedInput:
+    vector = None if row["embedding"] is None else np.frombuffer(row["embedding"], dtype=np.float32)
     return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
-                       json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "")
+                       json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "",
+                       vector, row["embedder"])
 
 
 def _index(conn: sqlite3.Connection, memory_id: int, memory: str) -> None:

@@ -101,8 +101,12 @@ class PersonalMemory:
         if not self.enabled:
             return _context("disabled", [], [], 0.0)
         started = time.perf_counter()
+        vector = None
         try:
-            chunks, relations = self._retrieve(user_id, text)
+            # Embedded once, as the passage it will be stored as: the context is found with this
+            # vector and the worker stores it (a query embedding here would be a second one).
+            vector = self.embedder.embed_passages([text])[0]
+            chunks, relations = self._retrieve(user_id, text, vector)
             status = "success"
         except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
             log.exception("retrieval failed for user %s", user_id)
@@ -110,7 +114,8 @@ class PersonalMemory:
         elapsed = (time.perf_counter() - started) * 1000
         try:
             now = self.clock()
-            self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now)
+            self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now,
+                               vector, self.embedder.name if vector is not None else None)
             self._ensure_worker()
             self._wake.set()
         except Exception:
@@ -153,9 +158,10 @@ class PersonalMemory:
                   f"decision: {decision}"]
         return "\n".join(lines)
 
-    def _retrieve(self, user_id: str, text: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    def _retrieve(self, user_id: str, text: str,
+                  vector: np.ndarray | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         _, _, relations = self._graph(user_id, text)
-        return self._vector_chunks(user_id, text), [t.to_dict() for t in relations]
+        return self._vector_chunks(user_id, text, vector), [t.to_dict() for t in relations]
 
     def _graph(self, user_id: str, text: str) -> tuple[list[Triple], list[str], list[Triple]]:
         """The user's triples, the known entities the text names, and the relations around them."""
@@ -164,20 +170,23 @@ class PersonalMemory:
         return triples, start, related(triples, start, self.settings.graph_max_depth,
                                        self.settings.graph_max_relations)
 
-    def _vector_chunks(self, user_id: str, text: str) -> list[dict[str, Any]]:
+    def _vector_chunks(self, user_id: str, text: str, vector: np.ndarray | None = None) -> list[dict[str, Any]]:
         return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
-                for record, score in self._search(user_id, text, self.settings.vector_top_k)]
+                for record, score in self._search(user_id, text, self.settings.vector_top_k, vector=vector)]
 
     def _search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
-                metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
-        """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query."""
-        ids, combined, similarity = self._scores(user_id, query, scope, metadata)
+                metadata: dict[str, Any] | None = None,
+                vector: np.ndarray | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
+        """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query
+        (`vector`: the query's, when already embedded)."""
+        ids, combined, similarity = self._scores(user_id, query, scope, metadata, vector)
         best = [ids[i] for i in np.argsort(-combined, kind="stable")[:top_k]]
         records = self.store.memories_by_id(user_id, best)
         return [(records[i], similarity[i]) for i in best if i in records]
 
     def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
-                metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray, dict[int, float]]:
+                metadata: dict[str, Any] | None = None,
+                vector: np.ndarray | None = None) -> tuple[list[int], np.ndarray, dict[int, float]]:
         """Every live memory's combined score, from four routes:
         - dense: exact cosine over the user's memories (a user holds thousands, not millions);
         - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
@@ -191,7 +200,7 @@ class PersonalMemory:
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
             return [], np.zeros(0), {}
-        cosine = matrix @ self.embedder.embed_query(query)
+        cosine = matrix @ (self.embedder.embed_query(query) if vector is None else vector)
         similarity = dict(zip(ids, map(float, np.asarray(self.embedder.calibrate(cosine), dtype=float))))
         lexical = dict(self.store.lexical(user_id, query, len(ids), scope, metadata))
         combined = _standardised(cosine) + _standardised(np.array([lexical.get(i, 0.0) for i in ids]))
@@ -334,7 +343,13 @@ class PersonalMemory:
         else:
             privacy = [{"label": PRIVATE, "reason": "privacy filter off", "decided_by": "setting"}] * len(batch)
         kept = [i for i, p in enumerate(privacy) if p["label"] == PRIVATE]
-        vectors = self.embedder.embed_passages([batch[i].input for i in kept]) if kept else []
+        # process_memory's vector when it made one with this embedder; the rest (queued by an
+        # older version, or by a process whose embedding failed) in one call
+        vectors = [batch[i].vector if batch[i].embedder == self.embedder.name else None for i in kept]
+        missing = [n for n, v in enumerate(vectors) if v is None]
+        if missing:
+            for n, v in zip(missing, self.embedder.embed_passages([batch[kept[n]].input for n in missing])):
+                vectors[n] = v
         plans = [_Plan(item.user_id, item.input, {"agent_id": item.agent_id, "run_id": item.run_id}, item.metadata,
                        item.observed_at, "process_memory", privacy[n]) for n, item in enumerate(batch)]
         for i, vector in zip(kept, vectors):
