@@ -265,10 +265,14 @@ MIGRATIONS: list[tuple[int, str]] = [
     ALTER TABLE episodic_events ADD COLUMN embedder TEXT;
     """),
     # 10: queued input carries the vector process_memory made of it (and its embedder), so the
-    # worker does not embed the same text a second time.
+    # worker does not embed the same text a second time; input and memories carry their
+    # conversation context (the input said just before), indexed with them.
     (10, """
     ALTER TABLE personal_write_queue ADD COLUMN embedding BLOB;
     ALTER TABLE personal_write_queue ADD COLUMN embedder TEXT;
+    ALTER TABLE personal_write_queue ADD COLUMN context TEXT;
+    ALTER TABLE personal_memories ADD COLUMN context TEXT;
+    CREATE INDEX idx_write_queue_user_time ON personal_write_queue (user_id, observed_at);
     """),
 ]
 

@@ -50,7 +50,8 @@ def test_each_input_is_embedded_once_and_input_queued_without_a_vector_is_embedd
     for text in texts:
         personal.process_memory("ana", text)
     assert personal.drain()
-    assert sorted(embedded) == sorted(texts)   # once each: the context's vector is the stored one
+    # once each, after what was said just before it: the context's vector is the stored one
+    assert embedded == [texts[0], f"{texts[0]}\n{texts[1]}", f"{texts[1]}\n{texts[2]}"]
     # what an older version queued (no vector) is embedded by the worker, and found like the rest
     personal.store.enqueue("ana", "Ana plays the cello on Sundays", {}, {}, time.time(), time.time())
     assert personal.drain() and embedded[-1] == "Ana plays the cello on Sundays"
@@ -58,6 +59,31 @@ def test_each_input_is_embedded_once_and_input_queued_without_a_vector_is_embedd
     assert stored == set(texts) | {"Ana plays the cello on Sundays"}
     context = personal.process_memory("ana", "Who plays the cello?")
     assert context["vector_chunks"][0]["memory"] == "Ana plays the cello on Sundays"
+
+
+def test_a_memory_is_found_by_what_was_said_just_before_it_in_the_same_conversation(make_forest):
+    personal = make_forest(memory_privacy_filter=False).personal   # a question is kept too
+    start = 1_700_000_000.0
+    personal.process_memory("mel", "Caroline: How was the camping trip with the kids?", observed_at=start)
+    personal.process_memory("mel", "Melanie: It was awesome, we roasted marshmallows by the fire.",
+                            observed_at=start + 5)
+    # an hour later, another conversation: what was said then is not this one's context
+    personal.process_memory("mel", "Melanie: Loved the concert yesterday.", observed_at=start + 3600)
+    personal.process_memory("mel", "Melanie: The band played until midnight.", observed_at=start + 3605)
+    assert personal.drain()
+    found = [r["memory"] for r in personal.memory_tool("search", "mel", query="camping trip", top_k=2)
+             ["payload"]["results"]]
+    assert set(found) == {"Caroline: How was the camping trip with the kids?",
+                          "Melanie: It was awesome, we roasted marshmallows by the fire."}
+    stored = {m.memory: m for m in personal.memories("mel")}
+    contexts = dict(personal.store.db.query("SELECT memory, context FROM personal_memories WHERE user_id = 'mel'"))
+    assert contexts["Melanie: The band played until midnight."] == "Melanie: Loved the concert yesterday."
+    assert contexts["Melanie: Loved the concert yesterday."] is None and len(stored) == 4
+    # another user's conversation never lends context
+    personal.process_memory("ana", "Ana: I moved to Porto.", observed_at=start + 6)
+    assert personal.drain()
+    assert personal.store.db.query_one("SELECT context FROM personal_memories WHERE user_id = 'ana'")[0] is None
+    personal.stop()
 
 
 def test_a_failing_write_is_retried_and_never_fails_the_retrieval(personal, monkeypatch):

@@ -65,6 +65,7 @@ class QueuedInput:
     claim: str = ""
     vector: np.ndarray | None = field(default=None, compare=False)   # made by process_memory, with `embedder`; None: not embedded yet
     embedder: str | None = None
+    context: str | None = None   # the input said just before it in the conversation
 
 
 class EmbedderMismatch(ForestError):
@@ -78,30 +79,34 @@ class PersonalStore:
 
     # --- memories ---------------------------------------------------------------------------
     def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
-            scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "") -> int:
+            scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "",
+            context: str | None = None) -> int:
+        """A new memory; `embedding` is of in_context(memory, context), and so is its BM25 row."""
         memory_id = conn.execute(
             "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, embedder, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (user_id, scope.get("agent_id"), scope.get("run_id"), memory, json.dumps(metadata, ensure_ascii=False),
-             _blob(embedding), embedder, at, at)).lastrowid
-        _index(conn, memory_id, memory)
+             _blob(embedding), embedder, at, at, context)).lastrowid
+        _index(conn, memory_id, in_context(memory, context))
         self._history(conn, user_id, memory_id, "ADD", None, memory, actor, reason, at)
         return memory_id
 
     def update(self, conn: sqlite3.Connection, user_id: str, memory_id: int, memory: str, embedding: np.ndarray,
                embedder: str, at: float, actor: str, reason: str = "",
-               metadata: dict[str, Any] | None = None) -> bool:
-        """New text (and, given metadata, those keys set over the old ones); the change goes to the history."""
+               metadata: dict[str, Any] | None = None, context: str | None = None) -> bool:
+        """New text (and, given metadata, those keys set over the old ones) said in `context`;
+        the change goes to the history."""
         old = conn.execute("SELECT memory, metadata FROM personal_memories WHERE user_id = ? AND id = ? "
                            "AND deleted_at IS NULL", (user_id, memory_id)).fetchone()
         if old is None:
             return False
         merged = {**json.loads(old[1]), **(metadata or {})}
         conn.execute("UPDATE personal_memories SET memory = ?, embedding = ?, embedder = ?, metadata = ?, "
-                     "updated_at = ? WHERE id = ?",
-                     (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at, memory_id))
+                     "updated_at = ?, context = ? WHERE id = ?",
+                     (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at, context,
+                      memory_id))
         conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
-        _index(conn, memory_id, memory)
+        _index(conn, memory_id, in_context(memory, context))
         self._history(conn, user_id, memory_id, "UPDATE", old[0], memory, actor, reason, at)
         return True
 
@@ -169,10 +174,10 @@ class PersonalStore:
     def index_missing(self) -> int:
         """Index live memories that have no BM25 row (those written before migration 8)."""
         with self.db.transaction() as conn:
-            rows = conn.execute("SELECT id, memory FROM personal_memories m WHERE deleted_at IS NULL AND NOT EXISTS "
-                                "(SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
-            for memory_id, memory in rows:
-                _index(conn, memory_id, memory)
+            rows = conn.execute("SELECT id, memory, context FROM personal_memories m WHERE deleted_at IS NULL AND "
+                                "NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
+            for memory_id, memory, context in rows:
+                _index(conn, memory_id, in_context(memory, context))
         return len(rows)
 
     def tag_untagged(self, embedder: str) -> None:
@@ -268,14 +273,23 @@ class PersonalStore:
 
     # --- the durable write queue ------------------------------------------------------------
     def enqueue(self, user_id: str, text: str, scope: dict[str, str | None], metadata: dict[str, Any],
-                observed_at: float, now: float, vector: np.ndarray | None = None, embedder: str | None = None) -> int:
+                observed_at: float, now: float, vector: np.ndarray | None = None, embedder: str | None = None,
+                context: str | None = None) -> int:
         blob = None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
         with self.db.transaction() as conn:
             return conn.execute(
                 "INSERT INTO personal_write_queue (user_id, agent_id, run_id, input, metadata, observed_at, "
-                "next_try_at, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "next_try_at, embedding, embedder, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
-                 observed_at, now, blob, embedder if blob is not None else None)).lastrowid
+                 observed_at, now, blob, embedder if blob is not None else None, context)).lastrowid
+
+    def previous_input(self, user_id: str, scope: dict[str, str | None], at: float, within: float) -> str | None:
+        """What the user (in this scope) said last, at most `within` seconds before `at`."""
+        row = self.db.query_one(
+            "SELECT input FROM personal_write_queue WHERE user_id = ? AND agent_id IS ? AND run_id IS ? "
+            "AND observed_at <= ? AND observed_at >= ? ORDER BY observed_at DESC, id DESC LIMIT 1",
+            (user_id, scope.get("agent_id"), scope.get("run_id"), at, at - within))
+        return row[0] if row else None
 
     def outstanding(self, now: float) -> bool:
         """Whether any pending input is due now, claimed or not."""
@@ -392,7 +406,13 @@ def _queued(row: sqlite3.Row) -> QueuedInput:
     vector = None if row["embedding"] is None else np.frombuffer(row["embedding"], dtype=np.float32)
     return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
                        json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "",
-                       vector, row["embedder"])
+                       vector, row["embedder"], row["context"])
+
+
+def in_context(memory: str, context: str | None) -> str:
+    """The text a memory is embedded and indexed as: what was said just before it, then the memory
+    ("It was an awesome time!" is found by the "How was the camping trip?" it answers)."""
+    return f"{context}\n{memory}" if context else memory
 
 
 def _index(conn: sqlite3.Connection, memory_id: int, memory: str) -> None:

@@ -39,7 +39,7 @@ from forest.personal.graph import (
     graph_paths,
     related,
 )
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput, in_context
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
@@ -54,6 +54,9 @@ MAX_MEMORY_CHARS = 4000
 MAX_BATCH = 100
 MAX_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 2.0
+# A memory is read in its conversation: the input said just before it (same user and scope, at
+# most this long before; a common session timeout) is embedded and indexed with it.
+CONVERSATION_GAP_SECONDS = 30 * 60
 WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one item at a time
 # A claim outlives the slowest batch (Claude: up to 3 x 60 s an item); after it another worker may retry.
 LEASE_SECONDS = 600.0
@@ -101,11 +104,12 @@ class PersonalMemory:
         if not self.enabled:
             return _context("disabled", [], [], 0.0)
         started = time.perf_counter()
-        vector = None
+        vector, said_before, at = None, None, observed_at or self.clock()
         try:
+            said_before = self.store.previous_input(user_id, scope, at, CONVERSATION_GAP_SECONDS)
             # Embedded once, as the passage it will be stored as: the context is found with this
             # vector and the worker stores it (a query embedding here would be a second one).
-            vector = self.embedder.embed_passages([text])[0]
+            vector = self.embedder.embed_passages([in_context(text, said_before)])[0]
             chunks, relations = self._retrieve(user_id, text, vector)
             status = "success"
         except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
@@ -113,9 +117,8 @@ class PersonalMemory:
             chunks, relations, status = [], [], "fallback"
         elapsed = (time.perf_counter() - started) * 1000
         try:
-            now = self.clock()
-            self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now,
-                               vector, self.embedder.name if vector is not None else None)
+            self.store.enqueue(user_id, text, scope, metadata, at, self.clock(),
+                               vector, self.embedder.name if vector is not None else None, said_before)
             self._ensure_worker()
             self._wake.set()
         except Exception:
@@ -348,10 +351,12 @@ class PersonalMemory:
         vectors = [batch[i].vector if batch[i].embedder == self.embedder.name else None for i in kept]
         missing = [n for n, v in enumerate(vectors) if v is None]
         if missing:
-            for n, v in zip(missing, self.embedder.embed_passages([batch[kept[n]].input for n in missing])):
+            texts = [in_context(batch[kept[n]].input, batch[kept[n]].context) for n in missing]
+            for n, v in zip(missing, self.embedder.embed_passages(texts)):
                 vectors[n] = v
         plans = [_Plan(item.user_id, item.input, {"agent_id": item.agent_id, "run_id": item.run_id}, item.metadata,
-                       item.observed_at, "process_memory", privacy[n]) for n, item in enumerate(batch)]
+                       item.observed_at, "process_memory", privacy[n], context=item.context)
+                 for n, item in enumerate(batch)]
         for i, vector in zip(kept, vectors):
             self._plan_write(plans[i], vector)
         return plans
@@ -376,12 +381,12 @@ class PersonalMemory:
         if old is not None and plan.conflicts is None:
             why = f"contradicts memory {old.id} ({old.memory!r}) about the same subject"
             if self.store.update(conn, user_id, old.id, plan.text, plan.vector, self.embedder.name, at, plan.actor,
-                                 why, plan.metadata):
+                                 why, plan.metadata, plan.context):
                 self.store.drop_facts(conn, user_id, old.id)
                 self.store.add_triples(conn, user_id, old.id, _keyed(plan.triples), at)
                 return old.id, "superseded", why
         memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
-                                   plan.metadata, at, plan.actor)
+                                   plan.metadata, at, plan.actor, context=plan.context)
         self.store.add_triples(conn, user_id, memory_id, _keyed(plan.triples), at)
         if old is not None and plan.conflicts:
             self.store.drop_facts(conn, user_id, old.id, plan.conflicts)
@@ -419,12 +424,12 @@ class PersonalMemory:
     def reembed(self, user_id: str | None = None, batch: int = 64) -> int:
         """Re-embed live memories (of one user, or all) with the configured embedder: the way out
         of an embedder mismatch. Returns how many were re-embedded."""
-        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
+        sql = "SELECT id, memory, context FROM personal_memories WHERE deleted_at IS NULL"
         rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id",
                              (check_user_id(user_id),) if user_id else ())
         for start in range(0, len(rows), batch):
             part = rows[start:start + batch]
-            vectors = self.embedder.embed_passages([r["memory"] for r in part])
+            vectors = self.embedder.embed_passages([in_context(r["memory"], r["context"]) for r in part])
             with self.db.transaction() as conn:
                 conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
                                  [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
@@ -547,6 +552,7 @@ class _Plan:
     triples: list[Triple] | None = None
     old: PersonalMemoryRecord | None = None
     conflicts: list[tuple[str, str, str]] | None = None
+    context: str | None = None   # what was said just before it: embedded and indexed with the text
 
 
 # Words that name the same relation: a question says "wife", a triple says "is married to".
