@@ -266,13 +266,17 @@ MIGRATIONS: list[tuple[int, str]] = [
     """),
     # 10: queued input carries the vector process_memory made of it (and its embedder), so the
     # worker does not embed the same text a second time; input and memories carry their
-    # conversation context (the input said just before), indexed with them.
+    # conversation context (the input said just before), indexed with them in a second BM25
+    # column (the index is rebuilt from the memories when the service starts: index_missing).
     (10, """
     ALTER TABLE personal_write_queue ADD COLUMN embedding BLOB;
     ALTER TABLE personal_write_queue ADD COLUMN embedder TEXT;
     ALTER TABLE personal_write_queue ADD COLUMN context TEXT;
     ALTER TABLE personal_memories ADD COLUMN context TEXT;
     CREATE INDEX idx_write_queue_user_time ON personal_write_queue (user_id, observed_at);
+    DROP TABLE personal_memory_text;
+    CREATE VIRTUAL TABLE personal_memory_text USING fts5(body, context,
+        tokenize = 'porter unicode61 remove_diacritics 2');
     """),
 ]
 

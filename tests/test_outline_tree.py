@@ -193,6 +193,9 @@ def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
         END;
         ALTER TABLE memory_nodes DROP COLUMN title; ALTER TABLE memory_nodes DROP COLUMN heading_path;
         DROP TABLE personal_memory_text; DROP TABLE personal_triple_sources;
+        DROP INDEX idx_write_queue_user_time; ALTER TABLE personal_memories DROP COLUMN context;
+        ALTER TABLE personal_write_queue DROP COLUMN embedding; ALTER TABLE personal_write_queue DROP COLUMN embedder;
+        ALTER TABLE personal_write_queue DROP COLUMN context;
         ALTER TABLE personal_memories DROP COLUMN embedder;
         ALTER TABLE personal_write_queue DROP COLUMN claim; ALTER TABLE personal_write_queue DROP COLUMN lease_until;
         ALTER TABLE episodic_events DROP COLUMN embedder;

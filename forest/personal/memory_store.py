@@ -17,6 +17,8 @@ from forest.research.memory_store import iso
 from forest.text import tokenize
 
 SCOPE_KEYS = ("agent_id", "run_id")
+# BM25: a word of what was said just before a memory counts half a word of the memory itself.
+CONTEXT_WEIGHT = 0.5
 
 
 @dataclass
@@ -87,7 +89,7 @@ class PersonalStore:
             "created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (user_id, scope.get("agent_id"), scope.get("run_id"), memory, json.dumps(metadata, ensure_ascii=False),
              _blob(embedding), embedder, at, at, context)).lastrowid
-        _index(conn, memory_id, in_context(memory, context))
+        _index(conn, memory_id, memory, context)
         self._history(conn, user_id, memory_id, "ADD", None, memory, actor, reason, at)
         return memory_id
 
@@ -106,7 +108,7 @@ class PersonalStore:
                      (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at, context,
                       memory_id))
         conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
-        _index(conn, memory_id, in_context(memory, context))
+        _index(conn, memory_id, memory, context)
         self._history(conn, user_id, memory_id, "UPDATE", old[0], memory, actor, reason, at)
         return True
 
@@ -157,7 +159,10 @@ class PersonalStore:
 
     def lexical(self, user_id: str, query: str, limit: int, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> list[tuple[int, float]]:
-        """(memory id, -bm25) of the user's best BM25 matches: each query term one quoted phrase."""
+        """(memory id, -bm25) of the user's best BM25 matches: each query term one quoted phrase; a
+        word of the memory's conversation context weighs half a word of the memory (on LoCoMo
+        conversations 1-3, flat: 0.752 against 0.733 with context and text weighed alike,
+        multi-hop 0.581 against 0.527)."""
         match = phrase_match(query_phrases(query))
         if match is None:
             return []
@@ -165,7 +170,8 @@ class PersonalStore:
         # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
         # (rowid IN ...) SQLite ran the MATCH once per memory of the user, 0.3 s a query at 250.
         rows = self.db.query(
-            f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text) AS score "
+            f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text, 1.0, "
+            f"{CONTEXT_WEIGHT}) AS score "
             f"FROM personal_memory_text WHERE personal_memory_text MATCH ?) "
             f"SELECT id, score FROM matched WHERE id IN (SELECT id {sql}) ORDER BY score LIMIT ?",
             (match, *params, limit))
@@ -177,7 +183,7 @@ class PersonalStore:
             rows = conn.execute("SELECT id, memory, context FROM personal_memories m WHERE deleted_at IS NULL AND "
                                 "NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
             for memory_id, memory, context in rows:
-                _index(conn, memory_id, in_context(memory, context))
+                _index(conn, memory_id, memory, context)
         return len(rows)
 
     def tag_untagged(self, embedder: str) -> None:
@@ -410,13 +416,15 @@ def _queued(row: sqlite3.Row) -> QueuedInput:
 
 
 def in_context(memory: str, context: str | None) -> str:
-    """The text a memory is embedded and indexed as: what was said just before it, then the memory
-    ("It was an awesome time!" is found by the "How was the camping trip?" it answers)."""
+    """The text a memory is embedded as: what was said just before it, then the memory ("It was
+    an awesome time!" is found by the "How was the camping trip?" it answers). BM25 indexes the
+    two in separate columns (CONTEXT_WEIGHT)."""
     return f"{context}\n{memory}" if context else memory
 
 
-def _index(conn: sqlite3.Connection, memory_id: int, memory: str) -> None:
-    conn.execute("INSERT INTO personal_memory_text (rowid, body) VALUES (?, ?)", (memory_id, " ".join(tokenize(memory))))
+def _index(conn: sqlite3.Connection, memory_id: int, memory: str, context: str | None = None) -> None:
+    conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
+                 (memory_id, " ".join(tokenize(memory)), " ".join(tokenize(context or ""))))
 
 
 def _blob(vector: np.ndarray) -> bytes:
