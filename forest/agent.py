@@ -5,10 +5,10 @@ EXPLORE, replaces the explored node in the context by its children that clear th
 (drill-down, one level). The workbench steps through it by hand (and may override a decision);
 MCP's ask_memory and the OpenAI endpoint call `run`.
 
-`start` also picks the guides, the passages to read toward: the best of the budgeted context's
-ranking and of the vector search's, taken in turn, with a passage holding a sentence that has
-every word of the question first. Explored children that lead to a guide are kept whatever their
-score.
+`start` also picks the guides, the passages to read toward (choose_guides): the passage whose
+sentence holds every word of the question closest together first, then the best of the budgeted
+context's ranking and of the vector search's, taken in turn. Explored children that lead to a
+guide are kept whatever their score.
 
 Policies: Claude with PROMPT_AGENTIC_REASONING_LOOP when a key is set; offline a deterministic
 policy that goes where the guides lie (it explores the summary node holding the best guide not
@@ -225,7 +225,7 @@ class AgentLoop:
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
         representatives = self.forest.retrieve(model_id, question, top_k)
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        ranked = self.forest.context(model_id, question, self.forest.settings.context_budget_tokens, top_k).leaves
+        ranked = self.forest.context(model_id, question, top_k=top_k).leaves   # the configured budget
         reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
         vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf),
                         key=lambda h: -h.relevance_score)
@@ -284,11 +284,11 @@ def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredN
                   words: Sequence[ScoredNode] = ()) -> list[ScoredNode]:
     """GUIDES passages: the budgeted context's ranking and the vector search's taken in turn (on
     QASPER each ranking found evidence the other missed, on different papers: README), after
-    the passage with a sentence holding every word of the question closest together (the
-    shortest span), if any, among those and the BM25 hits (`words`). That sentence is the one an extractive answer wants: on
-    1705.07830 page 5's "SearchQA contains over 140k question/answer pairs" ranks fourth, and
-    the abstract's "The reformulation system is trained end-to-end ... using policy gradient"
-    is found by its words alone."""
+    the passage whose sentence holds every word of the question closest together (the shortest
+    answering_span), if any, among those and the BM25 hits (`words`). That sentence is the one
+    an extractive answer wants: on 1705.07830 page 5's "SearchQA contains over 140k
+    question/answer pairs" ranks fourth, and the abstract's "The reformulation system is trained
+    end-to-end ... using policy gradient" is found by its words alone."""
     merged: dict[int, ScoredNode] = {}
     for pair in zip_longest(context, vector):
         merged.update((s.node.id, s) for s in pair if s is not None and s.node.id not in merged)

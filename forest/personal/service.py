@@ -107,9 +107,7 @@ class PersonalMemory:
         vector, said_before, at = None, None, observed_at or self.clock()
         try:
             said_before = self.store.previous_input(user_id, scope, at, CONVERSATION_GAP_SECONDS)
-            # Embedded once, as the passage it will be stored as: the context is found with this
-            # vector and the worker stores it (a query embedding here would be a second one).
-            vector = self.embedder.embed_passages([in_context(text, said_before)])[0]
+            vector = self._passage_vector(text, said_before)
             chunks, relations = self._retrieve(user_id, text, vector)
             status = "success"
         except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
@@ -117,13 +115,18 @@ class PersonalMemory:
             chunks, relations, status = [], [], "fallback"
         elapsed = (time.perf_counter() - started) * 1000
         try:
-            self.store.enqueue(user_id, text, scope, metadata, at, self.clock(),
-                               vector, self.embedder.name if vector is not None else None, said_before)
+            self.store.enqueue(user_id, text, scope, metadata, at, self.clock(), vector, self.embedder.name,
+                               said_before)
             self._ensure_worker()
             self._wake.set()
         except Exception:
             log.exception("could not queue the input of user %s for writing", user_id)
         return _context(status, chunks, relations, elapsed)
+
+    def _passage_vector(self, text: str, said_before: str | None) -> np.ndarray:
+        """The one vector of an input: the passage the memory will be stored as (with what was
+        said just before it), which also finds its context; a query embedding would be a second."""
+        return self.embedder.embed_passages([in_context(text, said_before)])[0]
 
     def debug_process_memory(self, user_id: str, text: str) -> str:
         """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
@@ -133,15 +136,18 @@ class PersonalMemory:
             return "=== Memory disabled ===\nMEMORY_ENABLED=false: nothing was retrieved or stored."
         timings: dict[str, float] = {}
         began = time.perf_counter()
-        chunks = self._vector_chunks(user_id, text)
+        now = self.clock()
+        said_before = self.store.previous_input(user_id, _scope(None, None), now, CONVERSATION_GAP_SECONDS)
+        vector = self._passage_vector(text, said_before)
+        chunks = self._vector_chunks(user_id, text, vector)
         timings["vector retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
         triples, start, relations = self._graph(user_id, text)
         paths = graph_paths(triples, start, self.settings.graph_max_depth)
         timings["graph retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
-        now = self.clock()
-        item = QueuedInput(0, user_id, None, None, text, {}, now, 0)
+        item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name,
+                           context=said_before)
         prepared = self._prepare([item])[0]
         with self.db.transaction() as conn:
             decision = self._apply(conn, prepared)
@@ -162,7 +168,7 @@ class PersonalMemory:
         return "\n".join(lines)
 
     def _retrieve(self, user_id: str, text: str,
-                  vector: np.ndarray | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+                  vector: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         _, _, relations = self._graph(user_id, text)
         return self._vector_chunks(user_id, text, vector), [t.to_dict() for t in relations]
 
@@ -173,7 +179,7 @@ class PersonalMemory:
         return triples, start, related(triples, start, self.settings.graph_max_depth,
                                        self.settings.graph_max_relations)
 
-    def _vector_chunks(self, user_id: str, text: str, vector: np.ndarray | None = None) -> list[dict[str, Any]]:
+    def _vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[dict[str, Any]]:
         return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
                 for record, score in self._search(user_id, text, self.settings.vector_top_k, vector=vector)]
 
