@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from forest.records import MemoryNode
+from forest.records import MemoryNode, entry_title
 from forest.sources import SourceFiles
 from forest.store import ForestStore
 from forest.text import is_cjk_char
@@ -171,7 +171,7 @@ def source_preview(store: ForestStore, sources: SourceFiles, model_id: str, node
     node = store.node(model_id, node_id)
     archive = store.archive(model_id, node.archive_id)
     entry = archive.document_at(node.first_leaf)
-    base = SourcePreview(node.id, archive.document_title(node.first_leaf), node.citation, node.section,
+    base = SourcePreview(node.id, entry_title(entry) or archive.name, node.citation, node.section,
                          page_start=node.page_start)
     pdf = sources.find(entry)
     if pdf is not None and node.page_start is not None:

@@ -53,6 +53,13 @@ class MemoryNode:
         return json.loads(self.heading_path) if self.heading_path else []
 
     @property
+    def name(self) -> str:
+        """What a list or a heading calls the node: a summary node its title, a passage its id."""
+        if self.is_leaf:
+            return f"Passage {self.id}"
+        return self.title or f"Node {self.id}"
+
+    @property
     def citation(self) -> str:
         """'p. 7, §3.2 Model' (empty when the source had neither pages nor sections)."""
         return cite(self.page_start, self.page_end, self.section)

@@ -57,6 +57,15 @@ def numbered_answer(state: AgentState, cites: list[Citation], link: Callable[[Ci
     return _MARKER.sub(number, state.answer or "")
 
 
+def sources_markdown(cites: list[Citation], link: Callable[[Citation], str] | None = None) -> str:
+    """The numbered list under an answer: each source's paper, page and section; a link to it
+    when `link` gives the target, else its node id and the passage quoted."""
+    if link:
+        return "\n".join(f"{c.number}. [{c.label}]({link(c)})" for c in cites)
+    return "\n".join(f"{c.number}. {c.label} (node {c.node_id})\n   > {truncate(' '.join(c.passage.split()), 400)}"
+                     for c in cites)
+
+
 def decided_by(source: str) -> str:
     """Who made a decision, for a reader: 'Claude (claude-x)', 'the offline policy', 'you'."""
     if source == "user":
@@ -104,8 +113,7 @@ def transcript_markdown(state: AgentState, cites: list[Citation]) -> str:
     (paper, page, section, the passage), and the steps in prose."""
     parts = [f"# {state.question}", numbered_answer(state, cites) or "_(no answer yet)_"]
     if cites:
-        parts.append("## Sources\n\n" + "\n".join(
-            f"{c.number}. {c.label} (node {c.node_id})\n   > {truncate(' '.join(c.passage.split()), 400)}" for c in cites))
+        parts.append("## Sources\n\n" + sources_markdown(cites))
     if state.answered_by:
         parts.append(f"_Answered by {decided_by(state.answered_by)}._")
     if state.steps:

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from forest.document import cite
 from forest.paths import path_ids
 from forest.records import MemoryNode
 from forest.text import truncate
@@ -87,9 +88,8 @@ def node_label(node: MemoryNode) -> str:
 
 
 def pages(node: MemoryNode) -> str:
-    if node.page_start is None:
-        return ""
-    return f"p. {node.page_start}" if node.page_end in (None, node.page_start) else f"pp. {node.page_start}–{node.page_end}"
+    """The node's page range, written as answers cite it."""
+    return cite(node.page_start, node.page_end, None)
 
 
 def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Overlay = Overlay(),

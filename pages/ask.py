@@ -9,7 +9,8 @@ import streamlit as st
 
 from forest import ForestError
 from forest.agent import AgentState
-from forest.transcript import citations, decided_by, numbered_answer, step_sentence, transcript_markdown
+from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
+                              transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
 from pages.shared import get_forest, page_start, pick_session
 
@@ -86,7 +87,7 @@ with main_col:
     st.subheader("Context nodes")
     st.caption("What the agent sees now, best first. Select a row to see its passage on the page.")
     st.dataframe([{"node": c.node.id, "kind": "passage" if c.node.is_leaf else "summary",
-                   "title or pages": c.node.title or c.node.citation, "score": round(c.score, 3),
+                   "name": c.node.name, "pages": c.node.citation, "score": round(c.score, 3),
                    "clears threshold": c.score >= state.threshold, "summary": c.node.summary, "hint": c.hint}
                   for c in state.context], hide_index=True, key="ask_context", on_select=show_row,
                  selection_mode="single-row")
@@ -98,7 +99,7 @@ with main_col:
                          + (", and every child's relevance" if step.children else "")):
             st.json(step.decision.to_seed_json())
             if step.children:
-                st.dataframe([{"node": c["node_id"], "title or pages": c.get("title") or c["citation"],
+                st.dataframe([{"node": c["node_id"], "title": c.get("title") or "", "pages": c["citation"],
                                "relevance": c["score"], f"≥ {state.threshold:.2f}": c["kept"]}
                               for c in step.children], hide_index=True)
 
@@ -106,8 +107,7 @@ with main_col:
         st.subheader("Answer")
         st.markdown(numbered_answer(state, cites, lambda c: cite_link(c.node_id)))
         if cites:
-            st.markdown("**Sources**\n\n" + "\n".join(f"{c.number}. [{c.label}]({cite_link(c.node_id)})"
-                                                      for c in cites))
+            st.markdown("**Sources**\n\n" + sources_markdown(cites, lambda c: cite_link(c.node_id)))
         st.caption(f"Answered by {decided_by(state.answered_by or '')}. Click a citation to see it on its page.")
         left, right = st.columns(2)
         left.download_button("Transcript (JSON)", json.dumps(state.to_dict(), ensure_ascii=False, indent=1),

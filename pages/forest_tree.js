@@ -24,7 +24,9 @@ class ForestView {
     const byOrder = (a, b) => this.byId.get(a).order - this.byId.get(b).order;
     for (const list of this.children.values()) list.sort(byOrder);
     this.roots = data.nodes.filter((n) => n.parent === null).map((n) => n.id).sort(byOrder);
-    this.open = new Set(data.nodes.filter((n) => n.open).map((n) => n.id));
+    // what the server unfolds (two levels, the selection's path): the first view and "Fold"
+    this.initiallyOpen = data.nodes.filter((n) => n.open).map((n) => n.id);
+    this.open = new Set(this.initiallyOpen);
     this.selected = null;
     this.trigger = () => {};
 
@@ -53,7 +55,7 @@ class ForestView {
       const act = event.target.dataset && event.target.dataset.act;
       if (act === "fit") this.network.fit();
       if (act === "unfold") this.setOpen(new Set(this.children.keys()));
-      if (act === "fold") this.setOpen(new Set(data.nodes.filter((n) => n.open).map((n) => n.id)));
+      if (act === "fold") this.setOpen(new Set(this.initiallyOpen));
     });
     for (const id of this.roots) this.outline.appendChild(this.entry(id));
 

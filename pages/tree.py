@@ -34,7 +34,7 @@ with replay_col:
     merge_node = next((n for n in nodes if n.merge_order == upto), None)
     if merge_node is not None:
         similarity = merge_node.merge_similarity
-        st.caption(f"merge {upto}: {merge_node.title or f'node {merge_node.id}'}, "
+        st.caption(f"merge {upto}: {merge_node.name}, "
                    + (f"similarity {similarity:.2f}" if similarity is not None else "archives joined"))
 
 agent = st.session_state.get("agent")   # the Ask page's run, if it asked about this forest
@@ -53,7 +53,7 @@ if query.strip():
     lcas = [r.node.id for r in mine if r.kind == "lca"]
     walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
     overlay = overlay_for(nodes, [h.node.id for h in hits], lcas, walked)
-    ancestors = ", ".join(by_id[i].title or f"node {i}" for i in lcas) or "none"
+    ancestors = ", ".join(by_id[i].name for i in lcas) or "none"
     query_col.caption(f"{len(hits)} hits (red); their common ancestor: {ancestors} (gold)"
                       + ("; the agent's path from the Ask page (purple)" if walked else
                          "; ask it on the Ask page to see the agent's path"))
@@ -80,10 +80,10 @@ with drawing:
 
 with details:
     selected = st.selectbox("Node", choices, key="tree_node",
-                            format_func=lambda i: f"{i} · {by_id[i].title or by_id[i].citation or by_id[i].node_type}")
+                            format_func=lambda i: " · ".join(filter(None, (by_id[i].name, by_id[i].citation))))
     node = by_id[selected]
     with st.container(key="tree-detail", border=True):
-        st.subheader(f"Passage {node.id}" if node.is_leaf else node.title or f"Node {node.id}")
+        st.subheader(node.name)
         st.caption(" · ".join(part for part in (
             node.citation, f"{node.leaf_count} passages" if not node.is_leaf else node.chunk_kind,
             f"depth {node.depth}", f"merged at {node.merge_similarity:.2f}" if node.merge_similarity is not None else "",

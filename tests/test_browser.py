@@ -20,6 +20,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 try:
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - reported by the skip below
@@ -104,9 +105,14 @@ def workbench(tmp_path_factory):
             driver.quit()
 
 
+def wait(driver, condition, seconds: float = 60):
+    """`condition` true within `seconds`; an element Streamlit re-renders meanwhile is looked up again."""
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+
+
 def open_page(driver, title: str) -> None:
-    link = next(a for a in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a") if title in a.text)
-    link.click()
+    wait(driver, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
+                                 if title in a.text), None)).click()
 
 
 def test_ask_page_takes_one_step(workbench):

@@ -11,13 +11,11 @@ import pymupdf
 import pytest
 
 from conftest import ROOT
-from test_browser import MISSING, chromium, requested_urls, streamlit_app
+from test_browser import MISSING, chromium, open_page, requested_urls, streamlit_app, wait
 
 if not MISSING:
-    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {', '.join(MISSING)} missing")
 PAPER = ROOT / "data" / "samples" / "2001.03131.pdf"
@@ -41,19 +39,10 @@ def reader(tmp_path_factory):
         driver = chromium(1600, 1000, log_network=True)
         try:
             driver.get(url)
-            WebDriverWait(driver, 60).until(lambda d: "Library" in d.page_source)
+            wait(driver, lambda d: "Library" in d.page_source)
             yield driver, nodes, []
         finally:
             driver.quit()
-
-
-def wait(driver, condition, seconds: float = 60):
-    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
-
-
-def open_page(driver, title: str) -> None:
-    wait(driver, lambda d: next((a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSidebarNav] a")
-                                 if title in a.text), None)).click()
 
 
 def click_node(driver, node_id: int) -> None:
@@ -123,7 +112,7 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
         "const h = document.querySelector('#forest-tree'); return h && h.dataset.drawn"))
     assert int(drawn) == len(nodes)
     outline = driver.find_element(By.CSS_SELECTOR, ".forest-outline").text
-    assert "Offensive Language Detection: A Comparative Analysis" in outline and "pp. 1–6" in outline
+    assert "Offensive Language Detection: A Comparative Analysis" in outline and "pp. 1-6" in outline
     assert "2 Methodology" in outline and "4 Experiments and Discussions" in outline
     legend = driver.find_element(By.CSS_SELECTOR, ".forest-legend").text
     assert "passage" in legend and "search hit" in legend and "the agent's path" in legend

@@ -33,7 +33,7 @@ def test_nodes_say_what_they_are_and_levels_below_two_start_folded():
     assert nodes[1]["label"] == "p. 1 · We train the…"   # one line: page and first words
     assert nodes[1]["text"] == "We train the network for forty epochs with Adam."   # the outline's longer line
     assert [nodes[i]["kind"] for i in (9, 1, 2)] == ["summary", "leaf", "caption"]
-    assert nodes[7]["pages"] == "pp. 1–2" and nodes[7]["leaves"] == 2 and nodes[3]["pages"] == "p. 3"
+    assert nodes[7]["pages"] == "pp. 1-2" and nodes[7]["leaves"] == 2 and nodes[3]["pages"] == "p. 3"
     assert {i for i, n in nodes.items() if n["open"]} == {9, 8}                    # 7 is folded: its leaves hidden
     assert "2.1 Training" in nodes[7]["title"] and "summary 7" in nodes[7]["title"]   # the tooltip
     assert {(e["from"], e["to"]) for e in data["edges"]} == {(9, 8), (8, 7), (7, 1), (7, 2), (9, 3)}

@@ -83,7 +83,7 @@ class PersonalStore:
     def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
             scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "",
             context: str | None = None) -> int:
-        """A new memory; `embedding` is of in_context(memory, context), and so is its BM25 row."""
+        """A new memory; `embedding` is of the memory alone, its BM25 row also holds `context`."""
         memory_id = conn.execute(
             "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, embedder, "
             "created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -415,13 +415,6 @@ def _queued(row: sqlite3.Row) -> QueuedInput:
     return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
                        json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "",
                        vector, row["embedder"], row["context"])
-
-
-def in_context(memory: str, context: str | None) -> str:
-    """The text a memory is embedded as: what was said just before it, then the memory ("It was
-    an awesome time!" is found by the "How was the camping trip?" it answers). BM25 indexes the
-    two in separate columns (CONTEXT_WEIGHT)."""
-    return f"{context}\n{memory}" if context else memory
 
 
 def _index(conn: sqlite3.Connection, memory_id: int, memory: str, context: str | None = None) -> None:

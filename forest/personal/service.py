@@ -39,7 +39,7 @@ from forest.personal.graph import (
     graph_paths,
     related,
 )
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput, in_context
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
@@ -62,6 +62,7 @@ WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one
 LEASE_SECONDS = 600.0
 # Two memories are about the same subject when their calibrated similarity reaches this.
 SAME_SUBJECT = 0.6
+SAME_NEGATED = SAME_SUBJECT + 0.15   # the same statement, one side negated
 # Relations a subject has one value of at a time: a new value supersedes the old memory.
 SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "is married to", "born in", "is from", "住在",
                            "工作于", "结婚", "来自", "出生于"])
@@ -107,7 +108,7 @@ class PersonalMemory:
         vector, said_before, at = None, None, observed_at or self.clock()
         try:
             said_before = self.store.previous_input(user_id, scope, at, CONVERSATION_GAP_SECONDS)
-            vector = self._passage_vector(text, said_before)
+            vector = self._passage_vector(text)
             chunks, relations = self._retrieve(user_id, text, vector)
             status = "success"
         except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
@@ -123,10 +124,11 @@ class PersonalMemory:
             log.exception("could not queue the input of user %s for writing", user_id)
         return _context(status, chunks, relations, elapsed)
 
-    def _passage_vector(self, text: str, said_before: str | None) -> np.ndarray:
-        """The one vector of an input: the passage the memory will be stored as (with what was
-        said just before it), which also finds its context; a query embedding would be a second."""
-        return self.embedder.embed_passages([in_context(text, said_before)])[0]
+    def _passage_vector(self, text: str) -> np.ndarray:
+        """The one vector of an input: the passage the memory will be stored as, which also finds
+        its context; a query embedding would be a second. What was said before it is not embedded
+        (it would triple the cost of a write): BM25 reads it (memory_store.CONTEXT_WEIGHT)."""
+        return self.embedder.embed_passages([text])[0]
 
     def debug_process_memory(self, user_id: str, text: str) -> str:
         """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
@@ -138,7 +140,7 @@ class PersonalMemory:
         began = time.perf_counter()
         now = self.clock()
         said_before = self.store.previous_input(user_id, _scope(None, None), now, CONVERSATION_GAP_SECONDS)
-        vector = self._passage_vector(text, said_before)
+        vector = self._passage_vector(text)
         chunks = self._vector_chunks(user_id, text, vector)
         timings["vector retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
@@ -357,7 +359,7 @@ class PersonalMemory:
         vectors = [batch[i].vector if batch[i].embedder == self.embedder.name else None for i in kept]
         missing = [n for n, v in enumerate(vectors) if v is None]
         if missing:
-            texts = [in_context(batch[kept[n]].input, batch[kept[n]].context) for n in missing]
+            texts = [batch[kept[n]].input for n in missing]
             for n, v in zip(missing, self.embedder.embed_passages(texts)):
                 vectors[n] = v
         plans = [_Plan(item.user_id, item.input, {"agent_id": item.agent_id, "run_id": item.run_id}, item.metadata,
@@ -409,33 +411,37 @@ class PersonalMemory:
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
             return None, None
-        similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= SAME_SUBJECT)])
         new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
                      if t.relationship in SINGLE_VALUED}
+        # Without a single-valued fact only a negation can contradict, and only a close one: the
+        # memories below that are not read (a chat holds hundreds on the same subject).
+        floor = SAME_SUBJECT if new_facts else SAME_NEGATED
+        similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
+        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= floor)])
         negated = bool(_NEGATION.search(text))
         for i in np.argsort(-similarity, kind="stable"):
             record = records.get(ids[i])
-            if record is None or similarity[i] < SAME_SUBJECT:
+            if record is None:
                 break
-            facts = [(entity_key(t.source), t.relationship, entity_key(t.target))
-                     for t in self.extractor.extract(record.memory, speaker=user_id)]
-            conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
-            if conflicts:
-                return record, None if len(conflicts) == len(set(facts)) else conflicts
-            if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_SUBJECT + 0.15:
+            if new_facts:
+                facts = [(entity_key(t.source), t.relationship, entity_key(t.target))
+                         for t in self.extractor.extract(record.memory, speaker=user_id)]
+                conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
+                if conflicts:
+                    return record, None if len(conflicts) == len(set(facts)) else conflicts
+            if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_NEGATED:
                 return record, None
         return None, None
 
     def reembed(self, user_id: str | None = None, batch: int = 64) -> int:
         """Re-embed live memories (of one user, or all) with the configured embedder: the way out
         of an embedder mismatch. Returns how many were re-embedded."""
-        sql = "SELECT id, memory, context FROM personal_memories WHERE deleted_at IS NULL"
+        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
         rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id",
                              (check_user_id(user_id),) if user_id else ())
         for start in range(0, len(rows), batch):
             part = rows[start:start + batch]
-            vectors = self.embedder.embed_passages([in_context(r["memory"], r["context"]) for r in part])
+            vectors = self.embedder.embed_passages([r["memory"] for r in part])
             with self.db.transaction() as conn:
                 conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
                                  [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
