@@ -96,6 +96,44 @@ def test_general_sentences_questions_negations_and_pronouns_give_no_triple(text)
     assert extract(text) == []
 
 
+@pytest.mark.parametrize("text, expected", [
+    # each clause of a coordinated sentence is read, a left-out subject is the previous clause's
+    ("I love my job but I hate Mondays.", [("user", "loves", "my job"), ("user", "hates", "Mondays")]),
+    ("I grew up in Lyon and moved to Oslo last year.", [("user", "grew up in", "Lyon"), ("user", "moved to", "Oslo")]),
+    ("I live in Leeds, but I work in York.", [("user", "lives in", "Leeds"), ("user", "works in", "York")]),
+    ("I used to live in Rome, but now I live in Turin.", [("user", "lives in", "Turin")]),
+    ("Tom and I got married in May.", [("user", "is married to", "Tom")]),  # one subject, not two clauses
+    ("My friend Kai is from Accra and he works at Shell.",
+     [("user", "friend", "Kai"), ("Kai", "is from", "Accra"), ("Kai", "works at", "Shell")]),
+    ("I'm allergic to cats and pollen.", [("user", "is allergic to", "cats"), ("user", "is allergic to", "pollen")]),
+    ("I'm not a big fan of opera.", [("user", "dislikes", "opera")]),
+    ("My favourite sport is tennis.", [("user", "likes", "tennis")]),
+    ("I have three kids, Ana, Ben and Cy.", [("user", "child", "Ana"), ("user", "child", "Ben"), ("user", "child", "Cy")]),
+    ("I work as a nurse at Mercy Hospital.", [("user", "works at", "Mercy Hospital"), ("user", "works as", "nurse")]),
+    ("Our dog Max is old.", [("user", "dog", "Max")]),
+    ("我喜欢喝茶，但是讨厌喝咖啡。", [("user", "喜欢", "喝茶"), ("user", "讨厌", "喝咖啡")]),
+    ("我以前住在南京，现在住在苏州。", [("user", "住在", "苏州")]),
+    ("我女朋友叫小美，她在银行上班。", [("user", "女朋友", "小美"), ("小美", "工作于", "银行")]),
+    ("我表哥张伟住在西安", [("user", "表哥", "张伟"), ("张伟", "住在", "西安")]),
+    ("我在武汉长大，后来搬到了长沙", [("user", "长大于", "武汉"), ("user", "搬到", "长沙")]),
+    ("我对芒果过敏", [("user", "过敏", "芒果")]),
+    ("我养了两只狗，一只叫大黄，一只叫小黑", [("user", "狗", "大黄"), ("user", "狗", "小黑")]),
+    ("我和小周是高中同学", [("user", "同学", "小周")]),
+    ("我的爱好是钓鱼", [("user", "喜欢", "钓鱼")]),
+])
+def test_clauses_and_relations_beyond_the_first_rules(text, expected):
+    assert sorted(extract(text)) == sorted(expected)
+
+
+@pytest.mark.parametrize("text", [
+    "I play with my kids every evening.", "I attend Mass on Sundays.", "I have three kids.", "I don't work at Google.",
+    "我妹妹在北京工作", "我和老婆是大学同学", "我以前在腾讯工作", "我在家做饭", "我女儿今年上小学了",
+])
+def test_unnamed_relatives_past_facts_and_look_alikes_give_no_triple(text):
+    # "我妹妹" names nobody: a node called "我妹妹" would merge every user's sister into one.
+    assert extract(text) == []
+
+
 def test_the_first_person_becomes_the_speaker():
     assert extract("I live in Paris. 我喜欢爵士乐", speaker="ann") == [("ann", "lives in", "Paris"),
                                                                    ("ann", "喜欢", "爵士乐")]

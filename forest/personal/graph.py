@@ -46,7 +46,7 @@ _HAS_CJK = re.compile(f"[{_CJK}]")
 _EDGE = " \t\r\n\"'“”‘’「」『』《》()（）[]【】<>.,;:!?，。！？；：、…—-"
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s$|(?<=.)的$")
-_FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "我", "我自己"])
+_FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "我", "我自己", "我家"])  # 我家的狗: the user's
 # Pronouns and group words name nobody in particular: without coreference (seed 003 §11.1) they
 # would merge everyone called "he" into one node.
 _NOT_ENTITIES = frozenset(
@@ -110,12 +110,11 @@ _RELATIONS = {
     "mom": "mother", "mum": "mother", "mommy": "mother", "dad": "father", "daddy": "father",
     "coworker": "colleague", "co-worker": "colleague", "kid": "child", "puppy": "dog", "kitten": "cat",
     "neighbour": "neighbor", "grandma": "grandmother", "grandpa": "grandfather", "fiancé": "fiance",
-    "fiancée": "fiance", "like": "likes", "enjoy": "likes", "love": "loves", "adore": "loves",
+    "fiancée": "fiance", "like": "likes", "enjoy": "likes", "enjoys": "likes", "love": "loves", "adore": "loves",
     "hate": "hates", "can't stand": "hates", "dislike": "dislikes", "don't like": "dislikes",
-    "do not like": "dislikes", "prefer": "prefers", "work at": "works at", "work for": "works for",
+    "do not like": "dislikes", "prefer": "prefers", "relocated to": "moved to",
     "老婆": "妻子", "太太": "妻子", "老公": "丈夫", "爸爸": "父亲", "妈妈": "母亲", "小狗": "狗", "小猫": "猫",
-    "好朋友": "朋友", "不太喜欢": "不喜欢", "热爱": "爱", "偏爱": "更喜欢", "上班": "工作于", "工作": "工作于",
-    "上学": "就读于", "读书": "就读于", "念书": "就读于", "嫁给了": "结婚", "娶了": "结婚",
+    "好朋友": "朋友", "不太喜欢": "不喜欢", "热爱": "爱", "偏爱": "更喜欢", "嫁给了": "结婚", "娶了": "结婚",
 }
 _EN_ROLES = ("daughter son wife husband brother sister mother mom mum father dad friend colleague coworker "
              "co-worker boss manager partner boyfriend girlfriend fiance fiancé fiancée cousin uncle aunt "
@@ -124,6 +123,7 @@ _EN_ROLES = ("daughter son wife husband brother sister mother mom mum father dad
 _ZH_ROLES = ("女儿 儿子 孩子 妻子 老婆 太太 丈夫 老公 爱人 哥哥 弟弟 姐姐 妹妹 爸爸 父亲 妈妈 母亲 爷爷 奶奶 外公 外婆 姥姥 "
              "姥爷 孙子 孙女 外孙 外孙女 朋友 好朋友 男朋友 女朋友 同事 老板 领导 上司 同学 室友 邻居 老师 学生 表哥 表姐 "
              "表弟 表妹 堂哥 堂姐 堂弟 堂妹 叔叔 阿姨 舅舅 姑姑 侄子 侄女 狗 猫 小狗 小猫 宠物").split()
+_ROLE_RELATIONS = frozenset(_RELATIONS.get(role, role) for role in _EN_ROLES + _ZH_ROLES)
 _ROLE = _alternation(_EN_ROLES)
 _ZH_ROLE = _alternation(_ZH_ROLES)
 _ADJ = r"(?:younger|older|little|big|baby|elder|eldest|youngest|oldest|best|old|twin|close)"
@@ -134,37 +134,57 @@ _NOT_NAME = _alternation(
     "Honestly Sadly Luckily Hey Hi Hello Ok Okay Because If While Everyone Everybody Someone Nobody".split())
 _CAP = rf"(?!(?:{_NOT_NAME})\b)[A-ZÀ-ÖØ-Þ][\w-]*(?:['’][A-Z][\w-]*)?"
 _NAME = rf"(?:{_CAP}(?:\s+{_CAP}){{0,2}}|[{_CJK}]{{1,6}})"
-_SRC = rf"(?<![\w'’])(?P<src>I|{_NAME})"
+_NAMES = rf"(?P<dst>{_NAME}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){_NAME})+)"  # "Sam and Mia", "Sam, Mia and Leo"
+# "We" and "our" speak for the user's household: "our cat Luna" is the user's cat.
+_HOUSEHOLD = {"We": "I", "we": "I", "Our": "my", "our": "my"}
+_SRC = rf"(?<![\w'’])(?P<src>I|[Ww]e|{_NAME})"
 _DST_BE = rf"(?<![\w'’])(?P<dst>I|{_NAME})(?:\s+(?:is|am)|['’]m)\s+"
-_POSS = rf"(?P<src>[Mm]y|{_NAME}(?=['’]s\b))(?:['’]s)?"
-_ADV = r"(?:(?:also|still|now|currently|really|absolutely|just|truly|do|totally|quite|kind of)\s+)*"
+_POSS = rf"(?P<src>[Mm]y|[Oo]ur|{_NAME}(?=['’]s\b))(?:['’]s)?"
+_BE = r"(?:\s+(?:is|am|are)|['’](?:m|re))\s+"
+_ADV = r"(?:(?:also|still|now|currently|really|absolutely|just|truly|do|totally|quite|kind of|actually)\s+)*"
 _REST = r"(?P<dst>[^.;!?\n]+)"
 _ZH = r"[^\s，,。.！!？?；;：:、“”\"'（）()]{1,8}?"
 _ZH_REST = r"(?P<dst>[^\s，,。.！!？?；;：:、]+)"
 _ZH_END = r"(?=$|[\s，,。.！!？?；;：:、])"
-_ZH_OWNERS = (r"(?<!自)(?P<src>我)(?!们)的?", rf"(?P<src>{_ZH})的")  # 的 may be left out after 我 only
-_ZH_NOT = r"(?<![不没])"  # "灿灿不是…", "我不住在…": negated, no fact
+_ZH_I = r"(?<!自)(?P<src>我)(?!们)"
+_ZH_OWNER = rf"{_ZH_I}的?"  # 的 may be left out after 我 only
+_ZH_OWNERS = (_ZH_OWNER, rf"(?P<src>{_ZH})的")
+# "灿灿不是…", "我不住在…" are negated, "我以前住在…" is past: no fact.
+_ZH_NOT = r"(?<![不没])(?<!以前)(?<!曾经)(?<!原来)(?<!之前)(?<!过去)"
+_ZH_NUMBER = r"(?:一|两|二|三|四|五|几)?(?:个|位|只|条|匹)?"
+_SCHOOL = r"\s+(?:the\s+)?(?:[\w-]+\s+){0,3}(?:School|Elementary|Academy|College|University|Institute|Kindergarten)\b"
+_ZH_JOB = r"(?:当|做|担任)(?:一名|一个)?[^\s，,。！？；、]{0,4}?(?:师|员|士|医生|会计|经理|记者|编辑|工人|主管|总监|销售|司机|老板)"
 
 
 @dataclass(frozen=True)
 class _Rule:
     pattern: re.Pattern[str]
-    relation: str | None  # None: the matched "rel" word, through _RELATIONS
-    target: str = "name"  # "name": the captured name; "one" / "many": items clipped from free text
+    relation: str | None  # None: the matched "rel" word, through _RELATIONS; "{rel}" is filled with it
+    # "name": the captured name; "names": a list of names; "called": each name after 叫;
+    # "one" / "many": items clipped from free text
+    target: str = "name"
 
     def triples(self, match: re.Match[str], speaker: str) -> list[Triple]:
-        relation = self.relation or _RELATIONS.get(_fold(match["rel"]), match["rel"])
+        rel = match.groupdict().get("rel") or ""
+        relation = self.relation.format(rel=rel) if self.relation else _RELATIONS.get(_fold(rel), rel)
         if self.target == "name":
             targets = [_name(match["dst"])]
+        elif self.target == "names":
+            targets = _EN_SPLIT.split(match["dst"])
+        elif self.target == "called":
+            targets = [_name(name) for name in _ZH_CALLED.findall(match["dst"])]
         else:
             targets = _items(match["dst"], many=self.target == "many")
-        found = (_triple(_name(match["src"]), relation, target, speaker) for target in targets)
+        source = _HOUSEHOLD.get(match["src"], match["src"])
+        found = (_triple(_name(source), relation, target, speaker) for target in targets)
         return [t for t in found if t]
 
 
 def _rule(pattern: str, relation: str | None = None, target: str = "name") -> _Rule:
     return _Rule(re.compile(pattern), relation, target)
 
+
+_ZH_CALLED = re.compile(rf"(?:叫做|名叫|叫)([^\s，,。.！!？?；;：:、]{{1,6}})")
 
 _RULES = [
     # "Emma is Alice's daughter", "Emma is my daughter", "I'm Tom's brother"
@@ -177,16 +197,37 @@ _RULES = [
     # "Tom has a dog named Rex", "I have a sister called Mia"
     _rule(rf"{_SRC}\s+(?:also\s+)?(?:has|have)\s+(?:a|an|one)\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})\s*,?\s+"
           rf"(?:named|called)\s+(?P<dst>{_NAME})\b"),
-    _rule(rf"{_SRC}\s+{_ADV}(?P<rel>works?\s+(?:at|for))\s+{_REST}", None, "one"),
+    # "I have two kids, Sam and Mia"
+    _rule(rf"{_SRC}\s+(?:also\s+)?(?:has|have)\s+(?:two|three|four|five|\d+)\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})"
+          rf"(?:s|ren)?\s*(?:,|:|\s+(?:named|called))\s*{_NAMES}\b", None, "names"),
+    # "I work at Acme", "I work as a nurse at the city hospital", "I work in Bellevue"
+    _rule(rf"{_SRC}\s+{_ADV}works?\s+(?:as\s+[^,.;!?]+?\s+)?(?P<rel>at|for|in)\s+{_REST}", "works {rel}", "one"),
+    _rule(rf"{_SRC}\s+{_ADV}works?\s+as\s+{_REST}", "works as", "one"),
     _rule(rf"{_SRC}\s+{_ADV}lives?\s+in\s+{_REST}", "lives in", "one"),
+    _rule(rf"{_SRC}\s+{_ADV}(?P<rel>grew\s+up\s+in|moved\s+to|relocated\s+to)\s+{_REST}", None, "one"),
     _rule(rf"{_SRC}(?:(?:\s+(?:is|am)|['’]m)\s+(?:originally\s+)?from|\s+comes?\s+from)\s+{_REST}", "is from",
           "one"),
     _rule(rf"{_SRC}\s+(?:was|were)\s+born\s+in\s+{_REST}", "born in", "one"),
-    _rule(rf"{_SRC}(?:\s+(?:is|am)|['’]m)\s+married\s+to\s+(?P<dst>{_NAME})\b", "is married to"),
+    _rule(rf"{_SRC}{_BE}(?:also\s+|very\s+|severely\s+|really\s+)?allergic\s+to\s+{_REST}", "is allergic to",
+          "many"),
+    # A named school: "Lily attends Oakwood Elementary", "I study at MIT" (not "attends Mass")
+    _rule(rf"{_SRC}\s+{_ADV}(?:stud(?:y|ies)\s+at|attends?(?={_SCHOOL}))\s+(?:the\s+)?"
+          rf"(?P<dst>{_CAP}(?:\s+(?:of\s+)?{_CAP}){{0,3}})\b", "studies at"),
+    _rule(rf"{_SRC}(?:(?:\s+(?:is|am)|['’]m)\s+married\s+to|\s+(?:got\s+)?married(?:\s+to)?)\s+(?P<dst>{_NAME})\b",
+          "is married to"),
+    _rule(rf"(?<![\w'’])(?P<dst>{_NAME})\s+and\s+(?P<src>I)\s+(?:got|are|were)\s+married\b", "is married to"),
     # Only the speaker's own likes: "People love music" is not a personal fact, and a lower-case
     # subject cannot be told from a name.
     _rule(rf"(?<![\w'’])(?P<src>I)\s+{_ADV}(?P<rel>like|love|hate|prefer|enjoy|adore|dislike|"
           rf"don['’]t like|do not like|can['’]t stand)\s+{_REST}", None, "many"),
+    _rule(rf"(?<![\w'’])(?P<src>I){_BE}(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "likes", "many"),
+    _rule(rf"(?<![\w'’])(?P<src>I){_BE}not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "dislikes", "many"),
+    # "My favorite food is ramen", "my hobbies are climbing and baking"
+    _rule(rf"(?<![\w'’])(?P<src>[Mm]y)\s+(?:favou?rite\s+[\w-]+(?:\s+[\w-]+)?|hobby|hobbies)\s+(?:is|are|include)\s+"
+          rf"{_REST}", "likes", "many"),
+    # "I play the guitar", not "I play with my kids"
+    _rule(rf"(?<![\w'’])(?P<src>I|[Ww]e)\s+{_ADV}play\s+(?!(?:with|at|in|on|for|around|outside|it)\b)"
+          rf"(?:the\s+)?{_REST}", "plays", "one"),
     # 灿灿是小朱的女儿, 帅帅是我的弟弟
     _rule(rf"(?P<dst>{_ZH}){_ZH_NOT}是(?P<src>[^\s，,。！？；、的]{{1,8}})的(?P<rel>{_ZH_ROLE}){_ZH_END}"),
     # 我的女儿叫灿灿, 我女儿叫灿灿, 小朱的儿子名叫帅帅
@@ -196,38 +237,56 @@ _RULES = [
     # short name: no measure word or adverb first, no job suffix last.
     *(_rule(rf"{owner}(?P<rel>{_ZH_ROLE})是(?P<dst>(?![一个很在我这那独最])[^\s，,。.！!？?；;：:、]{{1,4}}?)"
             rf"(?<![师生员家长工手者士人]){_ZH_END}") for owner in _ZH_OWNERS),
-    # 灿灿还有一个弟弟，叫帅帅; 我有一只猫叫咪咪
-    _rule(rf"(?P<src>{_ZH})(?:还|也)?有(?:一|两|二|三|四|五|几)?(?:个|位|只|条|匹)?(?P<rel>{_ZH_ROLE})"
-          rf"[，,]?\s*(?:名字)?(?:叫做|名叫|叫)(?P<dst>{_ZH}){_ZH_END}"),
-    # 小朱在北京工作 ("现在在…" is time, not place: 在 after 现/正/存/实/所/自 is not the preposition)
-    _rule(rf"(?P<src>{_ZH})(?<![不没现正存实所自])在(?P<dst>[^\s，,。！？；、]{{1,16}}?)"
-          r"(?P<rel>工作|上班|上学|读书|念书)", None, "one"),
+    # 我妹妹小雨在上海工作, 我的同事王芳来自湖南: the name ends where a verb or preposition begins
+    *(_rule(rf"{owner}(?P<rel>{_ZH_ROLE})(?P<dst>(?![在是叫也很今去从和跟说都就还已刚每最不没一这那的])[{_CJK}]{{2,3}}?)"
+            rf"(?=在|是|住|来自|喜欢|爱|很|也|今年|和|跟|说|每|最|特别|做|当|已经|刚|去|从|[，,。！？；]|$)")
+      for owner in _ZH_OWNERS),
+    # 我和小李是大学同学
+    _rule(rf"{_ZH_I}(?:和|跟|与)(?P<dst>{_ZH})是[^\s，,。]{{0,4}}?(?P<rel>同学|同事|好朋友|朋友|邻居|室友){_ZH_END}"),
+    # 灿灿还有一个弟弟，叫帅帅; 我有一只猫叫咪咪; 我养了两只猫，一只叫球球，一只叫毛毛
+    _rule(rf"(?P<src>{_ZH})(?:还|也)?(?:有|养了|养着|养){_ZH_NUMBER}(?P<rel>{_ZH_ROLE})"
+          r"(?P<dst>(?:[^。！？!?]*?(?:叫做|名叫|叫)[^\s，,。.！!？?；;：:、]+)+)", None, "called"),
+    # 小朱在北京工作, 我在上海当护士, 我在复旦大学读研究生, 我在成都长大 ("现在在…" is time, not
+    # place: 在 after 现/正/存/实/所/自 is not the preposition)
+    *(_rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?<![现正存实所自])在(?P<dst>[^\s，,。！？；、]{{1,16}}?)(?:{verbs})", relation, "one")
+      for verbs, relation in ((rf"工作|上班|{_ZH_JOB}", "工作于"),
+                              ("上学|读书|念书|读(?:研究生|研|博士|硕士|本科|大学|高中|初中)", "就读于"),
+                              ("长大", "长大于"))),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}住在{_ZH_REST}", "住在", "one"),
+    _rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?:搬到|搬去|搬家到)了?{_ZH_REST}", "搬到", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}来自{_ZH_REST}", "来自", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}出生(?:在|于){_ZH_REST}", "出生于", "one"),
+    _rule(rf"(?P<src>{_ZH})对(?P<dst>[^\s，,。！？；、]{{1,10}}?)过敏", "过敏", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?P<rel>嫁给了|娶了)(?P<dst>{_ZH}){_ZH_END}"),
     _rule(rf"(?P<src>{_ZH})[和与跟](?P<dst>{_ZH})结婚了{_ZH_END}", "结婚"),
     # 我喜欢X, 我讨厌X, 我不喜欢X (爱人 is a spouse, not a verb)
-    _rule(rf"(?<!自)(?P<src>我)(?!们)(?:很|非常|特别|最|也|还|挺|真的|真|超|好|一直|比较|蛮|十分|都)*"
+    _rule(rf"{_ZH_I}(?:很|非常|特别|最|也|还|挺|真的|真|超|好|一直|比较|蛮|十分|都|就|从小)*"
           rf"(?P<rel>不太喜欢|不喜欢|讨厌|更喜欢|偏爱|热爱|喜欢|爱(?!人)){_ZH_REST}", None, "many"),
+    # 我最喜欢的运动是羽毛球, 我的爱好是钓鱼
+    _rule(rf"{_ZH_I}的?(?:最喜欢的[^\s，,。是]{{1,6}}|爱好|兴趣爱好)是{_ZH_REST}", "喜欢", "many"),
 ]
 
 _EN_STOP = re.compile(r"[.;:!?()\"]|\s(?:because|but|since|when|while|although|though|so|if|unless|which|"
-                      r"who|whom|whose|than|over|rather|until|as)\b|\swith\s+(?:my|his|her|our|their|your)\b",
-                      re.IGNORECASE)
+                      r"who|whom|whose|than|over|rather|until|as|especially|particularly)\b"
+                      r"|\swith\s+(?:my|his|her|our|their|your)\b", re.IGNORECASE)
 # A single-valued target ends at the first comma, conjunction or preposition after it.
-_EN_STOP_ONE = re.compile(r",|\s(?:and|or|in|at|on|for|with|from|during|after|before|by|since|as)\b",
+_EN_STOP_ONE = re.compile(r",|\s(?:and|or|in|at|on|for|with|from|during|after|before|by|since|as|last|next|"
+                          r"recently|yesterday|today|ago)\b",
                           re.IGNORECASE)
 _EN_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|as well as)\s+", re.IGNORECASE)
-_EN_FILLER = re.compile(r"(?:\s+(?:very much|so much|a lot|too|as well|now|anymore|a bit))+$", re.IGNORECASE)
+_EN_FILLER = re.compile(r"(?:\s+(?:very much|so much|a lot|too|as well|now|anymore|a bit|at all|here|there|"
+                        r"these days))+$", re.IGNORECASE)
 _ZH_STOP = re.compile(r"[\s，,。.！!？?；;：:（(“”\"]|因为|但是|但|所以|而且|不过|可是|然后|因此|如果|虽然|尤其")
 _ZH_SPLIT = re.compile(r"、|以及|(?<=\S\S)和(?=[^的\s]\S)")  # 苹果和香蕉 splits, 和平 / 温和的 do not
 _ZH_MODAL = re.compile(r"(?:啊|呀|哦|呢|吧|啦|嘛|哈)+$")
 _ZH_PARTICLES = re.compile(r"(?:的|了|啊|呀|哦|呢|吧|啦|嘛|哈)+$")  # after a verb's object 的/了 end the clause
-_ZH_MEASURE = re.compile(r"^(?:一|这|那)(?:家|个|所|间|座|只|条|位)")
+# 一家银行 is a bank, 周末去爬山 is hiking
+_ZH_ITEM_LEAD = re.compile(r"^(?:(?:一|这|那)(?:家|个|所|间|座|只|条|位)|(?:周末|平时|每天|晚上|早上|经常|常常)?去(?=\S))")
 _ZH_LEAD = re.compile(r"^(?:我记得|记得|听说|据说|其实|原来|对了|还有|另外|而且|然后|所以|因为|但是|不过|现在|目前|如今|"
                       r"以前|去年|今年|后来|最近|当然)+")
-_ZH_TRAIL = re.compile(r"(?:现在|目前|一直|正在|正|还|也|都|已经|曾经|如今)+$")
+_ZH_TRAIL = re.compile(r"(?:现在|目前|一直|正在|正|还|也|都|已经|曾经|如今|从小|后来)+$")
+# "我哥哥大伟" names 大伟; "我妹妹" alone names nobody
+_ZH_RELATIVE = re.compile(rf"^(?:我家?的?|[^的\s]{{1,6}}的)(?:{_ZH_ROLE})")
 
 
 def _fold(word: str) -> str:
@@ -235,13 +294,17 @@ def _fold(word: str) -> str:
 
 
 def _name(name: str) -> str:
-    """A Chinese name without the lead-in, adverb or particle the regex took along ("我记得灿灿" -> 灿灿)."""
+    """A Chinese name without the lead-in, adverb or particle the regex took along ("我记得灿灿" -> 灿灿),
+    or the relative it names ("我哥哥大伟" -> 大伟)."""
     if not _HAS_CJK.search(name):
         return name
     bare = _ZH_LEAD.sub("", _ZH_MODAL.sub("", name))
     trimmed = _ZH_TRAIL.sub("", bare)
     bare = trimmed if len(trimmed) >= 2 or trimmed == "我" else bare  # 王正 is a name, 我现在 is not
-    return "" if "的" in bare or len(bare) > 6 else bare  # "小朱的女儿" describes someone, it names nobody
+    if relative := _ZH_RELATIVE.match(bare):
+        bare = bare[relative.end():]
+    # "小朱的女儿" describes someone and "老婆" alone is a role: neither names anybody
+    return "" if "的" in bare or len(bare) > 6 or bare in _ZH_ROLES else bare
 
 
 def _items(text: str, many: bool) -> list[str]:
@@ -254,10 +317,70 @@ def _items(text: str, many: bool) -> list[str]:
     items = (_ZH_SPLIT if cjk else _EN_SPLIT).split(text)
     cleaned = []
     for item in items if many else items[:1]:
-        item = _ZH_MEASURE.sub("", _ZH_PARTICLES.sub("", item.strip())) if cjk else _EN_FILLER.sub("", item.strip())
+        item = _ZH_ITEM_LEAD.sub("", _ZH_PARTICLES.sub("", item.strip())) if cjk else _EN_FILLER.sub("", item.strip())
         if item and not item.startswith("的") and (len(item) <= 12 if cjk else len(item.split()) <= 8):
             cleaned.append(item)
     return cleaned
+
+
+# --- clauses: "I love my job but I hate Mondays" is two facts ---------------------------------
+# A sentence splits at "but"/"但是" and the like, and at "and"/"，" where a new predicate begins
+# (a subject and a verb the rules know, or such a verb alone); a list ("apples and long walks",
+# "一只叫球球，一只叫毛毛") is not split.
+_EN_VERB = (r"(?:(?:also|still|now|then|later|really|just|absolutely|totally)\s+)*"
+            r"(?:loves?|likes?|hates?|enjoys?|prefers?|adores?|dislikes?|works?|lives?|plays?|stud(?:y|ies)|"
+            r"attends?|has|have|am|is|was|got|moved|grew|married|can['’]t\s+stand|(?:don['’]t|do\s+not)\s+like)\b")
+_EN_SUBJECT = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|{_CAP}(?:\s+{_CAP}){{0,2}})"
+_ZH_CONNECTIVE = r"(?:后来|然后|现在|目前|所以|如今)?"
+_ZH_VERB = (r"(?:很|也|还|又|都|更|最|非常|特别|一直|比较)*"
+            r"(?:不太喜欢|不喜欢|喜欢|讨厌|更喜欢|热爱|爱(?!人)|住在|搬到|搬去|来自|在|对|出生)")
+_CLAUSE_BREAK = re.compile(
+    rf"\s*;\s*|\s*,?\s+(?:but|yet|whereas|although|though)\s+|\s*,\s*(?={_EN_SUBJECT}\s+{_EN_VERB})"
+    rf"|\s*,?\s+and\s+(?=(?:{_EN_SUBJECT}\s+)?{_EN_VERB})"
+    rf"|[；;]|[，,]?(?:但是|可是|不过|而且|并且|但)|[，,](?={_ZH_CONNECTIVE}(?:我(?!们)|他|她|{_ZH_VERB}))")
+_NO_SUBJECT = re.compile(rf"^(?:{_EN_VERB}|{_ZH_CONNECTIVE}{_ZH_VERB})")
+_PRONOUN = re.compile(r"^(?:(?:[Hh]e|[Ss]he)(?![\w'’])|[他她](?!们))")
+_FIRST_PERSON_START = re.compile(r"^(?:I(?![\w'’])|我(?!们))")
+_BARE_SUBJECT = re.compile(_EN_SUBJECT)
+
+
+def _clauses(sentence: str) -> list[str]:
+    clauses, start = [], 0
+    for cut in _CLAUSE_BREAK.finditer(sentence):
+        if not _BARE_SUBJECT.fullmatch(sentence[start:cut.start()].strip()):  # "Tom and I got married": one subject
+            clauses.append(sentence[start:cut.start()].strip())
+            start = cut.end()
+    return [*clauses, sentence[start:].strip()]
+
+
+def _clause_text(clause: str, subject: str | None, person: str | None, speaker: str) -> str:
+    """The clause with its subject spelled out: a left-out subject is the previous clause's
+    ("but hate Mondays" -> "I hate Mondays"), and he/she is the one person the previous clause named."""
+    if person and _PRONOUN.match(clause):
+        return _PRONOUN.sub(person, clause, count=1)
+    if subject and _NO_SUBJECT.match(clause):
+        cjk = bool(_HAS_CJK.search(clause))
+        spelled = ("我" if cjk else "I") if subject == speaker else subject
+        return spelled + clause if cjk else f"{spelled} {clause}"
+    return clause
+
+
+def _sentence_triples(sentence: str, speaker: str) -> list[Triple]:
+    found: list[Triple] = []
+    subject = person = None
+    for clause in _clauses(sentence):
+        clause = _clause_text(clause, subject, person, speaker)
+        triples = [t for rule in _RULES for match in rule.pattern.finditer(clause)
+                   for t in rule.triples(match, speaker)]
+        facts = [t for t in triples if t.relationship not in _ROLE_RELATIONS]
+        people = {t.target for t in triples if t.relationship in _ROLE_RELATIONS}
+        if facts:
+            subject = facts[-1].source
+        elif _FIRST_PERSON_START.match(clause):
+            subject = speaker
+        person = people.pop() if len(people) == 1 else None
+        found.extend(triples)
+    return found
 
 
 def _pattern_triples(text: str, speaker: str) -> list[Triple]:
@@ -265,9 +388,7 @@ def _pattern_triples(text: str, speaker: str) -> list[Triple]:
     for sentence in split_sentences(text):
         if sentence.endswith(("?", "？")):
             continue  # a question asks the graph, it does not add to it
-        for rule in _RULES:
-            for match in rule.pattern.finditer(sentence):
-                found.extend(rule.triples(match, speaker))
+        found.extend(_sentence_triples(sentence, speaker))
     return dedupe_triples(found)
 
 
