@@ -5,9 +5,11 @@ Target (the server issue): 0 errors, p50/p95 latency printed; a Streamlit page l
 the load stays under 2 s.
 
 Setup: the first --papers QASPER dev papers with questions (../shared/eval/qasper-dev) are
-ingested into a temporary store (about 5 s a paper) under model_id "bench", and a
-forest.server.ThreadServer serves that MemoryForest from a background thread, as the workbench
-embeds it. The clients run in a separate process (spawned: one asyncio loop, one
+ingested into a temporary store (about 10 s a paper) under model_id "bench"; then this process
+lets go of the store and `streamlit run app.py` opens it (an embedded store serves one process),
+with its agent endpoint (forest.server.ThreadServer, started on the first script run) on a free
+loopback port: the clients call the very endpoint the workbench embeds, in the process that also
+renders its pages. The clients run in a separate process (spawned: one asyncio loop, one
 mcp.client.ClientSession per client), so their CPU time is not charged to the server's GIL;
 both share the machine's cores, as they would on one box. Each client loops: retrieve_memory
 with a random question of those papers, then explore_memory_node on a SUMMARY_NODE of that
@@ -18,17 +20,15 @@ Latency is per call, from call_tool to its result; connecting the sessions is no
 Beside them, --storm-clients sessions call process_memory in a loop (a personal-memory write
 storm); their calls are a row of their own and their errors count in the verdict.
 
-Page load: `streamlit run app.py` with FOREST_DATA_DIR set to the same store (and
-FOREST_SERVER_PORT=0, so the workbench does not start a second endpoint). Headless Chromium
+Page load: headless Chromium
 driven by selenium (Debian packages chromium and chromium-driver, PyPI package selenium) is
 timed from navigation until the script's output is in the page: the "Memory Forest" title and
 the archives table (or the "No archives yet" note), i.e. a full script run in a new browser
 session. Idle, before the clients start: a cold load (first script run in the Streamlit process,
 new browser), then one with the browser cache and one with it cleared. Under load, each time
 --page-at calls have completed: one with the cache cleared, then one cached; the verdict takes
-the worst of each kind. Without selenium or Chromium the script says so and times
-Streamlit's /_stcore/health plus the HTML shell instead: a weaker measure that does not run the
-script.
+the worst of each kind. Chromium is required: the endpoint starts on the first script run, which
+needs a browser session.
 
 Run: `python bench/bench_server_load.py [--clients 50] [--calls 2000] [--papers 5]`
 (a few minutes on 2 cores; --data-dir DIR keeps the store and reuses the papers already in it).
@@ -237,11 +237,12 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
 class Workbench:
     """`streamlit run app.py` on a free loopback port, reading the same store."""
 
-    def __init__(self, data_dir: Path, log_dir: Path) -> None:
+    def __init__(self, data_dir: Path, log_dir: Path, server_port: int) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.endpoint = f"http://127.0.0.1:{server_port}"   # its agent endpoint, once a script has run
         self.log_path = log_dir / "streamlit.log"
-        env = {**os.environ, "FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": "0"}
+        env = {**os.environ, "FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": str(server_port)}
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - open as long as the process, closed in stop()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
@@ -249,18 +250,19 @@ class Workbench:
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_healthy(self, seconds: float = 60.0) -> float:
+    def wait_healthy(self, url: str, seconds: float = 60.0) -> float:
+        """Seconds until `url` answers 200 (Streamlit's /_stcore/health, the endpoint's /health)."""
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             if self.process.poll() is not None:
                 raise RuntimeError(f"streamlit exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as reply:
+                with urllib.request.urlopen(url, timeout=2) as reply:
                     if reply.status == 200:
                         return time.perf_counter() - start
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"streamlit not healthy after {seconds:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"{url} not healthy after {seconds:.0f} s:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 20) -> str:
         self.log.flush()
@@ -318,40 +320,28 @@ class BrowserTimer:
         self.driver.quit()
 
 
-class ShellTimer:
-    """The weaker fallback: /_stcore/health and the HTML shell; the script does not run."""
-
-    label = "WEAKER FALLBACK (no browser): GET /_stcore/health + GET / (HTML shell only, script not run)"
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-
-    def load(self, url: str, clear_cache: bool) -> tuple[float, str]:
-        start = time.perf_counter()
-        for path in ("/_stcore/health", "/"):
-            with urllib.request.urlopen(url + path, timeout=self.timeout) as reply:
-                reply.read()
-        return time.perf_counter() - start, ""
-
-    def close(self) -> None:
-        pass
-
-
 def browser_binary() -> str | None:
     return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
 
-def make_timer(profile_dir: Path, timeout: float) -> tuple[BrowserTimer | ShellTimer, str | None]:
+def missing_browser() -> str | None:
+    """Why headless Chromium cannot run here, or None."""
     try:
         import selenium  # noqa: F401
     except ImportError:
-        return ShellTimer(timeout), "selenium is not installed (pip install selenium)"
+        return "selenium is not installed (pip install selenium)"
     if not browser_binary() or not shutil.which("chromedriver"):
-        return ShellTimer(timeout), "Chromium or chromedriver not found (apt-get install chromium chromium-driver)"
-    try:
-        return BrowserTimer(profile_dir, timeout), None
-    except Exception as exc:  # noqa: BLE001
-        return ShellTimer(timeout), f"headless Chromium did not start: {type(exc).__name__}: {exc}"
+        return "Chromium or chromedriver not found (apt-get install chromium chromium-driver)"
+    return None
+
+
+def warm_up(endpoint: str, question: str) -> None:
+    """One retrieve over REST before the clock starts: the workbench loads its models on first use."""
+    body = json.dumps({"model_id": MODEL_ID, "query": question}).encode()
+    request = urllib.request.Request(f"{endpoint}/tools/retrieve_memory", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        reply.read()
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -376,15 +366,17 @@ def main() -> int:
     # every session's creation and end, 100 lines per run of 50 clients, into this table.
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
 
-    from forest.server import ThreadServer
     from forest.service import MemoryForest
 
     papers, questions = pick_papers(args.data, args.papers)
     if not papers:
         parser.error(f"no QASPER papers with questions under {args.data}")
+    why_not = missing_browser()
+    if why_not:
+        parser.error(f"{why_not}: the workbench's endpoint starts on a page's first script run")
     work = Path(tempfile.mkdtemp(prefix="bench-server-load-"))
     data_dir = args.data_dir or work / "store"
-    forest = server = workbench = timer = load_process = None
+    forest = workbench = timer = load_process = None
     failed = False
     try:
         forest = MemoryForest(data_dir=data_dir)
@@ -401,16 +393,13 @@ def main() -> int:
         print(f"forest: {len(papers)} papers ({', '.join(papers)}) under model_id {MODEL_ID!r}: "
               f"{sum(a.leaves for a in archives)} leaves, {sum(a.nodes for a in archives)} nodes; "
               f"ingested in {time.perf_counter() - started:.1f} s; {len(questions)} questions")
-        forest.retrieve(MODEL_ID, questions[0])
+        forest.close()   # the workbench owns the store from here
+        forest = None
 
-        server = ThreadServer(forest, host="127.0.0.1", port=free_port()).start()
-        workbench = Workbench(Path(data_dir), work)
-        print(f"server: {server.url}/mcp (ThreadServer in this process); "
-              f"workbench: {workbench.url} (streamlit, pid {workbench.process.pid})")
-        print(f"workbench healthy after {workbench.wait_healthy():.1f} s")
-        timer, why_not = make_timer(work / "chromium-profile", timeout=60.0)
-        if why_not:
-            print(f"NOTE: {why_not}; falling back to the weaker page-load measurement")
+        workbench = Workbench(Path(data_dir), work, server_port=free_port())
+        print(f"workbench: {workbench.url} (streamlit, pid {workbench.process.pid}); "
+              f"healthy after {workbench.wait_healthy(f'{workbench.url}/_stcore/health'):.1f} s")
+        timer = BrowserTimer(work / "chromium-profile", timeout=60.0)
         page_loads: list[tuple[str, str, float | None, str]] = []   # (when, cache, seconds, note)
 
         def time_page(when: str, cache: str, progress: Any = None) -> None:
@@ -423,20 +412,20 @@ def main() -> int:
                 note += f"; calls {before} -> {progress.value} done meanwhile"
             page_loads.append((when, cache, seconds, note.strip("; ")))
 
-        browser = isinstance(timer, BrowserTimer)
-        if browser:
-            time_page("idle", "cold: first script run, new browser")
-            time_page("idle", "cached")
-            time_page("idle", "cache cleared")
-        else:
-            time_page("idle", "health + HTML shell")
+        time_page("idle", "cold: first script run, new browser")   # also starts the endpoint
+        started = workbench.wait_healthy(f"{workbench.endpoint}/health")
+        warm_up(workbench.endpoint, questions[0])
+        print(f"agent endpoint: {workbench.endpoint}/mcp (embedded in the workbench's process), "
+              f"answering {started:.1f} s after the first page load")
+        time_page("idle", "cached")
+        time_page("idle", "cache cleared")
 
         spawn = multiprocessing.get_context("spawn")
         done = spawn.Value("i", 0)
         results = spawn.Queue()
         load_process = spawn.Process(
             target=run_load, name="bench-clients",
-            args=(server.url, questions, args.clients, args.calls, args.top_k, args.call_timeout,
+            args=(workbench.endpoint, questions, args.clients, args.calls, args.top_k, args.call_timeout,
                   args.max_seconds, args.seed, done, results, args.storm_clients))
         load_process.start()
         outcome = None
@@ -445,11 +434,8 @@ def main() -> int:
         while outcome is None and time.monotonic() < deadline:
             if marks and done.value >= marks[0]:
                 when = f"under load, at call {marks.pop(0)}"
-                if browser:
-                    time_page(when, "cache cleared", done)
-                    time_page(when, "cached", done)
-                else:
-                    time_page(when, "health + HTML shell", done)
+                time_page(when, "cache cleared", done)
+                time_page(when, "cached", done)
             try:
                 outcome = results.get(timeout=0.05)
             except queue.Empty:
@@ -460,7 +446,7 @@ def main() -> int:
         for mark in marks:
             page_loads.append((f"under load, at call {mark}", "-", None, "not taken: the load ended first"))
 
-        failed = report(args, outcome, page_loads, timer.label, server)
+        failed = report(args, outcome, page_loads, timer.label)
     finally:
         if load_process is not None:
             load_process.join(timeout=30)
@@ -473,18 +459,13 @@ def main() -> int:
                     part.close() if part is timer else part.stop()
                 except Exception as exc:  # noqa: BLE001
                     print(f"warning: stopping {type(part).__name__}: {exc}", file=sys.stderr)
-        if server is not None:
-            server.stop()
-            if server.thread.is_alive():
-                print("warning: the ThreadServer thread did not stop within 10 s", file=sys.stderr)
         if forest is not None:
             forest.close()
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
 
-def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, page_label: str,
-           server: Any) -> bool:
+def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, page_label: str) -> bool:
     if "fatal" in outcome:
         print(f"LOAD FAILED: {outcome['fatal']}")
         return True
@@ -516,9 +497,6 @@ def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, 
         print("errors (distinct messages, most frequent first):")
         for message, n in errors.most_common(10):
             print(f"  {n:>5} x {message}")
-    server_failures = [c for c in server.calls.latest() if not c.get("ok")]
-    if server_failures:
-        print(f"server call log: {len(server_failures)} of the latest {len(server.calls.latest())} calls not ok")
 
     print(f"\npage load of the workbench, {page_label}:")
     for when, cache, seconds, note in page_loads:
@@ -527,7 +505,6 @@ def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, 
     calls_ok = total_errors == 0 and not outcome["hung"] and len(calls) >= args.calls
     verdicts = [f"errors {total_errors} -> {'PASS' if calls_ok else 'FAIL'}"]
     page_ok = True
-    weaker = "" if page_label.startswith("headless") else ", weaker measurement"
     kinds = dict.fromkeys(c for when, c, _, _ in page_loads if when.startswith("under load") and c != "-")
     for cache in kinds or ("no page load",):
         loads = [s for when, c, s, _ in page_loads if when.startswith("under load") and c == cache]
@@ -535,7 +512,7 @@ def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, 
         ok = bool(loads) and None not in loads and worst < TARGET_PAGE_SECONDS
         page_ok = page_ok and ok
         shown = f"{worst:.2f} s" if worst is not None and None not in loads else "not measured or failed"
-        verdicts.append(f"page load under load ({cache}{weaker}) {shown} vs {TARGET_PAGE_SECONDS:.0f} s "
+        verdicts.append(f"page load under load ({cache}) {shown} vs {TARGET_PAGE_SECONDS:.0f} s "
                         f"-> {'PASS' if ok else 'FAIL'}")
     print("\nverdict: " + "\n         ".join(verdicts))
     return not (calls_ok and page_ok)
