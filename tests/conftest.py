@@ -81,6 +81,14 @@ def make_forest(tmp_path, embedder):
 
 
 @pytest.fixture
+def personal(make_forest):
+    """The personal memory service of a fresh forest; its write worker stopped afterwards."""
+    forest = make_forest()
+    yield forest.personal
+    forest.personal.stop()
+
+
+@pytest.fixture
 def forest(make_forest) -> MemoryForest:
     return make_forest(chunk_size=300, chunk_overlap=0)
 

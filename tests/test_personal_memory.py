@@ -13,13 +13,6 @@ import pytest
 from conftest import forest_env
 
 
-@pytest.fixture
-def personal(make_forest):
-    forest = make_forest()
-    yield forest.personal
-    forest.personal.stop()
-
-
 def test_process_memory_answers_at_once_and_remembers_in_the_background(personal):
     first = personal.process_memory("zhu", "灿灿是小朱的女儿")
     assert first["status"] == "success" and first["metadata"]["has_memory"] is False

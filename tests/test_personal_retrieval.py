@@ -14,13 +14,6 @@ DISTRACTORS = ["Tom's brother Max works at Initech as a tester.", "My wife works
                "Tom likes old jazz records.", "I work from home on Fridays.", "Globex makes cheap umbrellas."]
 
 
-@pytest.fixture
-def personal(make_forest):
-    forest = make_forest()
-    yield forest.personal
-    forest.personal.stop()
-
-
 def _texts(reply):
     return [r["memory"] for r in reply["payload"]["results"]]
 
