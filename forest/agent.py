@@ -28,7 +28,7 @@ from forest.errors import InvalidInput
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import agent_loop_prompt
 from forest.records import MemoryNode, ScoredNode
-from forest.text import content_terms, s_stem, split_sentences, tokenize, truncate
+from forest.text import content_terms, s_stem, split_sentences, term_coverage, tokenize, truncate
 
 log = logging.getLogger("forest.agent")
 
@@ -305,11 +305,6 @@ def matching_terms(text: str) -> set[str]:
     return {s_stem(t) for t in content_terms(text)}
 
 
-def sentence_coverage(terms: set[str], sentence: str) -> float:
-    """The share of the (matching_terms) terms the sentence holds."""
-    return len(terms & matching_terms(sentence)) / len(terms) if terms else 0.0
-
-
 def answering_span(terms: set[str], text: str) -> int | None:
     """The fewest consecutive words of one sentence of the text that hold every term (term
     proximity: the tighter, the likelier the sentence states what the question asks), or None."""
@@ -348,7 +343,7 @@ def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, 
     if not evidence:
         return "The memory holds nothing relevant to this question.", []
     terms = matching_terms(question)
-    candidates = [(sentence_coverage(terms, sentence), -rank, -position, sentence, item)
+    candidates = [(term_coverage(terms, sentence, matching_terms), -rank, -position, sentence, item)
                   for rank, item in enumerate(evidence[:MAX_ANSWER_SENTENCES])
                   for position, sentence in enumerate(split_sentences(item.node.content))]
     candidates.sort(key=lambda c: c[:3], reverse=True)

@@ -6,6 +6,7 @@ lower-cased word tokens.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -88,8 +89,10 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
-def term_coverage(query_terms: set[str], text: str) -> float:
-    """Share of the query's content words that occur in the text."""
+def term_coverage(query_terms: set[str], text: str,
+                  terms_of: Callable[[str], Iterable[str]] = content_terms) -> float:
+    """Share of the query's terms that occur in the text (its terms by `terms_of`: content words,
+    or another normalization the query's terms were made with)."""
     if not query_terms:
         return 0.0
-    return len(query_terms & set(content_terms(text))) / len(query_terms)
+    return len(query_terms & set(terms_of(text))) / len(query_terms)

@@ -180,9 +180,10 @@ def test_a_contradicting_memory_supersedes_the_old_one(personal):
 
 
 
-def test_a_write_without_a_single_valued_fact_reads_no_similar_memory(personal, monkeypatch):
-    # A chat says much about one subject; re-reading each similar memory made a write's cost grow
-    # with the conversation (44 ms a turn by turn 400 of a LoCoMo conversation).
+def test_a_write_extracts_only_its_own_facts_and_reads_no_similar_memory_without_a_fact(personal, monkeypatch):
+    # A chat says much about one subject; re-extracting each similar memory made a write's cost
+    # grow with the conversation (44 ms a turn by turn 400 of a LoCoMo conversation; with Claude,
+    # a request per similar memory). Old memories' facts are the stored ones.
     said = [f"I went hiking with my dog on day {n} and we saw the lake" for n in range(12)]
     for text in said:
         personal.memory_tool("add", "hiker", text=text)
@@ -194,9 +195,12 @@ def test_a_write_without_a_single_valued_fact_reads_no_similar_memory(personal, 
     # a negation still finds the statement it takes back, and a single-valued fact its old value
     personal.memory_tool("add", "hiker", text="I did not go hiking with my dog on day 3 and we saw the lake")
     personal.memory_tool("add", "hiker", text="I live in Oslo")
+    extracted.clear()
     assert personal.memory_tool("add", "hiker", text="I live in Bergen")["payload"]["results"][0]["event"] == "UPDATE"
+    assert extracted == ["I live in Bergen"]
     live = {m.memory for m in personal.store.memories("hiker")}
     assert "I went hiking with my dog on day 3 and we saw the lake" not in live and "I live in Oslo" not in live
+
 
 def test_disabled_memory_writes_nothing(make_forest):
     forest = make_forest(memory_enabled=False)

@@ -272,6 +272,19 @@ class PersonalStore:
             (user_id, *entity_keys, *entity_keys))
         return {r[0]: r[1] for r in rows}
 
+    def facts_of(self, user_id: str, memory_ids: list[int]) -> dict[int, list[tuple[str, str, str]]]:
+        """Memory id -> the live facts it states, as (source_key, relationship, target_key)."""
+        if not memory_ids:
+            return {}
+        rows = self.db.query(
+            f"SELECT s.memory_id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
+            f"JOIN personal_triples t ON t.id = s.triple_id WHERE t.user_id = ? "
+            f"AND s.memory_id IN ({','.join('?' * len(memory_ids))}) ORDER BY t.id", (user_id, *memory_ids))
+        facts: dict[int, list[tuple[str, str, str]]] = {}
+        for memory_id, *fact in rows:
+            facts.setdefault(memory_id, []).append(tuple(fact))
+        return facts
+
     def triples(self, user_id: str) -> list[tuple[str, str, str]]:
         rows = self.db.query("SELECT source, relationship, target FROM personal_triples WHERE user_id = ? "
                              "ORDER BY id", (user_id,))

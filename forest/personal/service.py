@@ -55,7 +55,7 @@ MAX_BATCH = 100
 MAX_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 2.0
 # A memory is read in its conversation: the input said just before it (same user and scope, at
-# most this long before; a common session timeout) is embedded and indexed with it.
+# most this long before; a common session timeout) is indexed with it for BM25.
 CONVERSATION_GAP_SECONDS = 30 * 60
 WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one item at a time
 # A claim outlives the slowest batch (Claude: up to 3 x 60 s an item); after it another worker may retry.
@@ -414,21 +414,21 @@ class PersonalMemory:
         new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
                      if t.relationship in SINGLE_VALUED}
         # Without a single-valued fact only a negation can contradict, and only a close one: the
-        # memories below that are not read (a chat holds hundreds on the same subject).
+        # memories below that are not read (a chat holds hundreds on the same subject). The old
+        # memories' facts are the stored ones (never extracted again: with Claude, a request each).
         floor = SAME_SUBJECT if new_facts else SAME_NEGATED
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
         records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= floor)])
+        stated = self.store.facts_of(user_id, list(records)) if new_facts else {}
         negated = bool(_NEGATION.search(text))
         for i in np.argsort(-similarity, kind="stable"):
             record = records.get(ids[i])
             if record is None:
                 break
-            if new_facts:
-                facts = [(entity_key(t.source), t.relationship, entity_key(t.target))
-                         for t in self.extractor.extract(record.memory, speaker=user_id)]
-                conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
-                if conflicts:
-                    return record, None if len(conflicts) == len(set(facts)) else conflicts
+            facts = stated.get(record.id, [])
+            conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
+            if conflicts:
+                return record, None if len(conflicts) == len(set(facts)) else conflicts
             if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_NEGATED:
                 return record, None
         return None, None
@@ -564,7 +564,7 @@ class _Plan:
     triples: list[Triple] | None = None
     old: PersonalMemoryRecord | None = None
     conflicts: list[tuple[str, str, str]] | None = None
-    context: str | None = None   # what was said just before it: embedded and indexed with the text
+    context: str | None = None   # what was said just before it: indexed with the text for BM25
 
 
 # Words that name the same relation: a question says "wife", a triple says "is married to".
