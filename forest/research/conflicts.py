@@ -376,16 +376,24 @@ def side_by_side(a: Statement, b: Statement) -> dict[str, Any]:
     conditions only one side states, the measures both report, the conflicting sentences when the
     rules find a disagreement, and a verdict written as a sentence naming both sources."""
     x, y = _parse(a), _parse(b)
-    only_a = [c.text for c in x.conditions if not any(_same_condition(c, d) for d in y.conditions)]
-    only_b = [c.text for c in y.conditions if not any(_same_condition(c, d) for d in x.conditions)]
+    only_a = [c.text for c in x.conditions if not _states(y, c)]
+    only_b = [c.text for c in y.conditions if not _states(x, c)]
     found = _strongest(x, y, SENTENCE_OVERLAP)
     shared = _shared_metrics(x, y)
     return {"a": _side(x), "b": _side(y), "conditions_only_in_a": only_a, "conditions_only_in_b": only_b,
-            "boundary_conditions": [f"{_label(a)}: {c}" for c in only_a] + [f"{_label(b)}: {c}" for c in only_b],
+            "boundary_conditions": [f"{source_label(a)}: {c}" for c in only_a] + [f"{source_label(b)}: {c}" for c in only_b],
             "shared_metrics": shared,
             "conflict": {"kind": found.kind, "a_sentence": found.x.claim.sentence,
                          "b_sentence": found.y.claim.sentence, "detail": found.detail} if found else None,
             "verdict": _verdict(a, b, found, only_a, only_b, shared), "reviewed_by": OFFLINE_REVIEW}
+
+
+def _states(p: _Parsed, condition: _Condition) -> bool:
+    """Whether the statement states this condition too, or names the dataset anywhere."""
+    if any(_same_condition(condition, d) for d in p.conditions):
+        return True
+    return condition.category == "dataset" and any(
+        _same_name(condition.norm, re.sub(r"[^a-z0-9\u4e00-\u9fff]", "", n)) for n in p.names)
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -755,12 +763,12 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]],
         return f"share of {noun_word}", frozenset([noun_word]), change, end, end + share.end(), True
     noun = re.match(r"[\s-]*(?P<words>(?:[A-Za-z][\w/-]*\s*){1,3})", masked[end:end + 60])
     if noun:
-        words = _counted(noun.group("words"))
+        words, length = _counted(noun.group("words"))
         if words:
             head = words[-1]
             if unit == "x" and head in _SPEED_WORDS:
                 head = "speedup"
-            return head, frozenset(words), change, end, end + noun.end(), False
+            return head, frozenset(words), change, end, end + noun.start("words") + length, False
     prefix = sentence[max(0, start - 50):start]
     valued = re.search(r"(?P<words>(?:[A-Za-z][\w-]*\s+){0,1}[A-Za-z][\w-]*)\s*(?:of|=|:|is|was|were|are|to|at)?"
                        r"\s*(?:about|around|approximately|only|just|over)?\s*$", prefix)
@@ -784,15 +792,17 @@ _LINK_WORDS = frozenset(["of", "is", "was", "were", "are", "to", "at", "by", "fr
                          "yields", "yielding", "gives", "giving", "takes", "uses", "use", "using", "which"])
 
 
-def _counted(text: str) -> list[str]:
-    """The noun phrase a number counts: "question/answer pairs" -> [question, answer, pair]."""
-    words = []
-    for raw in re.findall(r"[A-Za-z][\w-]*(?:/[A-Za-z][\w-]*)*", text):
-        lower = raw.lower()
+def _counted(text: str) -> tuple[list[str], int]:
+    """The noun phrase a number counts: "question/answer pairs and" -> [question, answer, pair] and
+    the length of its text."""
+    words, length = [], 0
+    for match in re.finditer(r"[A-Za-z][\w-]*(?:/[A-Za-z][\w-]*)*", text):
+        lower = match.group(0).lower()
         if lower in _LINK_WORDS or lower in _STOP_COUNTED or lower in _UNITS or words and lower.endswith(("ed", "ing")):
             break      # "2,300 sentences annotated by ...": the noun ends before its participle
         words.extend(s_stem(part) for part in re.split(r"[/-]", lower) if len(part) > 1)
-    return words
+        length = match.end()
+    return words, length
 
 
 _STOP_COUNTED = frozenset(["the", "a", "an", "this", "that", "these", "those", "we", "it", "they", "which", "when",
@@ -1123,12 +1133,12 @@ def _verdict(a: Statement, b: Statement, found: _Match | None, only_a: list[str]
     if found:
         verdict = found.detail
     elif differing:
-        verdict = (f"{_label(a)[:1].upper()}{_label(a)[1:]} and {_label(b)} give different values for "
+        verdict = (f"{source_label(a)[:1].upper()}{source_label(a)[1:]} and {source_label(b)} give different values for "
                    f"{_join(differing, 'and')}, but not for the same experiment (dataset, subject or setting), "
                    "so the offline rules do not count that as a contradiction.")
     else:
-        verdict = f"The offline rules find no contradiction between {_label(a)} and {_label(b)}."
-    stated = [f"only {_label(s)} states {_join([_lower_first(c) for c in conds], 'and')}"
+        verdict = f"The offline rules find no contradiction between {source_label(a)} and {source_label(b)}."
+    stated = [f"only {source_label(s)} states {_join([_lower_first(c) for c in conds], 'and')}"
               for s, conds in ((a, only_a), (b, only_b)) if conds]
     if stated:
         verdict += f" The settings differ ({'; '.join(stated)}), which may explain {'it' if found else 'any gap'}."
@@ -1137,8 +1147,8 @@ def _verdict(a: Statement, b: Statement, found: _Match | None, only_a: list[str]
 
 def _says(lead: str, x: _Sentence, y: _Sentence, a: Statement, b: Statement) -> str:
     """'<lead> <A> says “…”, but <B> says “…”.'"""
-    first = _label(a)
-    return f"{lead} {first[:1].upper()}{first[1:]} says {_quote(x.claim.sentence)}, but {_label(b)} says " \
+    first = source_label(a)
+    return f"{lead} {first[:1].upper()}{first[1:]} says {_quote(x.claim.sentence)}, but {source_label(b)} says " \
            f"{_quote(y.claim.sentence)}."
 
 
@@ -1168,7 +1178,8 @@ def _statement_dict(statement: Statement) -> dict[str, Any]:
             "excerpt": truncate(statement.text, 300)}
 
 
-def _label(statement: Statement) -> str:
+def source_label(statement: Statement) -> str:
+    """"Ask the Right Questions (p. 7, §5.5 Results)": the source and where in it."""
     return f"{statement.source} ({statement.citation})" if statement.citation else statement.source
 
 
