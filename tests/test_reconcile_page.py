@@ -7,8 +7,8 @@ from test_workbench import button, open_app, workbench  # noqa: F401  (the fixtu
 
 # Real text: SearchQA's size and BiDAF's standing, from "Ask the Right Questions" (arXiv 1705.07830),
 # against a second paper's notes that misstate both.
-AQA = ("SearchQA is a dataset built starting from a set of Jeopardy! clues. SearchQA contains over 140k "
-       "question/answer pairs and 6.9M snippets.\n\n"
+AQA = ("## 5.1 Question Answering Data\n\nSearchQA is a dataset built starting from a set of Jeopardy! clues. SearchQA contains over 140k "
+       "question/answer pairs and 6.9M snippets.\n\n## 5.5 Results\n\n"
        "Overall, SearchQA appears to be harder than other recent QA tasks such as SQuAD. BiDAF's performance drops "
        "by 40 F1 points on SearchQA compared to SQuAD. However, BiDAF is still competitive on SeachQA, improving "
        "over the Attention Sum Reader network by 13.7 F1 points.")
@@ -56,7 +56,7 @@ def test_two_passages_found_by_search_are_reconciled_with_a_verdict_naming_the_p
     assert not app.exception and verdict_shown(app)
     conclusion = next(m.value for m in app.markdown if m.value.startswith("They give different numbers"))
     assert conclusion.startswith("They give different numbers for question/answer pairs: over 140k against 40k.")
-    assert "Ask the Right Questions says “SearchQA contains over 140k" in conclusion
+    assert "Ask the Right Questions (§5.1 Question Answering Data) says “SearchQA contains over 140k" in conclusion
     assert "A Survey of QA Benchmarks says “SearchQA contains only 40k" in conclusion
     assert "archive" not in conclusion and "none" not in conclusion
     # the sentences that disagree are quoted under each paper, not the passage's first line
@@ -108,7 +108,9 @@ def test_finding_conflicts_again_clears_the_verdict_of_the_last_question(two_pap
     next(t for t in app.text_input if t.label == "Question").set_value("Is BiDAF competitive on SearchQA?")
     app = button(app, "Find conflicts").click().run()
     table = app.dataframe[0].value
-    assert set(table["first"]) | set(table["second"]) <= {"Ask the Right Questions", "A Survey of QA Benchmarks"}
+    named = set(table["first"]) | set(table["second"])
+    assert named <= {"Ask the Right Questions (§5.1 Question Answering Data)", "Ask the Right Questions (§5.5 Results)",
+                     "A Survey of QA Benchmarks"} and "A Survey of QA Benchmarks" in named
     app = button(app, "Reconcile this pair").click().run()
     assert verdict_shown(app)
     next(t for t in app.text_input if t.label == "Question").set_value("How large is SearchQA?")
