@@ -238,3 +238,42 @@ def test_side_by_side_of_a_real_conflict_says_so_and_finds_no_condition_gap():
     assert result["verdict"] == ("They contradict each other. Archive 1 says “小样本场景下特征融合提高了准确率。”, "
                                  "but archive 2 says “小样本场景下特征融合并未提高准确率。”.")   # no empty parts
     assert result["conditions_only_in_a"] == result["conditions_only_in_b"] == result["boundary_conditions"] == []
+
+
+# --- measures, negation scope and rankings on real paper text (arXiv 1705.07830) ----------------
+AQA_DATA = "SearchQA contains over 140k question/answer pairs and 6.9M snippets."
+AQA_RESULTS = ("BiDAF's performance drops by 40 F1 points on SearchQA compared to SQuAD. However, BiDAF is still "
+               "competitive on SeachQA, improving over the Attention Sum Reader network by 13.7 F1 points.")
+
+
+@pytest.mark.parametrize("finding, passage, kind", [
+    ("SearchQA contains only 40k question/answer pairs.", AQA_DATA, "numbers"),             # 40k vs over 140k
+    ("SearchQA has 6.9 billion snippets.", AQA_DATA, "numbers"),                             # M vs billion
+    ("BiDAF is not competitive on SearchQA: it is worse than the Attention Sum Reader network by 13.7 F1 points.",
+     AQA_RESULTS, "negation"),                                                               # not / still competitive
+    ("The Attention Sum Reader network outperforms BiDAF on SearchQA.", AQA_RESULTS, "direction"),   # reversed
+])
+def test_the_issues_disagreements_are_found(finding, passage, kind):
+    [conflict] = pair(finding, passage)
+    assert conflict.kind == kind
+
+
+@pytest.mark.parametrize("finding, passage", [
+    ("SearchQA has more than 140,000 question-answer pairs and about 6.9 million snippets.", AQA_DATA),
+    ("BiDAF is still competitive on SearchQA, beating the Attention Sum Reader by 13.7 F1 points.", AQA_RESULTS),
+    ("BiDAF outperforms the Attention Sum Reader network on SearchQA.", AQA_RESULTS),
+    ("SearchQA contains 6.9M snippets.", "SQuAD contains over 100k question/answer pairs."),   # other measure
+])
+def test_restatements_and_unrelated_numbers_are_not_conflicts(finding, passage):
+    assert pair(finding, passage) == []
+
+
+def test_numbers_are_compared_on_their_own_dataset_and_subject():
+    passage = ("Compared with the strong baseline LSTM-CRF, ALCrowd shows its advantage with +1.08 F1 improvements "
+               "on DL-PS, +1.24 on EC-MT, and +2.38 on EC-UQ, respectively.")
+    assert pair("ALCrowd improves over LSTM-CRF by 2.38 F1 on EC-UQ.", passage) == []
+    [conflict] = pair("ALCrowd improves over LSTM-CRF by 2.38 F1 on DL-PS.", passage)
+    assert conflict.kind == "numbers" and "2.38 against +1.08" in conflict.detail
+    gaps = "BiDAF alone has a gap of 3.4 F1. After training the CNN, AQA-Full has a slightly larger gap of 3.9 F1."
+    assert pair("AQA-Full has a gap of 3.9 F1.", gaps) == []
+    assert pair("BiDAF alone has a gap of 3.9 F1.", gaps)[0].kind == "numbers"

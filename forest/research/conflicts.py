@@ -303,7 +303,6 @@ class _Comparison:
     greater: frozenset[str]    # words of the side ranked higher on the scale
     lesser: frozenset[str]
     scale: str                 # "quality", "quantity" or "speed"
-    text: str
 
 
 @dataclass
@@ -541,8 +540,6 @@ def _find_comparisons(sentence: str) -> tuple[list[_Comparison], list[tuple[int,
         rest = sentence[m.end():]
         end = _OBJECT_END.search(rest, 1)
         other = rest[:end.start()] if end else rest
-        if m.group("adj") and not m.group(0).lower().endswith("than"):
-            continue
         if not other.strip():
             compared = _COMPARED_WITH.search(sentence)
             other = compared.group("other") if compared else ""
@@ -550,7 +547,7 @@ def _find_comparisons(sentence: str) -> tuple[list[_Comparison], list[tuple[int,
         if not left or not right:
             continue
         greater, lesser = (left, right) if sign > 0 else (right, left)
-        found.append(_Comparison(greater, lesser, scale, m.group(0)))
+        found.append(_Comparison(greater, lesser, scale))
     # "when compared with CRF, CRF-VT performs worse": a bare comparative against the compared-with side
     bare = re.search(_L + r"(?:perform(?:s|ed)?|works?|worked|did|does|is|are|was|were)\s+(?:\w+\s+)?"
                      r"(?P<adj>better|worse)" + _R + r"(?!\s+than)", sentence, re.IGNORECASE)
@@ -562,7 +559,7 @@ def _find_comparisons(sentence: str) -> tuple[list[_Comparison], list[tuple[int,
         if left and right:
             sign = 1 if bare.group("adj").lower() == "better" else -1
             greater, lesser = (left, right) if sign > 0 else (right, left)
-            found.append(_Comparison(greater, lesser, "quality", bare.group(0)))
+            found.append(_Comparison(greater, lesser, "quality"))
             spans.append(bare.span())
     return found, spans
 
@@ -1030,7 +1027,7 @@ def _numbers(x: _Parsed, y: _Parsed, sentence_overlap: float) -> _Match | None:
                 if not theirs or any(_values_agree(mine, other) for _, other in theirs):
                     continue
                 sq = theirs[0][0]
-                values = _join(list(dict.fromkeys(o.written for _, o in theirs if o.measure.text)), "or")
+                values = _join(list(dict.fromkeys(o.written for _, o in theirs)), "or")
                 lead = f"They give different numbers for {mine.measure.metric}: {mine.written} against {values}."
                 if not first:
                     lead = f"They give different numbers for {mine.measure.metric}: {values} against {mine.written}."
