@@ -4,11 +4,12 @@ read the verdict as a person sees it. RECONCILE_SCREENSHOT=path also keeps a scr
 import os
 import shutil
 
-from selenium.webdriver.common.by import By
+import pytest
 
 from test_browser import chromium, pytestmark, streamlit_app, wait  # noqa: F401  (the skip when no browser)
 from test_reconcile_page import AQA, SURVEY
 
+By = pytest.importorskip("selenium.webdriver.common.by").By
 TITLE = "Ask the Right Questions: Active Question Reformulation with Reinforcement Learning"
 
 
