@@ -4,7 +4,8 @@ it (the Forest page's component lays both out and folds them in the browser).
 Every node carries what a reader needs at a glance: a summary node its title, a leaf its page and
 first words; a tooltip with the summary; its kind, colour and parent. Levels below the first two
 start folded, except along what a query lit up (hits, their LCA, the path the agent took) and
-down to the selected node, so a 1,000-leaf tree opens as its table of contents.
+down to the selected node, so a 1,000-leaf tree opens as its table of contents. The merge replay
+draws the forest as it stood after one merge, with the query's overlay on what existed then.
 """
 from __future__ import annotations
 
@@ -176,10 +177,10 @@ def describe_overlay(nodes: list[MemoryNode], overlay: Overlay, upto_merge: int 
     that holds them, or the whole document when they are spread over it — or that it is made by a
     later merge than the one the replay shows."""
     by_id = {n.id: n for n in nodes}
-    later = [by_id[i] for i in overlay.hit_ids if upto_merge is not None and (by_id[i].merge_order or 0) > upto_merge]
+    later = sum(1 for i in overlay.hit_ids if upto_merge is not None and (by_id[i].merge_order or 0) > upto_merge)
     hits = len(overlay.hit_ids)
     parts = [f"{hits} hit{'s' if hits != 1 else ''} (red)"
-             + (f", {len(later)} of them made by later merges: lit through their parts" if later else "")]
+             + (f", {later} of them made by later merges: lit through their parts" if later else "")]
     for lca in sorted(overlay.lca_ids, key=lambda i: by_id[i].first_leaf or 0):
         node = by_id[lca]
         if upto_merge is not None and (node.merge_order or 0) > upto_merge:

@@ -5,7 +5,7 @@
 const ROW = { summary: 72, leaf: 48, caption: 48 };   // a title takes up to three lines, a passage two
 const BOX = { summary: 200, leaf: 240, caption: 240 };
 const COLUMN = 250;
-const READABLE = 0.65;   // the smallest zoom at which a passage's words can still be read
+const READABLE = 0.72;   // the smallest zoom at which a passage's words can still be read
 
 // A passage's pale fill, mixed with white rather than see-through: an edge behind a box stays hidden.
 function tint(hex, alpha) {
@@ -90,9 +90,15 @@ class ForestView {
     });
     // The summary in a tooltip of our own, shown while the pointer is on a box and gone as soon as
     // it is not: off the box, off the drawing, or dragging and zooming.
-    this.network.on("hoverNode", (event) => this.showTip(event.node, event.pointer.DOM));
-    for (const name of ["blurNode", "dragStart", "zoom", "click"]) this.network.on(name, () => this.hideTip());
+    this.holder.addEventListener("mousemove", (event) => {
+      const room = this.holder.getBoundingClientRect();
+      const at = { x: event.clientX - room.left, y: event.clientY - room.top };
+      const id = event.buttons ? undefined : this.network.getNodeAt(at);
+      if (id === undefined) this.hideTip();
+      else this.showTip(id, at);
+    });
     this.holder.addEventListener("mouseleave", () => this.hideTip());
+    for (const name of ["dragStart", "zoom"]) this.network.on(name, () => this.hideTip());
   }
 
   showTip(id, at) {
@@ -121,7 +127,7 @@ class ForestView {
         highlight: { background: passage ? tint(n.color, 0.3) : n.color, border: "#111" },
         hover: { background: passage ? tint(n.color, 0.3) : n.color, border: "#111" },
       },
-      font: { color: passage ? "#1f2a22" : "#ffffff", size: passage ? 12 : 15, align: "left" },
+      font: { color: passage ? "#1f2a22" : "#ffffff", size: passage ? 13 : 15, align: "left" },
       borderWidth: n.lit ? 4 : passage ? 2 : 1, borderWidthSelected: 5,
     };
   }

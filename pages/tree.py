@@ -85,7 +85,7 @@ def picked_in_box() -> None:
     st.session_state["tree_selected"] = st.session_state["tree_node"]
 
 
-drawing, details = st.columns([3.2, 1])
+drawing, details = st.columns([3.4, 1])
 with drawing:
     tree_component(data=vis_data(nodes, upto, overlay, st.session_state["tree_selected"]), key=f"tree-{archive.id}",
                    on_selected_change=picked_in_drawing)
