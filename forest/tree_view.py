@@ -23,7 +23,7 @@ from forest.text import truncate
 
 OPEN_LEVELS = 2        # depth 0 and 1 start unfolded: the document and its sections show their children
 LABEL_CHARS = 60       # a summary node's title in the drawing (wrapped to three lines)
-LEAF_CHARS = 72        # a leaf is labelled by its page and first words (wrapped to two lines)
+LEAF_CHARS = 60        # a leaf is labelled by its page and first words (wrapped to two lines)
 OUTLINE_CHARS = 90     # the outline has room for more of them
 KINDS = {  # kind: (colour, what the legend calls it)
     "summary": ("#4f7cac", "section or summary"),
