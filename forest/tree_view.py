@@ -137,7 +137,7 @@ def vis_data(nodes: list[MemoryNode], upto_merge: int | None = None, overlay: Ov
               else KINDS["hit"][0] if (n.parent_id, n.id) in overlay.path_edges else EDGE,
               "width": 4 if (n.parent_id, n.id) in overlay.agent_edges | overlay.path_edges else 1}
              for n in shown.values() if n.parent_id in shown]
-    options = {"physics": {"enabled": False}, "interaction": {"hover": True, "tooltipDelay": 150},
+    options = {"physics": {"enabled": False}, "interaction": {"hover": True},
                "edges": {"smooth": {"type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.5}}}
     legend = [{"kind": k, "colour": colour, "label": label} for k, (colour, label) in KINDS.items()]
     # changes whenever the overlay does (the drawing is rebuilt then, not on a selection)
