@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -27,11 +28,11 @@ from forest.embedders import Embedder
 from forest.paths import positions_from_parents
 from forest.records import LEAF, SUMMARY, document_entry, entry_title
 from forest.store import ForestStore
-from forest.extractive import TermStats
+from forest.extractive import TermStats, group_labels
 from forest.leaf_text import embed_text
 from forest.outline import HEADING_JOIN, DocumentOutline, document_lead
 from forest.summarizers import NodeBrief, Summarizer, Summary
-from forest.tree_builder import Segment, TreePlan, outline_segment, plan_tree
+from forest.tree_builder import Segment, TreePlan, outline_segment, placed_headings, plan_tree
 from forest.vectors import VectorStore
 
 log = logging.getLogger("forest.build")
@@ -216,18 +217,24 @@ class ArchiveBuilder:
                           f"{len(plan.merges)} merges, {len(kept)} summary nodes"))
 
         stats = TermStats.from_texts([u.content for u in units])
+        placed = placed_headings(top)
+        headings: dict[int, str | None] = {}
+        for item in kept:
+            title = plan.titles.get(item)
+            headings[item] = HEADING_JOIN.join(title) if isinstance(title, tuple) else title or \
+                _span_title([self._heading_of(c, units, plan, placed) for c in plan.children[item]])
+        labels = _name_groups(plan, units, [item for item in kept if headings[item] is None], stats,
+                              lambda item: self._heading_of(item, units, plan, placed))
         summaries: dict[int, Summary] = {}
         for k, item in enumerate(kept):
             segment = plan.segments.get(item)
-            title = segment.title if segment is not None else None
             lead = leads.get(id(segment)) if segment is not None else None
             children = plan.children[item]
             parts = ["\n\n".join(u.content for u in units[plan.first_unit[c]: plan.last_unit[c] + 1])
                      for c in children]
             weights = [units[plan.last_unit[c]].last_leaf - units[plan.first_unit[c]].first_leaf + 1 for c in children]
-            heading = HEADING_JOIN.join(title) if isinstance(title, tuple) else title or \
-                _span_title([self._heading_of(c, units, plan) for c in children])
-            summaries[item] = self.summarizer.summarize_node(NodeBrief(heading, parts, weights, stats, lead))
+            summaries[item] = self.summarizer.summarize_node(
+                NodeBrief(headings[item], parts, weights, stats, lead, labels.get(item)))
             progress(Progress("summarize", k + 1, len(kept), "summary nodes"))
         node_vectors = self.embedder.embed_passages(
             [embedding_text(SUMMARY, "", summaries[item].text, summaries[item].title) for item in kept],
@@ -236,9 +243,10 @@ class ArchiveBuilder:
         return Growth(units, plan, summaries, node_vectors, leaf_vectors)
 
     @staticmethod
-    def _heading_of(item: int, units: list[Root], plan: TreePlan) -> tuple[str, ...]:
+    def _heading_of(item: int, units: list[Root], plan: TreePlan, placed: Mapping[int, tuple[str, ...]]
+                    ) -> tuple[str, ...]:
         if item < len(units):
-            return units[item].headings
+            return placed.get(item, units[item].headings)
         title = plan.titles.get(item)
         return title if isinstance(title, tuple) else (title,) if title else ()   # a document: its title
 
@@ -328,6 +336,26 @@ def _span_title(headings: list[tuple[str, ...]]) -> str | None:
     if not headings or not all(headings) or headings[0] == headings[-1]:
         return None
     return f"{headings[0][-1]} – {headings[-1][-1]}"
+
+
+def _name_groups(plan: TreePlan, units: list[Root], unnamed: list[int], stats: TermStats,
+                 heading_of: Callable[[int], tuple[str, ...]]) -> dict[int, str]:
+    """Offline names for the kept nodes without a heading, siblings named together so no two share
+    a key phrase (forest.extractive.group_labels); a node with no phrase to name it by (a stretch
+    of a reference list) is called by its place: "References, part 2 of 3"."""
+    parent_of = {child: parent for parent, children in plan.children.items() for child in children}
+    siblings: dict[int | None, list[int]] = defaultdict(list)
+    for item in unnamed:
+        siblings[parent_of.get(item)].append(item)
+    names: dict[int, str] = {}
+    for parent, items in siblings.items():
+        texts = ["\n\n".join(u.content for u in units[plan.first_unit[i]: plan.last_unit[i] + 1]) for i in items]
+        row = plan.children[parent] if parent is not None else plan.roots
+        for item, label in zip(items, group_labels(texts, stats)):
+            section = heading_of(plan.children[item][0])
+            place = f"part {row.index(item) + 1} of {len(row)}"
+            names[item] = label or (f"{section[-1]}, {place}" if section else place.capitalize())
+    return names
 
 
 def _first_unit(child: int | Segment) -> int:

@@ -3,8 +3,13 @@
 A node's summary is chosen from its own sentences, not from its children's summaries (a summary
 of summaries lets one sentence climb to the top of the tree): the sentences closest to the node's
 term centroid (tf-idf against the whole document, the centroid method of MEAD), taken in turn
-from each child, biggest children first, so a section's summary covers its parts. A node without
-a heading gets a label: its most distinctive terms and two-word phrases against the document.
+from each child, biggest children first, so a section's summary covers its parts.
+
+A node without a heading (a group of passages inside a section, or of an unheaded text) is named
+by a key phrase: a run of up to three content words as the text writes it, recurring in the group
+and rare elsewhere in the document (tf-idf), chosen so that no two siblings share one. Citations
+go first (a name with its year or "et al." names no topic), and a reference list is named by no
+phrase at all: its words are authors, venues and years.
 """
 from __future__ import annotations
 
@@ -14,12 +19,46 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forest.text import STOPWORDS, cjk_ratio, content_terms, split_sentences, tokenize, truncate
+from forest.text import STOPWORDS, cjk_ratio, content_terms, s_stem, split_sentences, tokenize, truncate
 
-LABEL_TERMS = 3
+PHRASE_WORDS = 3
 # Formulas, LaTeX commands and reference placeholders make no label ("mathbf · theta").
 _REFERENCE = re.compile(r"\b(?:In )?Proceedings of\b|\bpp\.\s*\d|\barXiv:\d|\bdoi:", re.IGNORECASE)
 _NOT_WORDS = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\[a-zA-Z]+|\b(?:BIBREF|TABREF|FIGREF|EQREF)\s*\d*", re.DOTALL)
+# A citation with the one or two names before it: "Peterson et al. (1988)", "Berant & Liang (2014)",
+# "Lin [12]", "Ji and Bhatia BIBREF3". Every repetition is bounded: no backtracking on long text.
+_CITATION = re.compile(
+    r"(?:\b[A-Z][^\W\d_]{1,30}(?:\s{1,3}(?:and|&)\s{1,3}[A-Z][^\W\d_]{1,30})?\s{0,3})?"
+    r"(?:et\s{1,3}al\b\.?\s{0,3})?"
+    r"(?:\([^()]{0,80}?\b(?:1[89]|20)\d\d[a-z]?\)|\[\s{0,3}\d[\d,;\s–-]{0,30}\]|BIBREF\s{0,2}\d+)"
+    r"|\bet\s{1,3}al\b\.?")
+_URL = re.compile(r"\b(?:https?://|www\.)\S{1,300}|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
+_YEAR = re.compile(r"\b(?:1[89]|20)\d\d[a-z]?\b")
+_TOKEN = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
+# Words of bibliographies and page furniture: they name no part of a paper's content.
+BIBLIOGRAPHIC = frozenset(
+    "arxiv preprint proceedings pages pp vol volume doi isbn issn url http https www org com edu journal "
+    "conference workshop symposium annual meeting association transactions press publisher editor editors "
+    "eds ed abs corr ieee acm acl emnlp naacl coling eacl aaai ijcai icml iclr neurips nips springer elsevier "
+    "figure fig table tab section sec appendix equation eq et al ibid".split())
+# Words that carry no topic although no stopword list has them: counting words, and the verbs and
+# adverbs with which papers report ("we use two ...", "results show ..."), in all their forms.
+_GENERIC_VERBS = ("use show propose present report achieve obtain perform create make give take find see note "
+                  "apply consider describe introduce compare follow include provide require allow base conduct "
+                  "adopt denote define call evaluate improve outperform yield lead help let seem become")
+NOT_TOPICS = frozenset(
+    "one two three four five six seven eight nine ten first second third fourth fifth last next per several "
+    "various different many much new also however well respectively significantly finally thus hence "
+    "therefore already almost often usually still even rather instead made given done found shown taken "
+    "based using used uses set sets way ways case cases thing things number numbers kind kinds type types "
+    "example examples result results work works paper papers approach approaches method methods".split()
+    + [form for verb in _GENERIC_VERBS.split()
+       for form in (verb, verb + "s", verb + "es", verb + "d", verb + "ed", verb + "ing", verb[:-1] + "ing")])
+# A reference list has a year, an initial or a bibliographic word every few words (in the reference
+# sections of the evaluation PDFs a median of one in four), prose with its citations taken out next
+# to none (a median of zero): one in sixteen is the line between them.
+REFERENCE_LIST_WORDS_PER_MARK = 16
+_INITIAL = re.compile(r"\b[A-Z]\.")
 
 
 @dataclass(frozen=True)
@@ -97,20 +136,70 @@ def lead_sentences(text: str, max_chars: int) -> str:
     return joiner.join(picked) if picked else truncate(text, max_chars)
 
 
-def keyword_label(text: str, stats: TermStats) -> str:
-    """'term · two-word phrase · term': the node's most distinctive terms against the document."""
-    weights = stats.weigh(_terms_and_pairs(_NOT_WORDS.sub(" ", text)))
-    if not weights:
-        return truncate(text, 60)
-    picked: list[str] = []
-    for term in sorted(weights, key=lambda t: (-weights[t], t)):
-        words = term.split()
-        if any(w in p.split() for p in picked for w in words):
-            continue  # a phrase and its own words say the same thing twice
-        picked.append(term)
-        if len(picked) == LABEL_TERMS:
-            break
-    return " · ".join(picked)
+def group_labels(texts: Sequence[str], stats: TermStats) -> list[str | None]:
+    """Names for sibling nodes without a heading, one per text (the text under each): its best
+    key phrase that no sibling took before it, biggest text first; None where the text has no
+    phrase to name it by (a reference list, a table, a formula)."""
+    ranked = [_key_phrases(text, stats) for text in texts]
+    taken: set[frozenset[str]] = set()
+    labels: list[str | None] = [None] * len(texts)
+    for i in sorted(range(len(texts)), key=lambda i: -len(texts[i])):
+        for words, surface in ranked[i]:
+            if not any(words & other for other in taken):
+                taken.add(words)
+                labels[i] = surface[:1].upper() + surface[1:]
+                break
+    return labels
+
+
+def _key_phrases(text: str, stats: TermStats) -> list[tuple[frozenset[str], str]]:
+    """The text's key phrases, best first, each as (its stemmed words, how the text writes it):
+    runs of up to PHRASE_WORDS content words, scored by tf-idf; a phrase of two or three words
+    said twice or more (a term of the text) ranks above the rest. A phrase must hold a word the
+    text writes in lower case (all capitals or capitalized alone are names and acronyms)."""
+    if cjk_ratio(text) > 0.5:
+        return []   # no spaces to find phrase boundaries by; CJK nodes keep the summary's words
+    clean = _NOT_WORDS.sub(" . ", _URL.sub(" . ", _CITATION.sub(" . ", text))).replace("\n\n", " . ")
+    if _is_reference_list(clean):
+        return []
+    counts: Counter[tuple[str, ...]] = Counter()
+    forms: dict[tuple[str, ...], Counter[str]] = {}
+    run: list[str] = []
+    for token in [*_TOKEN.findall(clean), "."]:
+        lower = token.lower()
+        if token[0].isalpha() and len(token) > 1 and lower not in STOPWORDS and lower not in BIBLIOGRAPHIC \
+                and lower not in NOT_TOPICS:
+            run.append(token)
+            continue
+        for size in range(1, PHRASE_WORDS + 1):
+            for start in range(len(run) - size + 1):
+                phrase = run[start:start + size]
+                key = tuple(s_stem(w.lower()) for w in phrase)
+                counts[key] += 1
+                forms.setdefault(key, Counter())[" ".join(phrase)] += 1
+        run = []
+    # a phrase only ever said inside a longer one is a piece of it ("adversarial neural" of
+    # "adversarial neural network"): the C-value rule for nested terms
+    nested = {key[start:start + size] for key in counts if len(key) > 1
+              for size in range(1, len(key)) for start in range(len(key) - size + 1)
+              if counts[key[start:start + size]] == counts[key]}
+    scored = []
+    for key, count in counts.items():
+        surface = max(forms[key].items(), key=lambda item: (item[1], item[0].islower()))[0]
+        if key in nested or not any(w.islower() for w in surface.split()):
+            continue
+        lower = surface.lower().split()
+        pairs = [" ".join(lower[i:i + 2]) for i in range(len(lower) - 1)] or lower
+        idf = max(stats.idf.get(term, stats.default_idf) for term in pairs)
+        scored.append(((count > 1 and len(key) > 1, count * idf), frozenset(key), surface))
+    scored.sort(key=lambda item: (item[0], item[2]), reverse=True)
+    return [(words, surface) for _, words, surface in scored]
+
+
+def _is_reference_list(text: str) -> bool:
+    words = re.findall(r"[^\W\d_]{2,}", text)
+    marks = len(_YEAR.findall(text)) + len(_INITIAL.findall(text)) + sum(w.lower() in BIBLIOGRAPHIC for w in words)
+    return not words or marks * REFERENCE_LIST_WORDS_PER_MARK >= len(words)
 
 
 def _is_prose(sentence: str) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from forest.extractive import TermStats, central_sentences, keyword_label, lead_sentences, summary_budget
+from forest.extractive import TermStats, central_sentences, group_labels, lead_sentences, summary_budget
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import leaf_summary_prompt, node_summary_prompt
 from forest.text import cjk_ratio, content_terms, split_sentences, truncate
@@ -42,6 +42,7 @@ class NodeBrief:
     weights: list[int]           # leaves under each child
     stats: TermStats = field(repr=False)
     lead: str | None = None      # a document node: its abstract (or opening paragraph), said first
+    label: str | None = None     # no heading: the offline name, chosen among its siblings (build)
 
     @property
     def leaves(self) -> int:
@@ -74,7 +75,8 @@ class TextRankSummarizer(Summarizer):
             text = lead_sentences(brief.lead, NODE_SUMMARY_CHARS)
         else:
             text = central_sentences(brief.parts, brief.weights, brief.stats, budget)
-        title = brief.title or keyword_label("\n\n".join(brief.parts), brief.stats)
+        text_below = "\n\n".join(brief.parts)
+        title = brief.title or brief.label or group_labels([text_below], brief.stats)[0] or truncate(text_below, 60)
         return Summary(text, EXTRACTIVE_NODE_LABEL, title)
 
     def _extract(self, text: str) -> str:

@@ -146,20 +146,57 @@ class TreePlan:
 def outline_segment(paths: Sequence[Sequence[str]], units: Sequence[int], title, single_root: bool,
                     level: int = 0) -> Segment:
     """Nest `units` (in document order) by their heading paths: a run of units under the same
-    heading at `level` becomes a sub-segment; units with no heading at this level stay units."""
+    heading at `level` becomes a sub-segment; units with no heading at this level stay units.
+
+    A unit filed under a section that has already ended (a footnote or a float that the page
+    layout put after the next heading) stays where it is, inside the section it interrupts:
+    otherwise it would cut that section in two, and "2 Related Work" would be two nodes."""
     segment = Segment(title, [], single_root)
     run: list[int] = []
-    for unit in list(units) + [None]:
-        key = None if unit is None or len(paths[unit]) <= level else paths[unit][level]
-        if run and (unit is None or key != paths[run[0]][level]):
-            segment.children.append(outline_segment(paths, run, tuple(paths[run[0]][: level + 1]), True, level + 1))
-            run = []
-        if unit is not None:
-            if key is None:
-                segment.children.append(unit)
-            else:
+    ended: set[str] = set()
+    strays: set[int] = set()
+
+    def close_run() -> None:
+        heading = tuple(paths[run[0]][: level + 1])
+        inner = paths
+        if strays.intersection(run):   # inside the section a stray is one of its own passages
+            inner = list(paths)
+            for unit in strays.intersection(run):
+                inner[unit] = heading
+        segment.children.append(outline_segment(inner, run, heading, True, level + 1))
+        ended.add(heading[-1])
+
+    for unit in units:
+        key = paths[unit][level] if len(paths[unit]) > level else None
+        if run and key != paths[run[0]][level]:
+            if key in ended:        # filed under a section already closed: a stray
+                strays.add(unit)
                 run.append(unit)
+                continue
+            close_run()
+            run = []
+        if key is None:
+            segment.children.append(unit)
+        else:
+            run.append(unit)
+    if run:
+        close_run()
     return segment
+
+
+def placed_headings(segment: Segment) -> dict[int, tuple[str, ...]]:
+    """The heading path of the section the outline placed each unit in (a stray takes the path of
+    the section it interrupts); units outside every section are left out."""
+    placed: dict[int, tuple[str, ...]] = {}
+    pending = [segment]
+    while pending:
+        current = pending.pop()
+        for child in current.children:
+            if isinstance(child, Segment):
+                pending.append(child)
+            elif isinstance(current.title, tuple):
+                placed[child] = current.title
+    return placed
 
 
 def plan_tree(vectors: np.ndarray, sizes: Sequence[int], counts: Sequence[int], top: Segment, threshold: float,

@@ -2,13 +2,16 @@
 // laid out left to right (depth across, document order down) so titles read like a contents page.
 // Folding happens here, in the browser; a click on a node (in either view) goes back to Python.
 // Data: forest/tree_view.py vis_data. Runs in the page (components v2), not in an iframe.
-const ROW = { summary: 58, leaf: 30, caption: 30 };
-const COLUMN = 240;
-const BOX = 200;
+const ROW = { summary: 72, leaf: 48, caption: 48 };   // a title takes up to three lines, a passage two
+const BOX = { summary: 200, leaf: 240, caption: 240 };
+const COLUMN = 250;
+const READABLE = 0.72;   // the smallest zoom at which a passage's words can still be read
 
+// A passage's pale fill, mixed with white rather than see-through: an edge behind a box stays hidden.
 function tint(hex, alpha) {
   const n = parseInt(hex.slice(1), 16);
-  return `rgba(${n >> 16}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
+  const mix = (c) => Math.round(255 - (255 - c) * alpha);
+  return `rgb(${mix(n >> 16)}, ${mix((n >> 8) & 255)}, ${mix(n & 255)})`;
 }
 
 class ForestView {
@@ -34,14 +37,16 @@ class ForestView {
     this.root.className = "forest-view";
     this.root.innerHTML = `
       <div class="forest-bar">
-        <button type="button" data-act="fit">Fit</button>
+        <button type="button" data-act="fit" title="Zoom to what is unfolded, no smaller than a passage can be read (scroll for the rest)">Fit</button>
         <button type="button" data-act="unfold">Unfold all</button>
         <button type="button" data-act="fold">Fold to two levels</button>
         <span class="forest-legend"></span>
       </div>
-      <div class="forest-panes"><nav class="forest-outline" aria-label="Outline"></nav><div id="forest-tree"></div></div>`;
+      <div class="forest-panes"><nav class="forest-outline" aria-label="Outline"></nav>
+        <div class="forest-drawing"><div id="forest-tree"></div><div class="forest-tip" role="tooltip" hidden></div></div></div>`;
     parent.appendChild(this.root);
     this.holder = this.root.querySelector("#forest-tree");
+    this.tip = this.root.querySelector(".forest-tip");
     this.outline = this.root.querySelector(".forest-outline");
     const legend = this.root.querySelector(".forest-legend");
     for (const item of data.legend) {
@@ -53,9 +58,15 @@ class ForestView {
     }
     this.root.querySelector(".forest-bar").addEventListener("click", (event) => {
       const act = event.target.dataset && event.target.dataset.act;
-      if (act === "fit") this.network.fit();
-      if (act === "unfold") this.setOpen(new Set(this.children.keys()));
-      if (act === "fold") this.setOpen(new Set(this.initiallyOpen));
+      if (act === "fit") this.frame();
+      if (act === "unfold") {
+        this.setOpen(new Set(this.children.keys()));
+        this.frame();
+      }
+      if (act === "fold") {
+        this.setOpen(new Set(this.initiallyOpen));
+        this.frame();
+      }
     });
     for (const id of this.roots) this.outline.appendChild(this.entry(id));
 
@@ -77,19 +88,46 @@ class ForestView {
       const id = event.nodes[0];
       if (this.children.has(id)) this.toggle(id, !this.open.has(id));
     });
+    // The summary in a tooltip of our own, shown while the pointer is on a box and gone as soon as
+    // it is not: off the box, off the drawing, or dragging and zooming.
+    this.holder.addEventListener("mousemove", (event) => {
+      const room = this.holder.getBoundingClientRect();
+      const at = { x: event.clientX - room.left, y: event.clientY - room.top };
+      const id = event.buttons ? undefined : this.network.getNodeAt(at);
+      if (id === undefined) this.hideTip();
+      else this.showTip(id, at);
+    });
+    this.holder.addEventListener("mouseleave", () => this.hideTip());
+    for (const name of ["dragStart", "zoom"]) this.network.on(name, () => this.hideTip());
+  }
+
+  showTip(id, at) {
+    const n = this.byId.get(id);
+    if (!n) return;
+    this.tip.textContent = n.tip;
+    this.tip.hidden = false;
+    const room = this.holder.getBoundingClientRect();
+    const x = Math.min(at.x + 14, room.width - this.tip.offsetWidth - 4);
+    const below = at.y + 18 + this.tip.offsetHeight <= room.height;
+    this.tip.style.left = `${Math.max(4, x)}px`;
+    this.tip.style.top = `${below ? at.y + 18 : Math.max(4, at.y - 12 - this.tip.offsetHeight)}px`;
+  }
+
+  hideTip() {
+    this.tip.hidden = true;
   }
 
   style(n) {
     const passage = n.kind !== "summary";
     return {
-      id: n.id, label: n.label, title: n.title, shape: "box", margin: 6,   // a string title is shown as text
-      widthConstraint: { minimum: BOX, maximum: BOX },
+      id: n.id, label: n.label, shape: "box", margin: 6,
+      widthConstraint: { minimum: BOX[n.kind], maximum: BOX[n.kind] },
       color: {
         background: passage ? tint(n.color, 0.16) : n.color, border: n.color,
         highlight: { background: passage ? tint(n.color, 0.3) : n.color, border: "#111" },
         hover: { background: passage ? tint(n.color, 0.3) : n.color, border: "#111" },
       },
-      font: { color: passage ? "#1f2a22" : "#ffffff", size: passage ? 12 : 16, align: "left" },
+      font: { color: passage ? "#1f2a22" : "#ffffff", size: passage ? 13 : 15, align: "left" },
       borderWidth: n.lit ? 4 : passage ? 2 : 1, borderWidthSelected: 5,
     };
   }
@@ -127,21 +165,31 @@ class ForestView {
     this.edges.update(shown.filter((n) => this.edgeTo.has(n.id)).map((n) => this.edgeTo.get(n.id)));
   }
 
-  // The selected node if it is below the top level, else the top of the tree, at a readable
-  // scale (fit() would shrink a long tree to dots).
+  // The selected node if it is below the top level, else the whole of what is unfolded.
   reveal() {
     if (this.selected !== null && this.byId.get(this.selected).parent !== null) {
       this.network.focus(this.selected, { scale: Math.max(this.network.getScale(), 0.8) });
       return;
     }
-    const shown = this.nodes.get();
-    const xs = shown.map((n) => n.x), ys = shown.map((n) => n.y);
-    const width = Math.max(...xs) - Math.min(...xs) + BOX + 40;
-    const scale = Math.min(1, this.holder.clientWidth / width);
-    this.network.moveTo({
-      position: { x: (Math.max(...xs) + Math.min(...xs)) / 2, y: Math.min(...ys) - 30 + this.holder.clientHeight / (2 * scale) },
-      scale,
+    this.frame();
+  }
+
+  // What is unfolded, as large as fits but never smaller than READABLE (vis-network's fit() shrinks
+  // a 100-passage column to bars): when it does not fit, its top left corner is in view.
+  frame() {
+    const boxes = this.nodes.get().map((n) => {
+      const kind = this.byId.get(n.id).kind;
+      return { left: n.x - BOX[kind] / 2, right: n.x + BOX[kind] / 2, top: n.y - ROW[kind] / 2, bottom: n.y + ROW[kind] / 2 };
     });
+    if (!boxes.length) return;
+    const margin = 20;
+    const left = Math.min(...boxes.map((b) => b.left)) - margin, right = Math.max(...boxes.map((b) => b.right)) + margin;
+    const top = Math.min(...boxes.map((b) => b.top)) - margin, bottom = Math.max(...boxes.map((b) => b.bottom)) + margin;
+    const width = this.holder.clientWidth, height = this.holder.clientHeight;
+    const scale = Math.max(READABLE, Math.min(1, width / (right - left), height / (bottom - top)));
+    const x = (right - left) * scale <= width ? (left + right) / 2 : left + width / (2 * scale);
+    const y = (bottom - top) * scale <= height ? (top + bottom) / 2 : top + height / (2 * scale);
+    this.network.moveTo({ position: { x, y }, scale });
   }
 
   entry(id) {

@@ -4,6 +4,7 @@ query overlay, tooltips), citations that open the PDF page with the passage high
 PyMuPDF finds it, and not one request leaving the machine. Screenshots go to tests/screenshots/."""
 import base64
 import json
+import re
 import time
 from urllib.parse import urlparse
 
@@ -16,6 +17,7 @@ from test_browser import MISSING, chromium, open_page, requested_urls, streamlit
 if not MISSING:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {', '.join(MISSING)} missing")
 PAPER = ROOT / "data" / "samples" / "2001.03131.pdf"
@@ -138,9 +140,15 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     ActionChains(driver).move_to_element_with_offset(canvas, int(tooltip[0]["x"] - tooltip[1] / 2) + 20,
                                                      int(tooltip[0]["y"] - tooltip[2] / 2)).perform()
     box = wait(driver, lambda d: d.execute_script(
-        "const t = document.querySelector('div.vis-tooltip'); if (!t || getComputedStyle(t).visibility !== 'visible') "
+        "const t = document.querySelector('.forest-tip'); if (!t || t.hidden) "
         "return null; const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent]"), 10)
     assert section.summary[:40] in box[4] and 0 <= box[0] and box[2] <= 1600 and 0 <= box[1] and box[3] <= 1000
+    # the pointer leaves the drawing straight from the box (no move over the canvas first): it goes
+    ActionChains(driver).move_to_element(driver.find_element(By.CSS_SELECTOR, ".forest-legend")).perform()
+    wait(driver, lambda d: d.execute_script("return document.querySelector('.forest-tip').hidden"), 5)
+    # the Node box names what was clicked in the drawing
+    assert "2 Methodology" in driver.execute_script(
+        "return [...document.querySelectorAll('[data-testid=stSelectbox] input')].pop().value")
 
     # the outline's arrow unfolds the drawing too; a passage chosen there opens as a passage
     parent = next(n for n in nodes if n.id == deep.parent_id)
@@ -158,10 +166,65 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     query.send_keys("Which embeddings were used for the tweets?\n")
     wait(driver, lambda d: d.execute_script(
         "return window.memoryForestView && window.memoryForestView.data.nodes.some(n => n.lit)"))
+    view = ("const v = window.memoryForestView, n = window.memoryForestNetwork, at = n.getViewPosition();"
+            "return [v.nodes.length, n.getScale(), at.x, at.y]")
+    driver.find_element(By.CSS_SELECTOR, ".forest-bar button[data-act=fold]").click()
+    time.sleep(0.5)
+    folded = driver.execute_script(view)
+    driver.find_element(By.CSS_SELECTOR, ".forest-bar button[data-act=unfold]").click()
     driver.find_element(By.CSS_SELECTOR, ".forest-bar button[data-act=fit]").click()
-    time.sleep(1)
+    time.sleep(0.5)
+    unfolded = driver.execute_script(view)
+    assert unfolded[0] == len(nodes) and unfolded[1] >= 0.7      # every passage, still at a readable size
+    driver.find_element(By.CSS_SELECTOR, ".forest-bar button[data-act=fold]").click()
+    time.sleep(0.5)
+    assert driver.execute_script(view) == pytest.approx(folded, abs=1)   # folding goes back to the same view
     driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(str(SHOTS / "forest-overlay.png"))
+    requested += requested_urls(driver)
+
+
+def replay_to(driver, merge: int, last: int) -> None:
+    """Move the merge replay with the keyboard, as a person can, and wait for the page to say so."""
+    slider = driver.find_element(By.CSS_SELECTOR, "[data-testid=stSlider] input[type=range]")
+    driver.execute_script("arguments[0].focus()", slider)
+    slider.send_keys(Keys.END if merge == last else Keys.HOME)
+    for _ in range(0 if merge == last else merge):
+        slider.send_keys(Keys.ARROW_RIGHT)
+    wait(driver, lambda d: f"Merge {merge} of {last} joined" in d.find_element(By.TAG_NAME, "body").text
+         and d.execute_script("const v = window.memoryForestView; return v && v.data.key.split(':')[1]") == str(merge))
+
+
+def test_a_query_overlay_holds_while_the_merge_replay_moves(reader):
+    """Typed query, then the replay dragged back to early merges and to the end: no error on the
+    page, the drawing holds exactly the forest after that merge, and the query stays lit."""
+    driver, nodes, requested = reader
+    last = max(n.merge_order or 0 for n in nodes)
+    open_page(driver, "Forest")
+    query = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label='Query overlay']"))
+    query.send_keys("Which embeddings were used for the tweets?\n")
+    wait(driver, lambda d: d.execute_script(
+        "return window.memoryForestView && window.memoryForestView.data.nodes.some(n => n.lit)"))
+    for merge in (1, 30, last):
+        replay_to(driver, merge, last)
+        time.sleep(1)
+        page = driver.find_element(By.TAG_NAME, "body").text
+        assert not driver.find_elements(By.CSS_SELECTOR, "[data-testid=stException]")
+        assert "Traceback" not in page and "KeyError" not in page
+        data = driver.execute_script("const v = window.memoryForestView; return [v.data.nodes.map(n => [n.id, n.parent, n.lit]),"
+                                     " v.nodes.getIds(), window.memoryForestNetwork.getScale()]")
+        drawn = {i: (parent, lit) for i, parent, lit in data[0]}
+        made = {n.id for n in nodes if n.is_leaf or n.merge_order <= merge}
+        assert set(drawn) == made                                   # the forest after that merge, no more
+        roots = {n.id for n in nodes if n.id in made and n.parent_id not in made}
+        assert {i for i, (parent, _) in drawn.items() if parent is None} == roots
+        assert any(lit for _, lit in drawn.values())                 # the query is still lit
+        assert data[1] and set(data[1]) <= made and data[2] >= 0.6  # boxes on the canvas, readable
+        said = next(c.text for c in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stCaptionContainer]")
+                    if "hits (red)" in c.text)
+        later = re.search(r"only made at merge (\d+)", said)          # the ancestor, when not made yet
+        assert int(later[1]) > merge if later else "(gold)" in said
+        driver.save_screenshot(str(SHOTS / f"forest-replay-{merge}.png"))
     requested += requested_urls(driver)
 
 

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from forest.tree_builder import SEPARATOR, Segment, average_linkage, outline_segment, plan_merges, plan_tree
+from forest.tree_builder import (SEPARATOR, Segment, average_linkage, outline_segment, placed_headings, plan_merges,
+                                 plan_tree)
 
 
 def seed_reference(vectors, sizes, threshold, max_chars):
@@ -166,6 +167,27 @@ def test_outline_sections_are_merge_barriers_and_nodes():
     assert sections[("2 Method", "2.1 Data")] in method and sections[("2 Method", "2.2 Model")] in method
     # a big section gets one level of groups under its node, no more
     assert depth_of(plan, sections[("2 Method", "2.1 Data")]) == 2
+
+
+def test_a_footnote_filed_under_an_ended_section_does_not_cut_the_next_one_in_two():
+    """A page's footnote belongs to "1 Intro" but the layout puts it among "2 Related Work"'s
+    passages: it stays there, inside that section, which remains one node."""
+    paths = ([("1 Intro",)] * 3 + [("2 Related Work",)] * 3 + [("1 Intro",)] + [("2 Related Work",)] * 3
+             + [("3 Method", "3.1 Data")] * 2 + [("3 Method", "3.2 Model")] + [("3 Method", "3.1 Data")]
+             + [("3 Method", "3.2 Model")] * 2)
+    n = len(paths)
+    top = outline_segment(paths, range(n), "Paper", single_root=True)
+    assert [c.title for c in top.children] == [("1 Intro",), ("2 Related Work",), ("3 Method",)]
+    assert top.children[1].children == list(range(3, 10))                    # the footnote (6) in place
+    method = top.children[2]
+    assert [c.title for c in method.children] == [("3 Method", "3.1 Data"), ("3 Method", "3.2 Model")]
+    placed = placed_headings(top)
+    assert placed[6] == ("2 Related Work",) and placed[13] == ("3 Method", "3.2 Model") and placed[0] == ("1 Intro",)
+    vectors, sizes = random_document(np.random.default_rng(1), n, drift=1.0)
+    plan = plan_tree(vectors, sizes, [1] * n, top, 0.9, 10**9, max_children=5)
+    check_contiguous(plan, n)
+    titles = [t for t in plan.titles.values() if isinstance(t, tuple)]
+    assert sorted(titles) == sorted(set(titles)) and ("2 Related Work",) in titles
 
 
 def test_empty_and_single_inputs():

@@ -1,7 +1,9 @@
 """forest.tree_view: what the Forest page draws — labels a person can read, levels folded below the
 first two except down to what a query lit up or the selection, merge replay, overlay colours."""
-from forest.records import LEAF, SUMMARY, MemoryNode
-from forest.tree_view import KINDS, overlay_for, vis_data, vis_network_css, vis_network_js
+import pytest
+
+from forest.records import LEAF, SUMMARY, MemoryNode, MergeStep
+from forest.tree_view import KINDS, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
 
 
 def node(i, parent, path, depth, kind, first, last, merge=None, **fields) -> MemoryNode:
@@ -15,8 +17,9 @@ def node(i, parent, path, depth, kind, first, last, merge=None, **fields) -> Mem
 #   7 Training (2)
 #  1 leaf  2 leaf (3)
 NODES = [node(9, None, "9/", 0, SUMMARY, 0, 2, 3, title="A Paper"),
-         node(8, 9, "9/8/", 1, SUMMARY, 0, 1, 2, title="2 Method and a very long heading that will not fit in a box"),
-         node(7, 8, "9/8/7/", 2, SUMMARY, 0, 1, 1, title="2.1 Training"),
+         node(8, 9, "9/8/", 1, SUMMARY, 0, 1, 2,
+              title="2 Method and a very long heading that will not fit in a box, not even on three lines"),
+         node(7, 8, "9/8/7/", 2, SUMMARY, 0, 1, 1, title="2 Method › 2.1 Training"),
          node(1, 7, "9/8/7/1/", 3, LEAF, 0, 0, content="We train   the network for forty epochs with Adam."),
          node(2, 7, "9/8/7/2/", 3, LEAF, 1, 1, chunk_kind="caption", content="Figure 2: Loss."),
          node(3, 9, "9/3/", 1, LEAF, 2, 2)]
@@ -29,13 +32,15 @@ def shown(data) -> dict:
 def test_nodes_say_what_they_are_and_levels_below_two_start_folded():
     data = vis_data(NODES)
     nodes = shown(data)
-    assert nodes[9]["label"] == "A Paper" and nodes[8]["label"] == "2 Method and a very long heading that will not…"
-    assert nodes[1]["label"] == "p. 1 · We train the…"   # one line: page and first words
-    assert nodes[1]["text"] == "We train the network for forty epochs with Adam."   # the outline's longer line
+    assert nodes[9]["label"] == "A Paper"
+    assert nodes[8]["label"] == "2 Method and a very long heading that will not fit in a…"
+    assert nodes[7]["label"] == "2.1 Training"        # the last heading: its parent is drawn beside it
+    assert nodes[1]["label"] == "p. 1 · We train the network for forty epochs with Adam."   # page and first words
+    assert nodes[7]["text"] == "2 Method › 2.1 Training"   # the outline says the whole path
     assert [nodes[i]["kind"] for i in (9, 1, 2)] == ["summary", "leaf", "caption"]
     assert nodes[7]["pages"] == "pp. 1-2" and nodes[7]["leaves"] == 2 and nodes[3]["pages"] == "p. 3"
     assert {i for i, n in nodes.items() if n["open"]} == {9, 8}                    # 7 is folded: its leaves hidden
-    assert "2.1 Training" in nodes[7]["title"] and "summary 7" in nodes[7]["title"]   # the tooltip
+    assert "2 Method › 2.1 Training" in nodes[7]["tip"] and "summary 7" in nodes[7]["tip"]   # the tooltip
     assert {(e["from"], e["to"]) for e in data["edges"]} == {(9, 8), (8, 7), (7, 1), (7, 2), (9, 3)}
     assert [item["kind"] for item in data["legend"]] == list(KINDS)
 
@@ -67,7 +72,36 @@ def test_merge_replay_leaves_out_later_merges_and_their_children_become_roots():
     assert nodes[7]["parent"] is None and nodes[3]["parent"] is None and nodes[1]["parent"] == 7
 
 
-def test_vis_network_and_its_stylesheet_are_bundled_locally():
-    css = vis_network_css()
-    assert css.startswith("div.vis-tooltip{") and "position:absolute" in css and "url(" not in css
+def test_vis_network_is_bundled_locally():
     assert vis_network_js().startswith("/**") and "Network" in vis_network_js()
+
+
+@pytest.mark.parametrize("upto", [0, 1, 2, 3])
+def test_an_overlay_survives_every_step_of_the_merge_replay(upto):
+    """A query's common ancestor (the root, merge 3) and a hit that is a summary node (7, merge 1)
+    do not exist before their merge: the drawing leaves the ancestor out and lights the hit's parts."""
+    overlay = overlay_for(NODES, hit_ids=[7, 3], lca_ids=[9], agent_ids=[8, 1])
+    data = vis_data(NODES, upto_merge=upto, overlay=overlay, selected=9)
+    nodes = shown(data)
+    hits = {i for i, n in nodes.items() if n["color"] == KINDS["hit"][0]}
+    assert hits == ({3, 1, 2} if upto == 0 else {3, 7})          # before merge 1, 7 is its passages 1 and 2
+    assert (9 in nodes) == (upto >= 3) and all(n["lit"] == (n["id"] in hits | {9, 8, 1}) for n in nodes.values())
+    assert {(e["from"], e["to"]) for e in data["edges"]} <= {(9, 8), (8, 7), (7, 1), (7, 2), (9, 3)}
+    assert all(e["from"] in nodes and e["to"] in nodes for e in data["edges"])
+
+
+def test_the_overlay_caption_says_what_the_common_ancestor_means():
+    overlay = overlay_for(NODES, hit_ids=[1, 3], lca_ids=[9])
+    assert "the whole of “A Paper”" in describe_overlay(NODES, overlay) and "spread over" in describe_overlay(NODES, overlay)
+    inside = describe_overlay(NODES, overlay_for(NODES, hit_ids=[1, 2], lca_ids=[7]))
+    assert "common ancestor (gold): “2 Method › 2.1 Training”, pp. 1-2" in inside and "spread" not in inside
+    early = describe_overlay(NODES, overlay_for(NODES, hit_ids=[7, 3], lca_ids=[9]), upto_merge=0)
+    assert "1 of them made by later merges" in early and "only made at merge 3" in early
+
+
+def test_a_merge_step_is_told_in_words():
+    made = describe_merge(MergeStep(1, 0, 1, 1, 0.61, 7), 3, NODES)
+    assert made == ("Merge 1 of 3 joined 1 passage on p. 1 and the next 1 passage on p. 2 (similarity 0.61) "
+                    "and made “2 Method › 2.1 Training”.")
+    folded = describe_merge(MergeStep(2, 0, 2, 2, 0.4, None), 3, NODES)
+    assert "2 passages on pp. 1-2 and the next 1 passage on p. 3" in folded and "inside “A Paper”" in folded

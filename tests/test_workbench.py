@@ -229,15 +229,38 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     app = button(app, "Show on the page").click().run()      # a text document: its section's text
     assert not app.exception and any("cited" in h.value and "forest-section" in h.value for h in app.get("html"))
     app = app.slider[0].set_value(1).run()
-    assert "merge 1:" in app.caption[0].value and not app.exception
+    assert any("Merge 1 of" in c.value and "most alike neighbouring trees" in c.value for c in app.caption)
+    assert not app.exception
     app.text_input[0].set_value("Charlie Parker bebop")
     app = app.run()
-    assert any("hits (red); their common ancestor" in c.value and "ask it on the Ask page" in c.value
+    assert any("hits (red)" in c.value and "their common ancestor" in c.value and "ask it on the Ask page" in c.value
                for c in app.caption)
     app.session_state["agent"] = asked                      # the question asked on the Ask page
     app = app.run()
     assert app.text_input[0].value == asked.question
     assert any("the agent's path from the Ask page (purple)" in c.value for c in app.caption)
+
+
+def test_a_query_overlay_holds_at_every_step_of_the_merge_replay(workbench):
+    """The overlay's hits and common ancestor exist only from their merge on: moving the replay
+    back before them neither raises nor hides what the caption says."""
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    archive = forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    nodes = forest.tree("reader", archive.id)
+    lca = next(r.node for r in forest.retrieve("reader", "Charlie Parker bebop") if r.kind == "lca")
+    forest.close()
+    last = max(n.merge_order or 0 for n in nodes)
+    app = open_app().switch_page("pages/tree.py").run()
+    app.text_input[0].set_value("Charlie Parker bebop")
+    app = app.run()
+    for merge in sorted({0, 1, lca.merge_order - 1, lca.merge_order, last}):
+        app = app.slider[0].set_value(merge).run()
+        assert not app.exception, (merge, app.exception)
+        said = next(c.value for c in app.caption if "hits (red)" in c.value)
+        assert (f"is only made at merge {lca.merge_order}" in said) == (merge < lca.merge_order)
+        assert any(f"Merge {merge} of {last} joined" in c.value for c in app.caption) or merge == 0
 
 
 def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeypatch):
