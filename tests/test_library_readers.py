@@ -2,6 +2,7 @@
 real zotero.sqlite built from Zotero's own schema files, real .bib files parsed by bibtexparser."""
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from dataclasses import replace
@@ -563,6 +564,9 @@ def test_bibtex_export_round_trips_through_the_reader(tmp_path):
     assert back.abstract == "Line one. Line two ~ $5."
     assert back.tags == original.tags and back.path == paper
     assert short_citation(back) == short_citation(original) == "Müller et al. (2019)"
+    # what an archive stores gives the same entry back, to cite and export it later
+    stored = json.loads(json.dumps(original.metadata()))
+    assert LibraryEntry.from_metadata(stored, path=paper) == original
 
 
 def test_bibtex_export_keeps_a_citation_key_and_makes_one_otherwise():

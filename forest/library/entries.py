@@ -91,6 +91,18 @@ class LibraryEntry:
             "source_key": self.source_key,
         }
 
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any], path: Path | None = None) -> LibraryEntry:
+        """The entry again from stored metadata (to cite or export an imported archive)."""
+        return cls(
+            path=path, title=metadata.get("title", ""), source_kind=metadata.get("source_kind", "folder"),
+            source_key=metadata.get("source_key", ""),
+            creators=tuple(Creator.from_dict(c) for c in metadata.get("creators", ())),
+            year=metadata.get("year"), date=metadata.get("date", ""), doi=metadata.get("doi", ""),
+            url=metadata.get("url", ""), abstract=metadata.get("abstract", ""),
+            tags=tuple(metadata.get("tags", ())), collections=tuple(metadata.get("collections", ())),
+            citation_key=metadata.get("citation_key", ""), item_type=metadata.get("item_type", ""))
+
 
 @dataclass(frozen=True)
 class SkippedItem:
