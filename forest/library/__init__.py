@@ -1,0 +1,21 @@
+"""A researcher's library read into one kind of record, and the plan of importing it.
+
+Readers: Zotero data directories (zotero.py), BibTeX/BibLaTeX files (bibtex.py), folders (folders.py);
+read_library picks the reader. plan_import decides what an import adds, updates, skips and reports.
+"""
+from forest.library.bibtex import bibtex_of, citation_key_of, read_bibtex
+from forest.library.citation import cited_name, short_citation
+from forest.library.entries import (
+    Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, SourceKind, normalize_doi,
+)
+from forest.library.folders import read_folder
+from forest.library.plan import Duplicate, ImportPlan, KnownDocument, PlannedDocument, file_sha256, plan_import
+from forest.library.read import library_kind, read_library
+from forest.library.zotero import find_base_directory, read_zotero
+
+__all__ = [
+    "Creator", "Duplicate", "ImportPlan", "KnownDocument", "LibraryEntry", "LibraryError", "LibraryReading",
+    "PlannedDocument", "SkippedItem", "SourceKind", "bibtex_of", "citation_key_of", "cited_name",
+    "file_sha256", "find_base_directory", "library_kind", "normalize_doi", "plan_import", "read_bibtex",
+    "read_folder", "read_library", "read_zotero", "short_citation",
+]

@@ -1,0 +1,36 @@
+"""Read a library whatever it is: a Zotero data directory, a BibTeX/BibLaTeX file, or a folder."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from forest.library.bibtex import BIBTEX_SUFFIXES, read_bibtex
+from forest.library.entries import LibraryError, LibraryReading, SourceKind
+from forest.library.folders import read_folder
+from forest.library.zotero import DATABASE, read_zotero
+
+
+def library_kind(path: Path | str) -> SourceKind:
+    """"zotero" for a folder holding zotero.sqlite (or that file itself), "bibtex" for a .bib file,
+    "folder" for any other folder; a clear LibraryError for anything else."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise LibraryError(f"{path} does not exist")
+    if path.is_dir():
+        return "zotero" if (path / DATABASE).is_file() else "folder"
+    if path.name == DATABASE:
+        return "zotero"
+    if path.suffix.lower() in BIBTEX_SUFFIXES:
+        return "bibtex"
+    raise LibraryError(f"{path} is not a library: give a Zotero data directory (the folder with "
+                       f"{DATABASE}), a BibTeX or BibLaTeX file ({', '.join(BIBTEX_SUFFIXES)}), or a folder "
+                       "of PDF, Markdown and text files")
+
+
+def read_library(path: Path | str) -> LibraryReading:
+    path = Path(path).expanduser()
+    kind = library_kind(path)
+    if kind == "zotero":
+        return read_zotero(path if path.is_dir() else path.parent)
+    if kind == "bibtex":
+        return read_bibtex(path)
+    return read_folder(path)
