@@ -104,6 +104,7 @@ class AgentState:
     # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
     preamble: str = ""
     guides: list[ScoredNode] = field(default_factory=list)   # passages to read toward, best first
+    archive_ids: tuple[int, ...] | None = None   # the archives asked over; None: all of the model_id's
 
     @property
     def done(self) -> bool:
@@ -116,6 +117,7 @@ class AgentState:
 
     def to_dict(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "question": self.question, "threshold": self.threshold,
+                "archive_ids": None if self.archive_ids is None else list(self.archive_ids),
                 "done": self.done, "answer": self.answer, "answered_by": self.answered_by,
                 "guides": [g.node.id for g in self.guides],
                 "cited_nodes": [c.to_dict() for c in self.cited],
@@ -221,18 +223,20 @@ class AgentLoop:
         self.max_steps = max_steps
 
     def start(self, model_id: str, question: str, top_k: int | None = None,
-              threshold: float | None = None, preamble: str = "") -> AgentState:
+              threshold: float | None = None, preamble: str = "",
+              archive_ids: tuple[int, ...] | None = None) -> AgentState:
+        """Retrieve over the model_id's archives (`archive_ids` only, if given) and pick the guides."""
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
-        representatives = self.forest.retrieve(model_id, question, top_k)
+        representatives = self.forest.retrieve(model_id, question, top_k, archive_ids=archive_ids)
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        ranked = self.forest.context(model_id, question, top_k=top_k).leaves   # the configured budget
+        ranked = self.forest.context(model_id, question, top_k=top_k, archive_ids=archive_ids).leaves
         reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
         vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf),
                         key=lambda h: -h.relevance_score)
         # the answering sentence is a matter of words: look for it where the words are indexed too
-        words = [h for h in self.forest.search(model_id, question, top_k, "bm25")
+        words = [h for h in self.forest.search(model_id, question, top_k, "bm25", archive_ids)
                  if h.node.is_leaf and any(_holds(r.node, h.node) for r in representatives)]
-        return AgentState(model_id, question, threshold, context, preamble=preamble,
+        return AgentState(model_id, question, threshold, context, preamble=preamble, archive_ids=archive_ids,
                           guides=choose_guides(question, reachable, vector, words))
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
@@ -268,8 +272,9 @@ class AgentLoop:
         return state
 
     def run(self, model_id: str, question: str, top_k: int | None = None,
-            threshold: float | None = None, preamble: str = "") -> AgentState:
-        state = self.start(model_id, question, top_k, threshold, preamble)
+            threshold: float | None = None, preamble: str = "",
+            archive_ids: tuple[int, ...] | None = None) -> AgentState:
+        state = self.start(model_id, question, top_k, threshold, preamble, archive_ids)
         while not state.done:
             self.step(state)
         return state
