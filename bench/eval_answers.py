@@ -22,7 +22,9 @@ Differences are paired: a bootstrap 95% interval of the mean F1 difference, McNe
 Run: `python bench/eval_answers.py --papers 40 --data-dir /tmp/qa-dev --baseline f26fb79` (dev:
 papers 1-40) and `--papers 20 --skip 40 --data-dir /tmp/qa-held --baseline f26fb79` (held-out:
 papers 41-60). With --baseline the same script first runs against that ref in a temporary git
-worktree (its own store, DIR-engine-REF: the build differs between versions) and both are printed. Papers are
+worktree, on the same store, and both are printed: the two engines answer from the same trees
+(built by whichever version ingested the papers first: `--ingest-only` builds them with this
+one), so the difference is the asking (retrieval, the loop, the answer), not the build. Papers are
 those of eval_qasper (sorted ids of papers with a question whose evidence is a paragraph).
 """
 from __future__ import annotations
@@ -124,6 +126,8 @@ def measure(args: argparse.Namespace) -> dict:
         for paper in papers:
             if not forest.archives(per_paper_model_id(paper)):
                 forest.ingest_file(args.data / "papers" / f"{paper}.txt", per_paper_model_id(paper), name=paper)
+        if getattr(args, "papers_only", False):
+            return {"papers": papers, "rows": []}
         documents = {p: load_document(args.data / "papers" / f"{p}.txt") for p in papers}
         dense = FlatIndex.build(DENSE_1000, documents, EmbeddingCache(forest.embedder))
         lexical = {p: BM25([tokenize(dense.texts[i]) for i in dense.scope(p)]) for p in papers}
@@ -208,7 +212,10 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REF", help="also measure this git ref of the engine, same run")
     parser.add_argument("--rows", type=Path, help="write every question's answers and scores here (JSON)")
     parser.add_argument("--json-out", help="'-': print the measurement as JSON only (used by --baseline)")
+    parser.add_argument("--ingest-only", action="store_true", help="build the papers' store and stop")
     args = parser.parse_args()
+    if args.ingest_only:
+        args.papers_only = True
     span = f"QASPER dev papers {args.skip + 1}-{args.skip + args.papers}"
     if args.json_out == "-":
         json.dump(measure(args), sys.stdout)
@@ -218,7 +225,7 @@ def main() -> None:
         from baseline import measure_against
 
         forwarded = ["--data", str(args.data), "--papers", str(args.papers), "--skip", str(args.skip),
-                     "--data-dir", f"{args.data_dir}-engine-{args.baseline}"]
+                     "--data-dir", str(args.data_dir)]
         before = measure_against(args.baseline, Path(__file__).resolve(), forwarded)
     after = measure(args)
     if args.rows:

@@ -12,6 +12,7 @@ from forest.embedders import Embedder
 from forest.lexical import query_phrases
 from forest.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
+from forest.references import is_reference_node
 from forest.rerankers import Candidate, Reranker
 from forest.store import ForestStore
 from forest.text import content_terms, estimate_tokens, term_coverage
@@ -177,6 +178,7 @@ class Retriever:
            fixes which tree fills each place (a paper's own terms, "SearchQA", "BLEU", pick the
            paper). Inside a tree, places go to its leaves by their own cosine.
         4. Take leaves in that order while they fit in the budget.
+        Reference-list passages (forest.references) are left out.
 
         Measured on QASPER (bench/eval_qasper.py, README): across papers coverage picks the
         paper more often; inside a paper it lowers recall, and so did a section prior (the
@@ -191,7 +193,8 @@ class Retriever:
                 pool.update((n.id, n) for n in self.store.leaves_between(
                     model_id, representative.node.archive_id, *window))
         stored = self.vectors.get_vectors(model_id, list(pool))
-        leaves = [n for n in pool.values() if n.id in stored]
+        # a reference list holds every name a question uses, and answers none of them
+        leaves = [n for n in pool.values() if n.id in stored and not is_reference_node(n)]
         if not leaves:
             return result
         matrix = np.stack([stored[n.id] for n in leaves]).astype(np.float32)
