@@ -126,7 +126,7 @@ def measure(args: argparse.Namespace) -> dict:
         for paper in papers:
             if not forest.archives(per_paper_model_id(paper)):
                 forest.ingest_file(args.data / "papers" / f"{paper}.txt", per_paper_model_id(paper), name=paper)
-        if getattr(args, "papers_only", False):
+        if args.ingest_only:
             return {"papers": papers, "rows": []}
         documents = {p: load_document(args.data / "papers" / f"{p}.txt") for p in papers}
         dense = FlatIndex.build(DENSE_1000, documents, EmbeddingCache(forest.embedder))
@@ -214,9 +214,10 @@ def main() -> None:
     parser.add_argument("--json-out", help="'-': print the measurement as JSON only (used by --baseline)")
     parser.add_argument("--ingest-only", action="store_true", help="build the papers' store and stop")
     args = parser.parse_args()
-    if args.ingest_only:
-        args.papers_only = True
     span = f"QASPER dev papers {args.skip + 1}-{args.skip + args.papers}"
+    if args.ingest_only:
+        measure(args)
+        return
     if args.json_out == "-":
         json.dump(measure(args), sys.stdout)
         return

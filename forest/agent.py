@@ -2,18 +2,22 @@
 
 `start` retrieves the representative nodes; each `step` asks the policy for a decision and, on
 EXPLORE, replaces the explored node in the context by its children that clear the threshold
-(drill-down, one level). The workbench steps through it by hand (and may override a decision);
-MCP's ask_memory and the OpenAI endpoint call `run`.
+(drill-down, one level). `step` may be given the node to explore (a person's override); the
+workbench's Ask page, MCP's ask_memory and the OpenAI endpoint call `run` (MemoryForest.ask),
+over all of a model_id's archives or the ones chosen.
 
 `start` also picks the guides, the passages to read toward (choose_guides): the passage whose
 sentence holds every word of the question closest together first, then the best of the budgeted
 context's ranking and of the vector search's, taken in turn. Explored children that lead to a
-guide are kept whatever their score.
+guide are kept whatever their score; reference lists never are, and are never guides. A question
+that asks what a paper is about and names nothing in it (asks_for_overview) starts at the roots
+of the papers retrieved, and its guides are their abstracts.
 
 Policies: Claude with PROMPT_AGENTIC_REASONING_LOOP when a key is set; offline a deterministic
 policy that goes where the guides lie (it explores the summary node holding the best guide not
 read yet, a level at a time, for at most MAX_EXPLORES steps once a guide is read), then answers
-extractively from the guides it read, quoting each, labelled as such.
+extractively from the guides it read, quoting the sentences that address the question (an
+overview: the abstract's opening sentences), labelled as such.
 """
 from __future__ import annotations
 
@@ -38,7 +42,6 @@ ANSWER, EXPLORE = "ANSWER", "EXPLORE"
 OFFLINE_LABEL = "offline:deterministic-policy"
 EXTRACTIVE_NOTE = "Extractive answer (offline, no LLM): sentences quoted from the cited passages."
 MAX_ANSWER_SENTENCES = 4
-EXPLORE_ORDER = "score"
 # A sentence addresses the question when it holds at least this share of the question's words
 # that the best sentence holds (and one at least); chosen on QASPER dev papers, checked on
 # held-out ones (bench/eval_answers.py).
@@ -148,11 +151,12 @@ class Policy(ABC):
 
 
 class OfflinePolicy(Policy):
-    """Deterministic: of the summary nodes in the context that lead to a guide not read yet,
-    explore the one that scored best for the question (the section it rates highest is the one
-    it follows; ties go to the node holding the better guides); answer from what it read once
-    every guide is read, or MAX_EXPLORES steps are taken after the first guide was read, or no
-    node left leads to a guide in the steps left."""
+    """Deterministic: explore the summary node in the context whose subtree holds the best guides
+    not read yet (ties: the node's own score), and say so, naming any node in view that scored
+    higher and why it was passed over; answer from the guides read once every guide is read, or
+    MAX_EXPLORES steps are taken after the first guide was read, or no node left leads to a guide
+    in the steps left. Following the best-scoring section instead (the guides only breaking ties)
+    found less evidence and lower answer-F1 on QASPER dev papers (docs/answers.md)."""
 
     label = OFFLINE_LABEL
 
@@ -175,8 +179,8 @@ class OfflinePolicy(Policy):
             if not held:
                 continue
             # the node's own score first; then its guides, each weighing 1/rank
-            weight = sum(1 / rank for rank, _ in held)
-            key = (candidate.score, weight) if EXPLORE_ORDER == "score" else (weight, candidate.score)
+            # a guide weighs 1/rank (#1 alone outweighs #2 and #3 together); ties: the node's score
+            key = (sum(1 / rank for rank, _ in held), candidate.score)
             if best_key is None or key > best_key:
                 best, best_key, best_held = candidate, key, held
             leading += 1
@@ -184,7 +188,18 @@ class OfflinePolicy(Policy):
             return answer_from_evidence(
                 state, self.label, f"no section left to open leads to another of the {wanted} it was looking for"
                 + (f" within {_count(left, 'more step')}" if budgeted else ""))
-        return Decision(EXPLORE, self.label, node_id=best.node.id, reasoning=_why_explore(best_held, leading, state.overview))
+        why = _why_explore(best_held, leading, state.overview)
+        higher = [c for c in state.explorable if c.score > best.score]
+        if higher:   # say why the node it scored highest was passed over
+            top = max(higher, key=lambda c: c.score)
+            inside = [rank for rank, g in unread if _holds(top.node, g)]
+            why += (f'; "{top.node.name}" scored higher ({top.score:.2f}) but holds '
+                    + (f"only the {_ORDINAL.get(inside[0], f'no. {inside[0]}')} match" if inside
+                       else "none of the passages found to match the question"))
+        return Decision(EXPLORE, self.label, node_id=best.node.id, reasoning=why)
+
+
+_ORDINAL = {1: "best", 2: "second-best", 3: "third-best"}
 
 
 def _count(n: int, noun: str) -> str:
@@ -194,14 +209,13 @@ def _count(n: int, noun: str) -> str:
 def _why_explore(held: list[tuple[int, MemoryNode]], leading: int, overview: bool) -> str:
     """Why the offline policy opens a node, in words: which of the passages it looks for (the
     ones search found matching the question best, or an overview's abstracts) lie inside, and,
-    when other nodes lead to some too, that this one scored highest."""
-    ordinal = {1: "best", 2: "second-best", 3: "third-best"}
-    found = "; ".join((f"the opening of a paper asked about" if overview else
-                       f"the {ordinal.get(rank, f'no. {rank}')} match for the question")
+    when other nodes lead to some too, that none of them holds a better one."""
+    found = "; ".join(("the opening of a paper asked about" if overview else
+                       f"the {_ORDINAL.get(rank, f'no. {rank}')} match for the question")
                       + f" ({g.citation or f'node {g.id}'})" for rank, g in held)
     why = f"inside it lie{'s' if len(held) == 1 else ''} {found}, not read yet"
     if leading > 1:
-        why += f"; of the {leading} nodes leading to such passages it scored highest"
+        why += f"; none of the other {leading - 1} nodes leading to such passages holds a better match"
     return why
 
 
