@@ -40,7 +40,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
-from eval_qasper import BM25, DEFAULT_DATA, Question, load_questions, ngram_hit, per_paper_model_id, words
+from eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest import components
@@ -205,10 +205,7 @@ def compare(before: dict, after: dict, ref: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the qasper-dev folder (default: %(default)s)")
-    parser.add_argument("--papers", type=int, default=40, help="first N papers (sorted ids) with paragraph evidence")
-    parser.add_argument("--skip", type=int, default=0, help="skip this many papers first (held-out papers)")
-    parser.add_argument("--data-dir", type=Path, required=True, help="store location, kept between runs")
+    paper_arguments(parser)
     parser.add_argument("--baseline", metavar="REF", help="also measure this git ref of the engine, same run")
     parser.add_argument("--rows", type=Path, help="write every question's answers and scores here (JSON)")
     parser.add_argument("--json-out", help="'-': print the measurement as JSON only (used by --baseline)")
