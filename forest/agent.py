@@ -41,6 +41,7 @@ log = logging.getLogger("forest.agent")
 ANSWER, EXPLORE = "ANSWER", "EXPLORE"
 OFFLINE_LABEL = "offline:deterministic-policy"
 EXTRACTIVE_NOTE = "Extractive answer (offline, no LLM): sentences quoted from the cited passages."
+NOTHING_RELEVANT = "The memory holds nothing relevant to this question."
 MAX_ANSWER_SENTENCES = 4
 # A sentence addresses the question when it holds at least this share of the question's words
 # that the best sentence holds (and one at least); chosen on QASPER dev papers, checked on
@@ -178,7 +179,6 @@ class OfflinePolicy(Policy):
                     and (not budgeted or g.depth - candidate.node.depth <= left)]
             if not held:
                 continue
-            # the node's own score first; then its guides, each weighing 1/rank
             # a guide weighs 1/rank (#1 alone outweighs #2 and #3 together); ties: the node's score
             key = (sum(1 / rank for rank, _ in held), candidate.score)
             if best_key is None or key > best_key:
@@ -439,14 +439,14 @@ def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, 
     ADDRESS_SHARE as many, MAX_ANSWER_SENTENCES at most, best first, each cited; never a
     bibliography entry. And the passages quoted."""
     if not evidence:
-        return "The memory holds nothing relevant to this question.", []
+        return NOTHING_RELEVANT, []
     terms = matching_terms(question)
     candidates = [(term_coverage(terms, sentence, matching_terms), -rank, -position, sentence, item)
                   for rank, item in enumerate(evidence[:MAX_ANSWER_SENTENCES])
                   for position, sentence in enumerate(split_sentences(item.node.content))
                   if not looks_like_citations(sentence)]
     if not candidates:
-        return "The memory holds nothing relevant to this question.", []
+        return NOTHING_RELEVANT, []
     candidates.sort(key=lambda c: c[:3], reverse=True)
     best = candidates[0][0]
     quoted = [c for c in candidates if c[0] > 0 and c[0] >= ADDRESS_SHARE * best][:MAX_ANSWER_SENTENCES] \
@@ -457,7 +457,7 @@ def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, 
 def overview_answer(evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
     """The opening sentences of each abstract read (OVERVIEW_SENTENCES in all, shared out)."""
     if not evidence:
-        return "The memory holds nothing relevant to this question.", []
+        return NOTHING_RELEVANT, []
     each = max(1, OVERVIEW_SENTENCES // len(evidence))
     return _quote([(sentence, item) for item in evidence[:OVERVIEW_SENTENCES]
                    for sentence in split_sentences(item.node.content)[:each]])
