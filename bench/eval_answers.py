@@ -44,6 +44,7 @@ from eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_pa
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest import components
+from forest.agent import OfflinePolicy
 from forest.config import load_settings
 from forest.service import MemoryForest
 from forest.text import content_terms, split_sentences, tokenize
@@ -52,6 +53,15 @@ from ingest import load_document
 FLAT_PASSAGES = 3
 MARKER = re.compile(r"\s*\[node \d+[^\]]*\]")
 BOOTSTRAP = 2000
+
+
+class SectionFirst(OfflinePolicy):
+    """The ablation: of the nodes leading to a guide, open the one the question scored highest
+    (the guides only break ties), i.e. follow the best-scoring section."""
+
+    @staticmethod
+    def priority(candidate, held):
+        return candidate.score, sum(1 / rank for rank, _ in held)
 
 
 # --- QASPER's evaluator (qasper_evaluator.py, Dasigi et al. 2021) ----------------------------
@@ -121,6 +131,8 @@ def measure(args: argparse.Namespace) -> dict:
     questions = [q for q in raw if q["paper_id"] in set(papers)]
     settings = load_settings().replace(data_dir=args.data_dir)
     forest = MemoryForest(settings, embedder=CachedEmbedder(components.make_embedder(settings)))
+    if args.section_first:
+        forest.agent.policy = SectionFirst()
     rows = []
     try:
         for paper in papers:
@@ -210,6 +222,8 @@ def main() -> None:
     parser.add_argument("--rows", type=Path, help="write every question's answers and scores here (JSON)")
     parser.add_argument("--json-out", help="'-': print the measurement as JSON only (used by --baseline)")
     parser.add_argument("--ingest-only", action="store_true", help="build the papers' store and stop")
+    parser.add_argument("--section-first", action="store_true",
+                        help="ablation: the offline policy opens the best-scoring node leading to a guide first")
     args = parser.parse_args()
     span = f"QASPER dev papers {args.skip + 1}-{args.skip + args.papers}"
     if args.ingest_only:

@@ -179,8 +179,7 @@ class OfflinePolicy(Policy):
                     and (not budgeted or g.depth - candidate.node.depth <= left)]
             if not held:
                 continue
-            # a guide weighs 1/rank (#1 alone outweighs #2 and #3 together); ties: the node's score
-            key = (sum(1 / rank for rank, _ in held), candidate.score)
+            key = self.priority(candidate, held)
             if best_key is None or key > best_key:
                 best, best_key, best_held = candidate, key, held
             leading += 1
@@ -197,6 +196,12 @@ class OfflinePolicy(Policy):
                     + (f"only the {_ORDINAL.get(inside[0], f'no. {inside[0]}')} match" if inside
                        else "none of the passages found to match the question"))
         return Decision(EXPLORE, self.label, node_id=best.node.id, reasoning=why)
+
+    @staticmethod
+    def priority(candidate: ContextNode, held: list[tuple[int, MemoryNode]]) -> tuple[float, float]:
+        """Which node to open first: the one holding the better guides, each weighing 1/rank (#1
+        alone outweighs #2 and #3 together), then the one scoring higher."""
+        return sum(1 / rank for rank, _ in held), candidate.score
 
 
 _ORDINAL = {1: "best", 2: "second-best", 3: "third-best"}
