@@ -46,7 +46,7 @@ MAX_ANSWER_SENTENCES = 4
 # A sentence addresses the question when it holds at least this share of the question's words
 # that the best sentence holds (and one at least); chosen on QASPER dev papers, checked on
 # held-out ones (bench/eval_answers.py).
-ADDRESS_SHARE = 0.75
+ADDRESS_SHARE = 0.5
 OVERVIEW_SENTENCES = 3   # an abstract's opening sentences, the lead an overview quotes
 HINT_OVERVIEW = "The paper's root: an overview question is answered from its abstract."
 # Words that ask for a paper's gist without naming anything in it ("What is this paper about?").
@@ -441,13 +441,14 @@ def answer_from_evidence(state: AgentState, source: str, reason: str = "") -> De
 def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
     """The sentences of the evidence that address the question: the one holding most of its
     words (ties: the better passage, then the earlier sentence), and those holding at least
-    ADDRESS_SHARE as many, MAX_ANSWER_SENTENCES at most, best first, each cited; never a
-    bibliography entry. And the passages quoted."""
+    ADDRESS_SHARE as many, MAX_ANSWER_SENTENCES at most, best first, each cited; never from a
+    reference list, nor a sentence that reads as a bibliography entry. And the passages quoted."""
     if not evidence:
         return NOTHING_RELEVANT, []
     terms = matching_terms(question)
+    passages = [item for item in evidence if not is_reference_node(item.node)][:MAX_ANSWER_SENTENCES]
     candidates = [(term_coverage(terms, sentence, matching_terms), -rank, -position, sentence, item)
-                  for rank, item in enumerate(evidence[:MAX_ANSWER_SENTENCES])
+                  for rank, item in enumerate(passages)
                   for position, sentence in enumerate(split_sentences(item.node.content))
                   if not looks_like_citations(sentence)]
     if not candidates:

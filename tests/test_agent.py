@@ -176,16 +176,17 @@ def test_the_answering_sentence_folds_plurals_prefers_the_tightest_match_and_is_
 
 def test_the_extractive_answer_quotes_only_sentences_that_address_the_question_best_first():
     strong = node(1, "1/", True, "The system is trained end to end. Policy gradient trained the reformulation system. "
-                                 "Reformulation system training uses rewards. The trained system is small.")
+                                 "Reformulation system training uses rewards. The system is small.")
     other = node(2, "2/", True, "An unrelated opening. The reformulation system was trained last year.")
-    weak = node(3, "3/", True, "An unrelated opening. The system was built last year.")
+    weak = node(3, "3/", True, "An unrelated opening. The model was built last year.")
     text, cited = extractive_answer("How is the reformulation system trained?",
                                     [ContextNode(strong, 0.9, ""), ContextNode(other, 0.6, ""), ContextNode(weak, 0.5, "")])
     lines = text.splitlines()[1:]
     assert lines[0].startswith("- Policy gradient trained the reformulation system.")   # every word: first
     assert lines[1].startswith("- The reformulation system was trained last year. [node 2")   # every word, 2nd passage
-    # a sentence with half the question's words or fewer does not address it; the weak passage is not cited
-    assert not any("The trained system is small" in line or "unrelated" in line for line in lines)
+    # a sentence with under half the question's words that the best holds does not address it;
+    # a passage none of whose sentences does is not cited
+    assert not any("The system is small" in line or "unrelated" in line for line in lines)
     assert [c.node.id for c in cited] == [1, 2]
     # a bibliography entry is never quoted, however many of the question's words it holds
     entry = node(4, "4/", True, "Ann Lee. 2017. Training the reformulation system. In Proceedings of ACL, pp. 1-9.")
