@@ -82,19 +82,23 @@ def s_stem(token: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences, each with its inner whitespace folded. A blank line or CJK end punctuation
+    """Sentences, each with its inner whitespace folded (sentence_spans says where they end)."""
+    return [" ".join(text[start:end].split()) for start, end in sentence_spans(text)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence in `text`, as written. A blank line or CJK end punctuation
     always ends one; '.', '!' or '?' before a space ends one when the next word starts with a
     capital or a digit, and, for '.', the word before is no abbreviation ("e.g.", "Fig.",
     "vs.", "i.e."), no "et al." or initial followed by a name or citation, and no "No." or
     "pp." before a number. One pass over the text, each end judged by the words beside it."""
-    text = text.strip()
-    sentences, start = [], 0
+    spans, start = [], 0
     for end in _POSSIBLE_END.finditer(text):
         if _ends_sentence(text, end):
-            sentences.append(text[start:end.start() + len(end.group().rstrip())])
+            spans.append((start, end.start() + len(end.group().rstrip())))
             start = end.end()
-    sentences.append(text[start:])
-    return [" ".join(s.split()) for s in sentences if s.strip()]
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
 def _ends_sentence(text: str, end: re.Match[str]) -> bool:
