@@ -20,8 +20,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from eval_qasper import (DEFAULT_DATA, MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
-                         ngram_hit, per_paper_model_id, words)
+from eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
+                         ngram_hit, paper_arguments, per_paper_model_id, words)
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest import components
@@ -34,10 +34,7 @@ from ingest import load_document
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the qasper-dev folder (default: %(default)s)")
-    parser.add_argument("--papers", type=int, default=40, help="first N papers (sorted ids) with paragraph evidence")
-    parser.add_argument("--skip", type=int, default=0, help="skip this many papers first (held-out papers)")
-    parser.add_argument("--data-dir", type=Path, required=True, help="store location, kept between runs")
+    paper_arguments(parser)
     args = parser.parse_args()
 
     by_paper = load_questions(args.data)

@@ -448,6 +448,14 @@ def hybrid_name(name: str) -> str:
     return f"{name} hybrid"
 
 
+def paper_arguments(parser: argparse.ArgumentParser) -> None:
+    """--data, --papers, --skip and a kept --data-dir: the paper set of the QASPER benches that ask."""
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the qasper-dev folder (default: %(default)s)")
+    parser.add_argument("--papers", type=int, default=40, help="first N papers (sorted ids) with paragraph evidence")
+    parser.add_argument("--skip", type=int, default=0, help="skip this many papers first (held-out papers)")
+    parser.add_argument("--data-dir", type=Path, required=True, help="store location, kept between runs")
+
+
 def per_paper_model_id(paper: str) -> str:
     return f"{MODEL_ID}-{paper}"
 

@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question", metavar="QUESTION")
     ask.add_argument("--model-id", required=True)
     ask.add_argument("--session", help="research session: use and update its memory")
+    ask.add_argument("--archive", type=int, action="append", dest="archive_ids", metavar="ARCHIVE_ID",
+                     help="ask over this archive only; repeat for several (default: all of the model_id's)")
 
     memory = sub.add_parser("memory", parents=[common], help="research memory: episodic search, knowledge, notes")
     tasks = memory.add_subparsers(dest="memory_command", required=True, parser_class=_Parser)
@@ -417,10 +419,10 @@ class _ProgressBar:
 
 def _cmd_ask(forest, args) -> int:
     if args.session:
-        state, turn = forest.ask_in_session(args.model_id, args.session, args.question)
+        state, turn = forest.ask_in_session(args.model_id, args.session, args.question, archive_ids=args.archive_ids)
         result = {**state.to_dict(), "research": turn.to_dict()}
     else:
-        result = forest.ask(args.model_id, args.question).to_dict()
+        result = forest.ask(args.model_id, args.question, archive_ids=args.archive_ids).to_dict()
     return _emit(args, result, _text_answer)
 
 

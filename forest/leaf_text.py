@@ -10,13 +10,10 @@ naming the paper's topic or section.
 """
 from __future__ import annotations
 
-import re
-
 from forest.chunking import Chunk, chunk_document
 from forest.document import PASSAGE_SEPARATOR, TEXT, Document
 from forest.outline import heading_paths
-
-SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])")
+from forest.text import sentence_spans
 
 
 def split_long(text: str, max_chars: int) -> list[str]:
@@ -39,7 +36,7 @@ def split_long(text: str, max_chars: int) -> list[str]:
 
 def _units(text: str, max_chars: int) -> list[str]:
     units: list[str] = []
-    for sentence in (s.strip() for s in SENTENCE_END.split(text)):
+    for sentence in (text[start:end].strip() for start, end in sentence_spans(text)):
         if len(sentence) <= max_chars:
             units.extend([sentence] if sentence else [])
             continue

@@ -3,7 +3,7 @@ lowest common ancestor per tree, one-level drill-down with a reranker, and a bud
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -12,6 +12,7 @@ from forest.embedders import Embedder
 from forest.lexical import query_phrases
 from forest.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
+from forest.references import is_reference_node
 from forest.rerankers import Candidate, Reranker
 from forest.store import ForestStore
 from forest.text import content_terms, estimate_tokens, term_coverage
@@ -43,21 +44,23 @@ class Retriever:
         self.embedder = embedder
         self.reranker = reranker
 
-    def search(self, model_id: str, query: str, top_k: int, mode: str = "vector") -> list[ScoredNode]:
-        """Raw hits within the model_id, best first, scores 0-1.
+    def search(self, model_id: str, query: str, top_k: int, mode: str = "vector",
+               archive_ids: Collection[int] | None = None) -> list[ScoredNode]:
+        """Raw hits within the model_id (within `archive_ids` if given), best first, scores 0-1.
 
         vector: calibrated cosine. bm25: FTS5 BM25 divided by the best hit's. hybrid: both lists
         (each 2 x top_k deep) fused, by weight (hybrid_vector_weight on vector, the rest on BM25,
         a node missing from one list scoring 0 there) or by reciprocal rank fusion.
         """
         if mode == "vector":
-            return self._vector_hits(model_id, query, top_k)
+            return self._vector_hits(model_id, query, top_k, archive_ids)
         if mode == "bm25":
-            return self._text_hits(model_id, query, top_k)
+            return self._text_hits(model_id, query, top_k, archive_ids)
         if mode != "hybrid":
             raise ValueError(f"unknown search mode {mode!r}")
         depth = top_k * 2
-        vector, text = self._vector_hits(model_id, query, depth), self._text_hits(model_id, query, depth)
+        vector = self._vector_hits(model_id, query, depth, archive_ids)
+        text = self._text_hits(model_id, query, depth, archive_ids)
         nodes = {h.node.id: h.node for h in vector + text}
         ids = list(nodes)
         by_vector = {h.node.id: h.relevance_score for h in vector}
@@ -70,25 +73,48 @@ class Retriever:
         ranked = sorted(zip(ids, fused), key=lambda pair: (-pair[1], pair[0]))[:top_k]
         return [ScoredNode(nodes[i], round(score, 6)) for i, score in ranked]
 
-    def _vector_hits(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
+    def _vector_hits(self, model_id: str, query: str, top_k: int,
+                     archive_ids: Collection[int] | None = None) -> list[ScoredNode]:
         query_vector = self.embedder.embed_query(query)
-        fetch = top_k * UNFINISHED_MARGIN if self.store.has_unfinished(model_id) else top_k
-        hits = self.vectors.query(model_id, query_vector, fetch)
+        if archive_ids is None:
+            fetch = top_k * UNFINISHED_MARGIN if self.store.has_unfinished(model_id) else top_k
+            hits = self.vectors.query(model_id, query_vector, fetch)
+        else:
+            hits = self._exact_hits(model_id, query_vector, top_k, archive_ids)
         nodes = self.store.nodes(model_id, (node_id for node_id, _ in hits))
         found = [ScoredNode(nodes[i], round(float(self.embedder.calibrate(cos)), 6))
                  for i, cos in hits if i in nodes]
         return found[:top_k]
 
-    def _text_hits(self, model_id: str, query: str, top_k: int) -> list[ScoredNode]:
+    def _exact_hits(self, model_id: str, query_vector: np.ndarray, top_k: int,
+                    archive_ids: Collection[int]) -> list[tuple[int, float]]:
+        """(node id, cosine) of the archives' nodes nearest the query, by exact cosine over their
+        stored vectors: the index has no archive filter (one collection per model_id, unfiltered,
+        is what keeps the model_id's search fast), and a few papers' vectors are read at once."""
+        ids = [node_id for archive_id in sorted(set(archive_ids))
+               for node_id in self.store.archive_node_ids(archive_id)]
+        stored = self.vectors.get_vectors(model_id, ids)
+        if not stored or top_k <= 0:
+            return []
+        found = list(stored)
+        matrix = np.stack([stored[i] for i in found]).astype(np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query_vector)), 1e-12)
+        cosines = matrix @ np.asarray(query_vector, dtype=np.float32) / np.where(norms == 0, 1.0, norms)
+        best = np.argsort(-cosines, kind="stable")[:top_k]
+        return [(found[i], float(cosines[i])) for i in best]
+
+    def _text_hits(self, model_id: str, query: str, top_k: int,
+                   archive_ids: Collection[int] | None = None) -> list[ScoredNode]:
         phrases = query_phrases(query)
         if not phrases:
             return []
-        hits = self.store.text_search(model_id, phrases, top_k)
+        hits = self.store.text_search(model_id, phrases, top_k, archive_ids)
         best = max((score for _, score in hits), default=0.0)
         return [ScoredNode(node, round(score / best, 6) if best > 0 else 0.0) for node, score in hits]
 
-    def retrieve(self, model_id: str, query: str, top_k: int, mode: str = "vector") -> list[Representative]:
-        return self._collapse(model_id, self.search(model_id, query, top_k, mode))
+    def retrieve(self, model_id: str, query: str, top_k: int, mode: str = "vector",
+                 archive_ids: Collection[int] | None = None) -> list[Representative]:
+        return self._collapse(model_id, self.search(model_id, query, top_k, mode, archive_ids))
 
     def _collapse(self, model_id: str, hits: list[ScoredNode]) -> list[Representative]:
         """One representative per tree touched: its single hit, or the LCA of its hits."""
@@ -140,8 +166,9 @@ class Retriever:
         return ranked
 
     def context(self, model_id: str, question: str, budget_tokens: int, top_k: int,
-                mode: str = "vector") -> ContextResult:
-        """The leaves to put in a prompt, best first, within `budget_tokens`.
+                mode: str = "vector", archive_ids: Collection[int] | None = None) -> ContextResult:
+        """The leaves to put in a prompt, best first, within `budget_tokens` (from `archive_ids`
+        only, if given).
 
         1. Search wide: CONTEXT_BREADTH x top_k hits over every node of the forest.
         2. Collapse each tree's hits to their lowest common ancestor (as retrieve does) and drill
@@ -151,13 +178,14 @@ class Retriever:
            fixes which tree fills each place (a paper's own terms, "SearchQA", "BLEU", pick the
            paper). Inside a tree, places go to its leaves by their own cosine.
         4. Take leaves in that order while they fit in the budget.
+        Reference-list passages (forest.references) are left out.
 
         Measured on QASPER (bench/eval_qasper.py, README): across papers coverage picks the
         paper more often; inside a paper it lowers recall, and so did a section prior (the
         cosine of the parent's centroid): +1.8 points on papers 1-40, -12 on held-out 41-60.
         """
         result = ContextResult(question, budget_tokens, 0)
-        hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode)
+        hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode, archive_ids)
         pool: dict[int, MemoryNode] = {}
         for representative in self._collapse(model_id, hits):
             result.explored.append(representative.node.id)
@@ -165,7 +193,8 @@ class Retriever:
                 pool.update((n.id, n) for n in self.store.leaves_between(
                     model_id, representative.node.archive_id, *window))
         stored = self.vectors.get_vectors(model_id, list(pool))
-        leaves = [n for n in pool.values() if n.id in stored]
+        # a reference list holds every name a question uses, and answers none of them
+        leaves = [n for n in pool.values() if n.id in stored and not is_reference_node(n)]
         if not leaves:
             return result
         matrix = np.stack([stored[n.id] for n in leaves]).astype(np.float32)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -376,16 +376,18 @@ class MemoryForest:
         self.store.node(check_model_id(model_id), node_id)
         return self.store.children(model_id, node_id)
 
-    def search(self, model_id: str, query: str, top_k: int | None = None, mode: str = "vector") -> list[ScoredNode]:
-        """Raw hits: mode 'vector' (semantic), 'bm25' (words, FTS5) or 'hybrid' (both, fused)."""
+    def search(self, model_id: str, query: str, top_k: int | None = None, mode: str = "vector",
+               archive_ids: Sequence[int] | None = None) -> list[ScoredNode]:
+        """Raw hits: mode 'vector' (semantic), 'bm25' (words, FTS5) or 'hybrid' (both, fused);
+        within `archive_ids` if given (default: every archive of the model_id)."""
         return self.retriever.search(check_model_id(model_id), check_query(query), self._top_k(top_k),
-                                     self._mode(mode))
+                                     self._mode(mode), self._scope(model_id, archive_ids))
 
     def retrieve(self, model_id: str, query: str, top_k: int | None = None,
-                 mode: str | None = None) -> list[Representative]:
+                 mode: str | None = None, archive_ids: Sequence[int] | None = None) -> list[Representative]:
         """retrieve_from_memory: representative nodes, one per tree touched (seed 000 §4.3)."""
         return self.retriever.retrieve(check_model_id(model_id), check_query(query), self._top_k(top_k),
-                                       self._mode(mode))
+                                       self._mode(mode), self._scope(model_id, archive_ids))
 
     def explore(self, model_id: str, node_id: int, query: str, threshold: float | None = None) -> list[ScoredNode]:
         """archive_drill_down: the node's direct children reranked, those >= threshold."""
@@ -393,27 +395,30 @@ class MemoryForest:
                                          self._threshold(threshold))
 
     def context(self, model_id: str, question: str, budget_tokens: int | None = None,
-                top_k: int | None = None, mode: str | None = None) -> ContextResult:
+                top_k: int | None = None, mode: str | None = None,
+                archive_ids: Sequence[int] | None = None) -> ContextResult:
         budget = self.settings.context_budget_tokens if budget_tokens is None else budget_tokens
         if budget < 1:
             raise InvalidInput(f"the token budget must be positive, got {budget}")
         return self.retriever.context(check_model_id(model_id), check_query(question), budget,
-                                      self._top_k(top_k), self._mode(mode))
+                                      self._top_k(top_k), self._mode(mode), self._scope(model_id, archive_ids))
 
     def ask(self, model_id: str, question: str, top_k: int | None = None,
-            threshold: float | None = None) -> AgentState:
-        """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace."""
+            threshold: float | None = None, archive_ids: Sequence[int] | None = None) -> AgentState:
+        """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace;
+        over `archive_ids` only if given (default: every archive of the model_id)."""
         return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
-                              self._threshold(threshold))
+                              self._threshold(threshold), archive_ids=self._scope(model_id, archive_ids))
 
     def ask_in_session(self, model_id: str, session_id: str, question: str, top_k: int | None = None,
-                       threshold: float | None = None) -> tuple[AgentState, ResearchTurn]:
+                       threshold: float | None = None,
+                       archive_ids: Sequence[int] | None = None) -> tuple[AgentState, ResearchTurn]:
         """ask within a research session (seed 002 §4): the session's directives, knowledge and
         briefing go first into the loop's prompts; the turn is then remembered (events, conflict
         reconciliation, compaction when due)."""
         preamble = self.research.preamble(model_id, session_id)
         state = self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
-                               self._threshold(threshold), preamble)
+                               self._threshold(threshold), preamble, self._scope(model_id, archive_ids))
         return state, self.research.record_turn(state, session_id)
 
     def question_conflicts(self, model_id: str, session_id: str, question: str,
@@ -471,6 +476,23 @@ class MemoryForest:
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
         return threshold
+
+    def _scope(self, model_id: str, archive_ids: Sequence[int] | None) -> tuple[int, ...] | None:
+        """The archives a question is asked over: None for all of the model_id's (its whole
+        index, the fast path), else the ids given, each one of the model_id's ready archives."""
+        if archive_ids is None:
+            return None
+        if isinstance(archive_ids, (str, bytes)) or not all(isinstance(a, int) and not isinstance(a, bool)
+                                                            for a in archive_ids):
+            raise InvalidInput("archive_ids must be a list of archive ids (integers)")
+        chosen = tuple(sorted(set(archive_ids)))
+        if not chosen:
+            raise InvalidInput("choose at least one archive to ask over (or none to ask over all of them)")
+        for archive_id in chosen:
+            self.store.archive(check_model_id(model_id), archive_id)   # NotFound: not the model_id's
+        if set(chosen) == {a.id for a in self.store.archives(model_id) if a.status == "ready"}:
+            return None
+        return chosen
 
     def _top_k(self, top_k: int | None) -> int:
         top_k = self.settings.top_k if top_k is None else top_k

@@ -6,7 +6,7 @@ import json
 import math
 import os
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -266,9 +266,11 @@ class ForestStore:
             (model_id, archive_id, path))
         return MemoryNode.from_row(row) if row else None
 
-    def text_search(self, model_id: str, phrases: Sequence[str], limit: int) -> list[tuple[MemoryNode, float]]:
+    def text_search(self, model_id: str, phrases: Sequence[str], limit: int,
+                    archive_ids: Collection[int] | None = None) -> list[tuple[MemoryNode, float]]:
         """The model_id's `limit` best FTS5 hits for `phrases` (forest.lexical.query_phrases, OR-ed)
-        with their BM25 score (-bm25(node_text), higher better), best first, ties by node id.
+        with their BM25 score (-bm25(node_text), higher better), best first, ties by node id;
+        only the hits in `archive_ids`, if given.
 
         The same hits as ranking every match with FTS5 (ORDER BY bm25), without scoring every row
         that holds a common word when the rare words decide the answer (see _rank_text).
@@ -283,7 +285,10 @@ class ForestStore:
         if own:
             conn.execute("BEGIN")  # one snapshot for the statements below
         try:
-            ranked = _rank_text(conn, model_id, phrases, limit)
+            if archive_ids is None:
+                ranked = _rank_text(conn, model_id, phrases, limit)
+            else:
+                ranked = _rank_in_archives(conn, model_id, phrases, limit, archive_ids)
             nodes = self.nodes(model_id, (node_id for node_id, _ in ranked))
         finally:
             if own:
@@ -374,6 +379,19 @@ def _rank_text(conn, model_id: str, phrases: list[str], limit: int) -> list[tupl
         if len(ranked) >= limit and _common_below(conn, rows, half, cap, common, hits, ranked[limit - 1][1]):
             return ranked[:limit]
     return _rank_all(conn, model_id, phrases, limit, _id_spans(conn, model_id, half))
+
+
+def _rank_in_archives(conn, model_id: str, phrases: list[str], limit: int,
+                      archive_ids: Collection[int]) -> list[tuple[int, float]]:
+    """(node id, -bm25) of the best visible matches within the archives: every match of theirs
+    ranked (a question over a few papers), the idf still that of the whole index, as elsewhere."""
+    archive_ids = sorted({int(a) for a in archive_ids})
+    if not archive_ids:
+        return []
+    marks = ",".join("?" * len(archive_ids))
+    return conn.execute(f"SELECT node_text.rowid, -bm25(node_text) {_VISIBLE_TEXT} AND n.archive_id IN ({marks}) "
+                        "ORDER BY bm25(node_text), node_text.rowid LIMIT ?",
+                        (model_id, phrase_match(phrases), *archive_ids, limit)).fetchall()
 
 
 def _count(conn, phrase: str, cap: int) -> int:

@@ -11,11 +11,27 @@ from collections.abc import Callable, Iterable
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？；])|\n{2,}")
-
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "into", "than", "then", "there", "their", "they", "them", "we", "our", "you", "your", "he", "she", "his", "her", "i", "me", "my", "do", "does", "did", "done", "have", "has", "had", "not", "no", "nor", "so", "such", "can", "could", "would", "should", "will", "may", "might", "must", "shall", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "many", "much", "more", "most", "other", "some", "only", "own", "same", "too", "very", "just", "also", "about", "above", "after", "again", "against", "below", "between", "during", "before", "under", "over", "out", "up", "down", "off", "once", "here", "further", "while", "because", "until", "s", "t", "的", "了", "是", "在", "和", "与", "及", "或", "而", "也", "就", "都", "这", "那", "一个", "我们", "你们", "他们", "它们", "之", "其", "为", "以", "于", "对", "从"]
 )
+# A possible sentence end: Latin end punctuation (and closing quotes or brackets) before a space,
+# CJK end punctuation, or a blank line. Each is then judged by the words around it.
+_POSSIBLE_END = re.compile(r"[.!?][\"'”’)\]]*\s+|[。！？；]|\n[^\S\n]*\n\s*")
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
+_NEXT_WORD = re.compile(r"\S+")
+# Abbreviations a sentence never ends with ("Fig. 3", "e.g. the", "vs. BM25"), lower-cased.
+_ABBREVIATIONS = frozenset(
+    "e.g i.e cf vs viz approx resp fig figs eq eqs eqn eqns sec secs sect tab tabs alg def thm lem prop "
+    "appx ch chap vol dr mr mrs ms prof st jr sr mt ref refs dept univ".split())
+# Abbreviations that end no sentence before a number ("No. 5", "pp. 12", "Jan. 2019").
+_BEFORE_NUMBER = frozenset("no nos nr p pp jan feb mar apr jun jul aug sep sept oct nov dec".split())
+# After "et al." or an initial ("J. Smith"), a sentence ends only if the next word opens one.
+_NAME_ENDINGS = frozenset(["al"])
+_OPENERS = frozenset(
+    "however thus therefore moreover furthermore finally first second third next hence instead "
+    "similarly specifically overall still yet although though since unlike like note".split()) | STOPWORDS
+_DOTTED = re.compile(r"(?:[a-z]{1,2}\.)+[a-z]{1,2}")          # "e.g", "i.e", "u.s", "w.r.t", "ph.d"
+_CITATION = re.compile(r"BIBREF\d|\[\d|\(\d")                 # "et al. BIBREF3", "et al. (2016)"
 
 
 def is_cjk_char(ch: str) -> bool:
@@ -66,9 +82,47 @@ def s_stem(token: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences (Latin and CJK punctuation); paragraph breaks always end a sentence."""
-    pieces = _SENTENCE_END.split(text.strip())
-    return [" ".join(p.split()) for p in pieces if p and p.strip()]
+    """Sentences, each with its inner whitespace folded (sentence_spans says where they end)."""
+    return [" ".join(text[start:end].split()) for start, end in sentence_spans(text)]
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence in `text`, as written. A blank line or CJK end punctuation
+    always ends one; '.', '!' or '?' before a space ends one when the next word starts with a
+    capital or a digit, and, for '.', the word before is no abbreviation ("e.g.", "Fig.",
+    "vs.", "i.e."), no "et al." or initial followed by a name or citation, and no "No." or
+    "pp." before a number. One pass over the text, each end judged by the words beside it."""
+    spans, start = [], 0
+    for end in _POSSIBLE_END.finditer(text):
+        if _ends_sentence(text, end):
+            spans.append((start, end.start() + len(end.group().rstrip())))
+            start = end.end()
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def _ends_sentence(text: str, end: re.Match[str]) -> bool:
+    mark = end.group()[0]
+    if mark not in ".!?" or _BLANK_LINE.search(end.group()):
+        return True   # a blank line, CJK punctuation
+    following = _NEXT_WORD.match(text, end.end())
+    if following is None:
+        return True
+    word = following.group()
+    opening = word.lstrip("\"'“‘([")
+    if _CITATION.match(word) or not opening or not (opening[0].isupper() or opening[0].isdigit()):
+        return False
+    if mark != ".":
+        return True
+    before = text[:end.start()].rsplit(None, 1)[-1].lstrip("\"'“‘([") if end.start() else ""
+    key = before.lower()
+    if key in _ABBREVIATIONS or (len(key) <= 12 and _DOTTED.fullmatch(key)):
+        return False
+    if key in _BEFORE_NUMBER and opening[0].isdigit():
+        return False
+    if key in _NAME_ENDINGS or (len(before) == 1 and before.isupper()):
+        return opening.lower().strip(",;:") in _OPENERS
+    return True
 
 
 def estimate_tokens(text: str) -> int:

@@ -174,7 +174,11 @@ class ForestTools:
                    session_id: Annotated[str | None, Field(
                        description="Optional research session: its directives and briefing guide the answer, "
                                    "and the question, steps and answer are remembered in it.",
-                       min_length=1, max_length=100)] = None) -> dict[str, Any]:
+                       min_length=1, max_length=100)] = None,
+                   archive_ids: Annotated[list[int] | None, Field(
+                       description="Optional: ask over these archives only (ids from list_archives); "
+                                   "default every archive of the model_id.", min_length=1, max_length=200)] = None,
+                   ) -> dict[str, Any]:
         """Answer a question from the model_id's memory with the ANSWER/EXPLORE loop: retrieve,
         then explore summary nodes until passages are relevant enough, then answer. Returns the
         answer, who answered (Claude, or the offline extractive policy), the cited nodes with
@@ -183,8 +187,8 @@ class ForestTools:
         compaction report when the session's conversation was compacted."""
         with _tool_errors():
             if session_id is None:
-                return self.forest.ask(model_id, question).to_dict()
-            state, turn = self.forest.ask_in_session(model_id, session_id, question)
+                return self.forest.ask(model_id, question, archive_ids=archive_ids).to_dict()
+            state, turn = self.forest.ask_in_session(model_id, session_id, question, archive_ids=archive_ids)
             return {**state.to_dict(), "research": turn.to_dict()}
 
     def search_episodic_memory(self, model_id: ModelId, query: Query,

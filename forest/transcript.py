@@ -80,31 +80,44 @@ def decided_by(source: str) -> str:
     return source
 
 
-def _named(entry: Mapping[str, Any], *facts: str) -> str:
-    """A node as a reader knows it: its title (a passage: its pages), then its id and `facts`."""
-    name = entry.get("title") or entry.get("citation") or entry.get("node_type", "node")
-    return f"**{name}** ({'; '.join(['node ' + str(entry['node_id']), *(f for f in facts if f)])})"
+def _named(entry: Mapping[str, Any]) -> str:
+    """A node as a reader knows it: its title (a passage: its page and section)."""
+    return f"**{entry.get('title') or entry.get('citation') or entry.get('node_type', 'node')}**"
+
+
+def _where(entry: Mapping[str, Any]) -> str:
+    """'pp. 3-4, 12 passages, node 42': where the node is and how much lies below it."""
+    parts = [entry.get("citation") if entry.get("title") else "",
+             f"{entry['leaf_count']} passages" if entry.get("leaf_count") else "", f"node {entry['node_id']}"]
+    return ", ".join(p for p in parts if p)
 
 
 def step_sentence(step: Step, threshold: float) -> str:
-    """One step in a sentence or two (Markdown): what was chosen, by whom, and why."""
+    """One step in plain words (Markdown): what the agent did, who decided, and why; for an
+    opened section, how it scored against the threshold and which of its parts were kept."""
     decision = step.decision
     who = decided_by(decision.source)
+    reason = decision.reasoning.strip().rstrip(".")
     if decision.action == ANSWER:
         count = len(decision.cited_ids)
-        cited = "no passage" if count == 0 else f"{count} passage{'s' if count > 1 else ''}"
-        reason = decision.reasoning.strip().rstrip(".")
-        return f"Answered from {cited} in the context; decided by {who}" + (f": {reason}." if reason else ".")
+        cited = "nothing it read" if count == 0 else f"{count} passage{'s' if count > 1 else ''} it read"
+        return f"Answered, quoting {cited}; decided by {who}" + (f", because {reason}." if reason else ".")
     chosen = next((c for c in step.context if c["node_id"] == decision.node_id), {"node_id": decision.node_id})
-    sentence = "Explored " + _named(
-        chosen, f"relevance {chosen['score']:.2f} against the threshold {threshold:.2f}" if "score" in chosen else "",
-        chosen.get("citation", ""), f"{chosen['leaf_count']} passages below" if chosen.get("leaf_count") else "")
-    reason = decision.reasoning.strip().rstrip(".")
-    sentence += f", chosen by {who}" + (f": {reason}." if reason else ".")
-    kept = [c for c in step.children if c.get("kept")]
+    sentence = f"Opened {_named(chosen)} ({_where(chosen)})"
+    if "score" in chosen:
+        score = chosen["score"]
+        if score >= threshold:
+            sentence += f", which scored {score:.2f} for the question (the threshold is {threshold:.2f})"
+        else:
+            sentence += (f", although it scored only {score:.2f} for the question, under the {threshold:.2f} "
+                         "threshold: the agent goes where a passage it looks for lies, and a section can "
+                         "score low as a whole while holding it")
+    sentence += f". Chosen by {who}" + (f": {reason}." if reason and decision.source != "user" else ".")
     if step.children:
-        names = ", ".join(_named(c, f"{c['score']:.2f}") for c in kept[:4]) + (" …" if len(kept) > 4 else "")
-        sentence += f" Kept {len(kept)} of its {len(step.children)} children: {names}."
+        kept = [c for c in step.children if c.get("kept")]
+        names = ", ".join(f"{_named(c)} ({c['score']:.2f})" for c in kept[:4]) + (" …" if len(kept) > 4 else "")
+        sentence += (f" Of its {len(step.children)} parts it kept {len(kept)}, those scoring at least "
+                     f"{threshold:.2f} or holding a passage it looks for: {names}.")
     return sentence
 
 

@@ -123,25 +123,27 @@ def test_the_offline_policy_weighs_guides_by_rank_and_keeps_to_its_budget():
     policy = OfflinePolicy()
     # the node holding the best guide not read yet that some node holds ...
     decision = policy.decide(state_with([b, c], [deep, mid, near], explored=[1]))
-    assert (decision.action, decision.node_id) == (EXPLORE, 6) and "passage #2 of the 3 to read" in decision.reasoning
+    assert (decision.action, decision.node_id) == (EXPLORE, 6)
+    assert decision.reasoning.startswith("inside it lies the second-best match for the question (node 7), not read yet")
     # ... #1 alone outweighing #2 and #3 together
     beside_mid = node(10, "1/6/10/", True)
     decision = policy.decide(state_with([a, b], [deep, mid, beside_mid], explored=[1]))
-    assert decision.node_id == 2 and "#1 of the 3" in decision.reasoning
+    assert decision.node_id == 2 and "the best match for the question" in decision.reasoning
     # before any guide is read the budget does not bind: a deep tree still gets its first passage
     decision = policy.decide(state_with([node(4, "1/2/3/4/")], [deep, mid], explored=[1, 2, 3]))
     assert (decision.action, decision.node_id) == (EXPLORE, 4)
     # once one is read, three EXPLORE steps is the budget ...
     decision = policy.decide(state_with([node(4, "1/2/3/4/"), mid], [deep, mid], explored=[1, 6, 3]))
-    assert decision.action == ANSWER and decision.reasoning == "3 EXPLORE steps taken, its budget"
+    assert decision.action == ANSWER and decision.reasoning == \
+        "it had opened 3 sections, as many as it opens once it has read a passage it was looking for"
     # ... and a guide it cannot reach in the steps left is passed over for one it can
     decision = policy.decide(state_with([a, c, mid], [deep, mid, near], explored=[1, 6]))
-    assert (decision.action, decision.node_id) == (EXPLORE, 8) and "#3 of the 3" in decision.reasoning
+    assert (decision.action, decision.node_id) == (EXPLORE, 8) and "the third-best match" in decision.reasoning
     decision = policy.decide(state_with([a, mid], [deep, mid], explored=[1, 6]))
-    assert decision.action == ANSWER and "within 1 EXPLORE step" in decision.reasoning
+    assert decision.action == ANSWER and decision.reasoning.endswith("within 1 more step")
     # every guide read: answer
     decision = policy.decide(state_with([mid, near], [mid, near], explored=[1, 6, 8]))
-    assert decision.action == ANSWER and decision.reasoning == "the 2 passages to read are read"
+    assert decision.action == ANSWER and decision.reasoning == "it had read the 2 passages it was looking for"
 
 
 def test_guides_take_both_rankings_in_turn_after_a_sentence_that_answers():
@@ -172,14 +174,23 @@ def test_the_answering_sentence_folds_plurals_prefers_the_tightest_match_and_is_
         ["pair", "contain", "study", "class", "corpus", "is"]
 
 
-def test_the_extractive_answer_quotes_every_passage_it_cites_best_sentence_first():
+def test_the_extractive_answer_quotes_only_sentences_that_address_the_question_best_first():
     strong = node(1, "1/", True, "The system is trained end to end. Policy gradient trained the reformulation system. "
-                                 "Reformulation system training uses rewards. The trained system is small.")
-    weak = node(2, "2/", True, "An unrelated opening. The system was built last year.")
+                                 "Reformulation system training uses rewards. The system is small.")
+    other = node(2, "2/", True, "An unrelated opening. The reformulation system was trained last year.")
+    weak = node(3, "3/", True, "An unrelated opening. The model was built last year.")
     text, cited = extractive_answer("How is the reformulation system trained?",
-                                    [ContextNode(strong, 0.9, ""), ContextNode(weak, 0.5, "")])
+                                    [ContextNode(strong, 0.9, ""), ContextNode(other, 0.6, ""), ContextNode(weak, 0.5, "")])
     lines = text.splitlines()[1:]
-    assert [c.node.id for c in cited] == [1, 2] and len(lines) == MAX_ANSWER_SENTENCES
     assert lines[0].startswith("- Policy gradient trained the reformulation system.")   # every word: first
-    assert sum("[node 2" in line for line in lines) == 1   # its best sentence, though the first passage had more
+    assert lines[1].startswith("- The reformulation system was trained last year. [node 2")   # every word, 2nd passage
+    # a sentence with under half the question's words that the best holds does not address it;
+    # a passage none of whose sentences does is not cited
+    assert not any("The system is small" in line or "unrelated" in line for line in lines)
+    assert [c.node.id for c in cited] == [1, 2]
+    # a bibliography entry is never quoted, however many of the question's words it holds
+    entry = node(4, "4/", True, "Ann Lee. 2017. Training the reformulation system. In Proceedings of ACL, pp. 1-9.")
+    text, cited = extractive_answer("How is the reformulation system trained?",
+                                    [ContextNode(entry, 0.9, ""), ContextNode(other, 0.5, "")])
+    assert "Proceedings" not in text and [c.node.id for c in cited] == [2]
     assert extractive_answer("anything", []) == ("The memory holds nothing relevant to this question.", [])

@@ -1,5 +1,5 @@
 """The workbench in a real headless Chromium (`streamlit run` + selenium): what AppTest cannot see,
-a step of the Ask page and a user's knowledge graph drawn (the tree and citations: test_browser_reading.py).
+the Ask page's one-click answer and a user's knowledge graph drawn (the tree and citations: test_browser_reading.py).
 `streamlit_app` and `chromium` start the workbench and a browser for every browser test."""
 import json
 import os
@@ -115,19 +115,19 @@ def open_page(driver, title: str) -> None:
                                  if title in a.text), None)).click()
 
 
-def test_ask_page_takes_one_step(workbench):
+def test_ask_page_answers_in_one_click_answer_first_steps_folded(workbench):
     driver, _, _ = workbench
     open_page(driver, "Ask")
     question = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]"))
     question.send_keys("Who played bebop?")
-    driver.find_element(By.XPATH, "//button[.//p[text()='Start']]").click()
-    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.XPATH, "//button[.//p[text()='Next step']]"))
-    time.sleep(0.5)
-    driver.find_element(By.XPATH, "//button[.//p[text()='Next step']]").click()
-    # Streamlit streams a rerun's elements: the step's sentence can arrive before its expander.
-    WebDriverWait(driver, 30).until(lambda d: "Step 1: EXPLORE" in d.page_source and
-                                    "Explored" in d.page_source)
-    assert "chosen by the offline policy" in driver.page_source
+    driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
+    link = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=stMarkdown] a[href^='#cite-']"), 120)[0]
+    steps = driver.find_element(By.XPATH, "//details[.//p[starts-with(text(), 'How the agent got there')]]")
+    # the answer comes before the folded steps, which open on a click and say what the agent did
+    assert link.location["y"] < steps.location["y"] and steps.get_attribute("open") is None
+    steps.find_element(By.TAG_NAME, "summary").click()
+    wait(driver, lambda d: "Chosen by the offline policy" in steps.text)
+    assert "Opened" in steps.text and "#1" not in steps.text
 
 
 def test_personal_memory_page_draws_the_users_graph_offline(workbench, tmp_path):

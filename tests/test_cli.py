@@ -136,3 +136,18 @@ def test_pdf_ingest_append_and_merge_archives(tmp_path):
     assert done.returncode != 0 and "not a PDF" in done.stderr and "Traceback" not in done.stderr
     context = run(data_dir, "context", "how often was water temperature logged", "--model-id", "m").stdout
     assert "§2.1 Sampling Protocol" in context
+
+
+def test_ask_over_a_chosen_archive(tmp_path):
+    data_dir = tmp_path / "store"
+    for name, topics in (("music", ("jazz",)), ("earth", ("volcanoes", "photosynthesis"))):
+        (tmp_path / f"{name}.md").write_text(topic_text(*topics), encoding="utf-8")
+    made = json.loads(run(data_dir, "ingest", str(tmp_path / "music.md"), str(tmp_path / "earth.md"), "--model-id", "m",
+                          "--chunk-size", "300", "--json").stdout)
+    earth = next(a["id"] for a in made if a["name"] == "earth")
+    answer = json.loads(run(data_dir, "ask", "Who played bebop?", "--model-id", "m", "--archive", str(earth),
+                            "--json").stdout)
+    assert answer["archive_ids"] == [earth] and answer["cited_nodes"]
+    assert {n["archive_id"] for n in answer["cited_nodes"]} == {earth} and "Parker" not in answer["answer"]
+    failed = run(data_dir, "ask", "Who played bebop?", "--model-id", "m", "--archive", "999", ok=False)
+    assert failed.returncode != 0 and "archive 999 not found" in failed.stderr and "Traceback" not in failed.stderr

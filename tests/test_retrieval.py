@@ -172,3 +172,35 @@ def test_a_building_archive_is_invisible_to_every_read(model):
     assert len(forest.search(m, "alpha", top_k=2)) == 2  # hidden hits do not eat into top_k
     with pytest.raises(NotFound):
         forest.node(m, base)
+
+
+def test_a_question_asked_over_chosen_archives_reads_only_them(model):
+    forest, m, archive_id, ids = model
+    second, other = build_by_hand(forest, m, "second", [("alpha zeta", []), ("alpha", []), ("zeta", [0, 1])])
+    everywhere = {h.node.archive_id for h in forest.search(m, "alpha", top_k=10)}
+    assert everywhere == {archive_id, second}
+    for mode in ("vector", "bm25", "hybrid"):
+        hits = forest.search(m, "alpha", top_k=10, mode=mode, archive_ids=[second])
+        assert hits and {h.node.archive_id for h in hits} == {second}, mode
+    # the same best hit and score as an unfiltered search finds within that archive
+    [best] = forest.search(m, "alpha", top_k=1, archive_ids=[archive_id])
+    assert best.node.id == ids["alpha"] and best.relevance_score == pytest.approx(1.0)
+    assert {r.node.archive_id for r in forest.retrieve(m, "alpha", archive_ids=[second])} == {second}
+    leaves = forest.context(m, "alpha", budget_tokens=1000, archive_ids=[archive_id]).leaves
+    assert leaves and {s.node.archive_id for s in leaves} == {archive_id}
+    state = forest.ask(m, "alpha", archive_ids=[second])
+    assert state.archive_ids == (second,) and {c.node.archive_id for c in state.cited} == {second}
+    assert forest.ask(m, "alpha", archive_ids=[archive_id, second]).archive_ids is None   # all of them
+
+
+def test_archive_choices_are_checked_and_never_reach_another_model_id(model):
+    forest, m, archive_id, _ = model
+    theirs, _ = build_by_hand(forest, "someone-else", "theirs", [("alpha", [])])
+    with pytest.raises(NotFound, match=f"archive {theirs} not found for model_id"):
+        forest.search(m, "alpha", archive_ids=[theirs])
+    with pytest.raises(NotFound):
+        forest.ask(m, "alpha", archive_ids=[archive_id, theirs])
+    with pytest.raises(InvalidInput, match="at least one archive"):
+        forest.context(m, "alpha", archive_ids=[])
+    with pytest.raises(InvalidInput, match="list of archive ids"):
+        forest.retrieve(m, "alpha", archive_ids="1")

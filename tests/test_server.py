@@ -337,3 +337,17 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
     finally:
         server.stop()
         forest.close()
+
+
+def test_ask_memory_over_chosen_archives_stays_in_the_model_id(served):
+    server, _, alice, bob, _ = served
+    with httpx.Client(base_url=server.url, timeout=120) as http:
+        asked = http.post("/tools/ask_memory", json={"model_id": "alice", "question": "Who played bebop?",
+                                                     "archive_ids": [alice.id]})
+        assert asked.status_code == 200 and {n["archive_id"] for n in asked.json()["cited_nodes"]} == {alice.id}
+        theirs = http.post("/tools/ask_memory", json={"model_id": "alice", "question": "Who played bebop?",
+                                                      "archive_ids": [bob.id]})
+        assert theirs.status_code == 404 and f"archive {bob.id} not found" in theirs.text
+        assert "plants" not in theirs.text and "Traceback" not in theirs.text
+        bad = http.post("/tools/ask_memory", json={"model_id": "alice", "question": "q", "archive_ids": "all"})
+        assert bad.status_code == 400 and "Traceback" not in bad.text

@@ -35,17 +35,27 @@ def state() -> AgentState:
     return run
 
 
-def test_an_explore_step_says_what_was_chosen_why_and_what_was_kept():
+def test_an_explore_step_says_in_words_what_was_opened_why_and_what_was_kept():
     sentence = step_sentence(state().steps[0], 0.5)
-    assert sentence.startswith("Explored **3 Method › 3.2 Training** (node 42; relevance 0.71 against the "
-                               "threshold 0.50; pp. 3-4; 5 passages below), chosen by the offline policy: "
+    assert sentence.startswith("Opened **3 Method › 3.2 Training** (pp. 3-4, 5 passages, node 42), which scored "
+                               "0.71 for the question (the threshold is 0.50). Chosen by the offline policy: "
                                "holds the best passage not read yet.")
-    assert sentence.endswith("Kept 1 of its 2 children: **p. 4, §3.2 Training** (node 11; 0.80).")
+    assert sentence.endswith("Of its 2 parts it kept 1, those scoring at least 0.50 or holding a passage it "
+                             "looks for: **p. 4, §3.2 Training** (0.80).")
+    for jargon in ("#1", "of the 3 to read", "EXPLORE", "children"):
+        assert jargon not in sentence
+
+
+def test_a_node_opened_under_the_threshold_says_why():
+    step = state().steps[0]
+    step.context[0]["score"] = 0.19
+    sentence = step_sentence(step, 0.30)
+    assert "although it scored only 0.19 for the question, under the 0.30 threshold: the agent goes where a " \
+           "passage it looks for lies, and a section can score low as a whole while holding it." in sentence
 
 
 def test_an_answer_step_names_its_passages_and_who_answered():
-    assert step_sentence(state().steps[1], 0.5) == \
-        "Answered from 2 passages in the context; decided by Claude (claude-sonnet)."
+    assert step_sentence(state().steps[1], 0.5) == "Answered, quoting 2 passages it read; decided by Claude (claude-sonnet)."
 
 
 def test_decisions_name_who_made_them():
@@ -72,6 +82,6 @@ def test_the_transcript_is_markdown_with_sources_and_steps_in_prose():
     assert markdown.startswith("# How long is training?\n\n40 epochs [1] (see the appendix [2])")
     assert "## Sources\n\n1. Training Deep Nets, p. 4, §3.2 Training (node 11)\n   > We train for 40 epochs" in markdown
     assert "_Answered by Claude (claude-sonnet)._" in markdown
-    assert "## Steps\n\n1. Explored **3 Method › 3.2 Training**" in markdown and "\n2. Answered from 2" in markdown
+    assert "## Steps\n\n1. Opened **3 Method › 3.2 Training**" in markdown and "\n2. Answered, quoting 2" in markdown
     unfinished = AgentState("alice", "Q?", 0.5, [])
     assert transcript_markdown(unfinished, []) == "# Q?\n\n_(no answer yet)_\n"

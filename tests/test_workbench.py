@@ -71,41 +71,44 @@ def test_a_bad_upload_shows_why_and_stores_nothing(workbench):
     assert not app.dataframe  # no archive appeared
 
 
-def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
+def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
     from forest import MemoryForest
 
-    MemoryForest(data_dir=workbench, chunk_size=300).ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    engine = MemoryForest(data_dir=workbench, chunk_size=300)
+    engine.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    geology = engine.ingest_text("reader", "geology", topic_text("volcanoes", "photosynthesis"), threshold=0.0).id
+    engine.close()
     app = open_app().switch_page("pages/ask.py").run()
-    assert not app.exception and "offline:deterministic-policy" in app.caption[0].value
+    assert not app.exception and not [b for b in app.button if b.label in ("Start", "Next step", "Run to answer")]
     app.text_input[0].set_value("Who played bebop?")
-    app = button(app, "Start").click().run()
-    context = app.dataframe[0].value
-    assert context["kind"].iloc[0] == "summary"
-    app = button(app, "Next step").click().run()
-    assert app.expander[0].label.startswith("Step 1: EXPLORE as the policy's JSON")
-    assert app.json[0].value and "node_id_to_explore" in app.json[0].value
-    assert any(m.value.startswith("**1.** Explored **") and "chosen by the offline policy" in m.value
-               for m in app.markdown)
-    override = next(s for s in app.selectbox if s.label == "Explore this node instead").value
-    app = button(app, "Explore it").click().run()
-    assert app.expander[-1].label.startswith("Step 2: EXPLORE")
-    assert any(m.value.startswith("**2.** Explored **") and f"node {override};" in m.value and "chosen by you" in m.value
-               for m in app.markdown)
-    assert str(override) in app.json[-1].value
-    app = button(app, "Run to answer").click().run()
+    app = next(b for b in app.button if b.label == "Ask").click().run()   # one click to the answer
     assert not app.exception
-    assert any(s.value == "Answer" for s in app.subheader)
+    assert app.subheader[0].value == "Who played bebop?"
     answer = next(m.value for m in app.markdown if "(#cite-" in m.value and not m.value.startswith("**Sources"))
-    assert "Parker" in answer or "bebop" in answer.lower()
-    assert "[\\[1\\]](#cite-" in answer                                   # numbered citations that open the page
+    assert "Parker" in answer and "[\\[1\\]](#cite-" in answer        # numbered citations that open the page
     sources = next(m.value for m in app.markdown if m.value.startswith("**Sources**"))
     assert "1. [notes, §Jazz](#cite-" in sources                          # the paper, its section
+    assert any("asking all papers" in c.value for c in app.caption)
+    # the answer and its sources come before the steps, which are folded in an expander
+    steps = next(e for e in app.expander if e.label.startswith("How the agent got there"))
+    assert any(m.value.startswith("**1.** Opened **") for m in steps.markdown)
+    assert any(m.value.startswith("**2.** Answered, quoting") or "Answered, quoting" in m.value for m in steps.markdown)
     assert {b.label for b in app.get("download_button")} == {"Transcript (JSON)", "Transcript (Markdown)"}
     assert any("cited" in h.value for h in app.get("html"))               # the first citation, in its section
-    # The finished turn was remembered in the research session (default: "default").
+    # The turn was remembered in the research session (default: "default") by the engine.
     assert any("Remembered in session 'default'" in c.value for c in app.caption)
     events = MemoryForest(data_dir=workbench).research.timeline("reader", "default")
     assert [e["kind"] for e in events][-1] == "question" and "answer" in [e["kind"] for e in events]
+
+    # Ask only the geology paper: the answer comes from it alone, whatever the question names.
+    papers = next(m for m in app.multiselect if m.label == "Papers to ask")
+    assert papers.options == ["notes", "geology"]
+    papers.select(geology)
+    app = next(b for b in app.button if b.label == "Ask").click().run()
+    assert not app.exception
+    answer = next(m.value for m in app.markdown if "(#cite-" in m.value and not m.value.startswith("**Sources"))
+    assert "Parker" not in answer and "Jazz" not in answer
+    assert any("asking geology" in c.value for c in app.caption)
 
 
 def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
