@@ -52,7 +52,7 @@ def show_jobs() -> None:
                 st.caption(" → ".join(job.stages_seen))
                 st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
-            st.error(f"{job.name}: {job.error}")
+            st.error(job.error)
         elif job.status == "done":
             st.success(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready")
         else:
