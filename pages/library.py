@@ -83,10 +83,13 @@ by_id = {a.id: a for a in archives}
 manage, share, merge = st.columns(3)
 with manage:
     st.markdown("**Delete**")
-    doomed = by_id[names[st.selectbox("Archive", list(names), key="delete_choice")]]
-    if confirmed(f"Delete archive {doomed.id}",
-                 f"Archive {doomed.id} ({doomed.name}, {doomed.nodes} nodes) goes from SQLite and Chroma. "
-                 "This cannot be undone.", key=f"delete-{doomed.id}"):
+    # Nothing chosen at first, nor once the chosen archive is gone: a delete is only ever offered
+    # for the archive the person picked.
+    chosen = st.selectbox("Archive", list(names), key="delete_choice", index=None, placeholder="Choose an archive")
+    doomed = by_id[names[chosen]] if chosen else None
+    if doomed and confirmed(f"Delete archive {doomed.id}",
+                            f"Archive {doomed.id} ({doomed.name}, {doomed.nodes} nodes) goes from SQLite and "
+                            "Chroma. This cannot be undone.", key=f"delete-{doomed.id}"):
         try:
             forest.delete_archive(model_id, doomed.id)
         except ForestError as exc:

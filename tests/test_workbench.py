@@ -34,8 +34,20 @@ def button(app: AppTest, label: str):
     return next(b for b in app.button if b.label == label)
 
 
+def use_model_id(app: AppTest, model_id: str) -> AppTest:
+    """Pick `model_id` in the sidebar, or name it as a new one as a person does."""
+    from pages.shared import NEW_MODEL_ID
+
+    pick = app.sidebar.selectbox(key="model_id_pick")
+    if model_id in pick.options:
+        return pick.set_value(model_id).run()
+    pick.set_value(NEW_MODEL_ID).run()
+    app.sidebar.text_input(key="new_model_id_name").set_value(model_id)
+    return button(app, "Create").click().run()
+
+
 def upload(app: AppTest, name: str, content: bytes, mime: str) -> AppTest:
-    app.sidebar.text_input[0].set_value("reader").run()
+    use_model_id(app, "reader")
     app.file_uploader[0].set_value([(name, content, mime)])
     return button(app, "Ingest").click().run()
 
@@ -52,7 +64,7 @@ def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
 
 def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
     app = open_app()
-    assert not app.exception and app.title[0].value == "Memory Forest"
+    assert not app.exception and [h.value for h in app.header] == ["Library"]   # its own title only
     app = upload(app, "jazz notes.md", JAZZ, "text/markdown")
     app = wait_for(app, lambda a: a.dataframe and "jazz notes" in a.dataframe[0].value["name"].tolist())
     table = app.dataframe[0].value
@@ -111,7 +123,7 @@ def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
 def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
     app = open_app().switch_page("pages/research.py").run()
     assert not app.exception
-    app.sidebar.text_input[0].set_value("reader").run()
+    use_model_id(app, "reader")
     next(t for t in app.sidebar.text_input if t.label == "Research session").set_value("fusion study").run()
     next(t for t in app.text_area if t.label == "Core directives").set_value("Cite pages. Name datasets.")
     app = button(app, "Save directives").click().run()
@@ -248,7 +260,7 @@ def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeyp
     monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
     app = open_app()
     app = wait_for(app, lambda a: a.dataframe and "sample notes" in a.dataframe[0].value["name"].tolist())
-    assert app.sidebar.text_input[0].value == "demo"
+    assert app.sidebar.selectbox(key="model_id_pick").value == "demo"
     assert app.dataframe[0].value["name"].tolist() == ["sample notes"]  # once, and not the README
 
 

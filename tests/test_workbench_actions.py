@@ -7,7 +7,7 @@ import httpx
 from streamlit.testing.v1 import AppTest
 
 from conftest import free_port, topic_text
-from test_workbench import JAZZ, button, open_app, upload, wait_for, workbench  # noqa: F401 (fixture)
+from test_workbench import JAZZ, button, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
 
 PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py", "pages/reconcile.py",
          "pages/memory.py", "pages/server.py"]
@@ -51,12 +51,15 @@ def test_deleting_an_archive_confirms_says_so_and_leaves_the_next_one_alone(work
     volcanoes = forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
     forest.close()
     app = open_app()
-    assert app.selectbox(key="delete_choice").value == f"{jazz.id}: jazz"
+    assert app.selectbox(key="delete_choice").value is None      # nothing to confirm until one is chosen
+    assert not [b for b in app.button if b.label.startswith("Yes, delete archive")]
+    app = app.selectbox(key="delete_choice").set_value(f"{jazz.id}: jazz").run()
     app = button(app, f"Yes, delete archive {jazz.id}").click().run()
     assert [t.value for t in app.toast] == [f"Deleted archive {jazz.id} (jazz)."]
     assert app.dataframe[0].value["name"].tolist() == ["volcanoes"]
-    # The selector moved on to the next archive: nothing confirms its deletion.
-    assert app.selectbox(key="delete_choice").value == f"{volcanoes.id}: volcanoes"
+    # The chosen archive is gone and nothing else is chosen: no delete is offered for the next one.
+    assert app.selectbox(key="delete_choice").value is None
+    assert not [b for b in app.button if b.label == f"Yes, delete archive {volcanoes.id}"]
     app = app.run()
     assert app.dataframe[0].value["name"].tolist() == ["volcanoes"] and not app.toast
     assert not any(b.value for b in app.button)
@@ -70,8 +73,8 @@ def test_library_names_archives_by_title_refuses_a_repeat_and_clears_its_banners
     assert [s.value for s in app.success] == ["draft-v2.md: archive 1 (Notes on Jazz and Volcanoes) is ready"]
     app = upload(app, "copy.md", paper, "text/markdown")
     app = wait_for(app, lambda a: a.error)
-    assert [e.value for e in app.error] == [
-        "copy.md: 'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
+    assert [e.value for e in app.error] == [   # the file named once
+        "'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
     assert len(app.dataframe[0].value) == 1
     app = button(app, "Clear these messages").click().run()
     assert not app.error and not app.success
@@ -92,7 +95,7 @@ def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_pat
     monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
     with get_forest()._build_lock:  # the app's own engine (st.cache_resource): its build waits
         app = open_app()
-        assert app.sidebar.text_input[0].value == "demo"
+        assert app.sidebar.selectbox(key="model_id_pick").value == "demo"
         assert any("Building the sample paper" in i.value for i in app.info)
         assert not any("Type a model_id" in i.value for i in app.info)
         app = app.switch_page("pages/tree.py").run()
@@ -143,8 +146,7 @@ def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
     forest.research.add_message("reader", "default", "user", "Does fusion help?")
     forest.research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
     forest.close()
-    app = open_app().switch_page("pages/research.py").run()
-    app.sidebar.text_input[0].set_value("reader").run()
+    app = use_model_id(open_app().switch_page("pages/research.py").run(), "reader")
     app = on_tab(app, "research_tab", "Conversation")
     app = button(app, "Compact now").click().run()
     assert [t.value for t in app.toast] == [
