@@ -27,6 +27,7 @@ from forest.records import (
     ScoredNode,
 )
 from forest.store import ForestStore
+from forest.text import counted
 from forest.store_owner import WriterLock
 from forest.validation import check_model_id, check_query
 
@@ -285,7 +286,7 @@ class MemoryForest:
         document = load_document(path, max_bytes=int(self.settings.max_file_mb * 1_000_000),
                                  on_page=lambda done, total: report(Progress("parse", done, total, "pages")))
         self._check_size(document.name, document.text)
-        report(Progress("parse", 1, 1, f"{len(document.passages)} passages"))
+        report(Progress("parse", 1, 1, counted(len(document.passages), "passage")))
         kept = self.sources.keep(document.source, hold=True)
         return dataclasses.replace(document, kept_file=kept) if kept else document
 
@@ -312,7 +313,7 @@ class MemoryForest:
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
         chunks = leaf_chunks(document, run.chunker, run.chunk_size, run.chunk_overlap)
-        progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
+        progress(Progress("chunk", len(chunks), len(chunks), counted(len(chunks), "chunk")))
         if not chunks:
             raise InvalidInput(f"document {document.name!r} has no text to chunk")
         return chunks

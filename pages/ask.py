@@ -9,6 +9,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.agent import AgentState
+from forest.text import counted
 from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
@@ -123,7 +124,7 @@ with main_col:
                 st.error(f"The answer could not be remembered: {exc}")
         turn = st.session_state.get("ask_turn")
         if turn is not None:
-            st.caption(f"Remembered in session {turn.session_id!r} ({len(turn.event_ids)} events).")
+            st.caption(f"Remembered in session {turn.session_id!r} ({counted(len(turn.event_ids), 'event')}).")
             for verdict in turn.conflicts:
                 st.warning(f"{verdict.note()} — see the Reconcile page for the side-by-side.")
             if turn.compaction:

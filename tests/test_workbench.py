@@ -52,6 +52,11 @@ def upload(app: AppTest, name: str, content: bytes, mime: str) -> AppTest:
     return button(app, "Ingest").click().run()
 
 
+def on_tab(app: AppTest, key: str, label: str) -> AppTest:
+    app.session_state[key] = label
+    return app.run()
+
+
 def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -117,7 +122,7 @@ def test_ask_steps_overrides_and_runs_to_an_answer(workbench):
     # The finished turn was remembered in the research session (default: "default").
     assert any("Remembered in session 'default'" in c.value for c in app.caption)
     events = MemoryForest(data_dir=workbench).research.timeline("reader", "default")
-    assert [e["kind"] for e in events][-1] == "question" and "answer" in [e["kind"] for e in events]
+    assert [e["kind"] for e in events] == ["ask"]   # one event for the question, not one per step
 
 
 def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
@@ -144,6 +149,27 @@ def test_research_page_directives_notes_knowledge_and_episodic_search(workbench)
     app = button(app, "Search").click().run()
     found = next(d for d in app.dataframe if "retention" in d.value.columns).value
     assert found["content"].iloc[0].startswith("Fusion adds 3 points") and found["session"].iloc[0] == "fusion study"
+    assert found["recalled"].iloc[0] == 1          # shown, so counted: not "recalled 0"
+
+
+def test_research_memory_citations_name_the_paper_and_open_its_page(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    state, _ = forest.ask_in_session("reader", "default", "Who played bebop?")
+    cited = state.cited[0].node
+    forest.research.add_note("reader", "default", "finding", "Parker played bebop", f"node {cited.id}, {cited.citation}")
+    forest.close()
+    app = open_app().switch_page("pages/research.py").run()
+    app = on_tab(app, "research_tab", "Conversation")
+    answer = next(m.value for m in app.markdown if "(#cite-" in m.value)
+    assert "[notes, §Jazz](#cite-" in answer and "[node " not in answer   # the paper named, a link to its page
+    app = on_tab(app, "research_tab", "Workspace")
+    assert any(f"[notes, §Jazz](#cite-{cited.id})" in m.value for m in app.markdown)
+    app.session_state["research_source"] = cited.id   # what a click on a citation sets
+    app = app.run()
+    assert not app.exception and any("cited" in h.value for h in app.get("html"))   # the passage, marked
 
 
 def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):

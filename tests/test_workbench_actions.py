@@ -7,7 +7,7 @@ import httpx
 from streamlit.testing.v1 import AppTest
 
 from conftest import free_port, topic_text
-from test_workbench import JAZZ, button, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
+from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
 
 PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py", "pages/reconcile.py",
          "pages/memory.py", "pages/server.py"]
@@ -16,11 +16,6 @@ PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py
 def texts(app: AppTest) -> list[str]:
     """Everything a page shows or says in a label, help or tooltip."""
     return [str(node.proto) for root in (app.main, app.sidebar) for node in root if hasattr(node, "proto")]
-
-
-def on_tab(app: AppTest, key: str, label: str) -> AppTest:
-    app.session_state[key] = label
-    return app.run()
 
 
 def test_no_page_names_an_internal_spec_section(workbench, monkeypatch):
@@ -114,6 +109,8 @@ def test_clearing_a_users_memory_asks_first_and_says_what_it_did(workbench):
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
     app = on_tab(app, "memory_tab", "Memories")
     assert app.caption[0].value == "3 memories"
+    # No agent, run or metadata was set: nothing is said about them ("agent None, run None · metadata {}").
+    assert not [m.value for m in app.markdown if "None" in m.value or "metadata" in m.value]
     app = button(app, "Yes, delete memory #1").click().run()
     assert [t.value for t in app.toast] == ["Deleted memory #1."] and app.caption[0].value == "2 memories"
     app = app.run()  # the confirmation did not pass to memory #2, nor to clearing everything
