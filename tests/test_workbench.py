@@ -201,12 +201,19 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     app = open_app().switch_page("pages/server.py").run()
     assert not app.exception
     assert f"http://127.0.0.1:{port}/mcp" in app.code[0].value
-    tools = app.dataframe[0].value["tool"].tolist()
-    assert "explore_memory_node" in tools and "ask_memory" in tools
+    from forest.tools import ForestTools
+
+    tools = next(m.value for m in app.markdown if "`ask_memory`" in m.value).splitlines()
+    assert len(tools) == len(ForestTools.NAMES) and all(line.rstrip().endswith((".", ")")) for line in tools)   # whole sentences
+    assert any(line.endswith("Use an archive id with get_archive_tree.") for line in tools)
     httpx.get(f"http://127.0.0.1:{port}/tools/list_archives", params={"model_id": "reader"})
     app.run()
-    assert app.dataframe[1].value["tool"].tolist()[0] == "list_archives"
-    assert '"serve"' in app.code[1].value  # the stdio client config
+    assert app.dataframe[0].value["tool"].tolist()[0] == "list_archives"
+    # HTTP first (it works while the workbench runs); stdio last, with why it is refused meanwhile.
+    assert f"http://127.0.0.1:{port}/mcp" in app.code[1].value and '"url"' in app.code[1].value
+    assert '"serve"' in app.code[-1].value
+    stdio = next(m.value for m in app.markdown if "Over stdio" in m.value)
+    assert "only while this workbench is not running" in stdio
     writer = {m.label: m.value for m in app.metric}
     assert writer["worker"] == "idle" and writer["queued"] == "0" and writer["failed"] == "0"
 
