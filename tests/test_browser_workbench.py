@@ -18,8 +18,8 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {
 
 @pytest.fixture(scope="module")
 def shelf(tmp_path_factory):
-    """A store with three small archives of model_id 'shelf' and a user with memories in Chinese,
-    the workbench on it, and a browser."""
+    """A store with three small archives of model_id 'shelf', a user with memories in Chinese and a
+    paper asked about in a research session (model_id 'scholar'), the workbench on it, and a browser."""
     from conftest import topic_text
     from forest import MemoryForest
 
@@ -27,12 +27,14 @@ def shelf(tmp_path_factory):
     forest = MemoryForest(data_dir=data_dir, chunk_size=300)
     archives = [forest.ingest_text("shelf", name, topic_text(name)) for name in ("jazz", "volcanoes", "photosynthesis")]
     forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"])
+    forest.ingest_file(PAPER, "scholar")
+    forest.ask_in_session("scholar", "default", "How many tweets were collected?")
     forest.close()
     with streamlit_app(data_dir) as (_, url):
         driver = chromium(1600, 1000)
         try:
             driver.get(url)
-            wait(driver, lambda d: "Archives of shelf" in d.page_source)
+            wait(driver, lambda d: "Archives of" in d.page_source and settled(d))
             yield driver, url, data_dir, archives
         finally:
             driver.quit()
@@ -89,8 +91,6 @@ def test_a_pdf_uploaded_through_the_library_opens_on_its_page_from_an_ask_citati
     button(driver, "Ingest").click()
     wait(driver, lambda d: any("is ready" in e.text for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stAlert]")),
          300)
-    kept = list((data_dir / "sources").iterdir())
-    assert [p.read_bytes() for p in kept] == [PAPER.read_bytes()]
 
     open_page(driver, "Ask")
     question = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]"))
@@ -110,8 +110,12 @@ def test_a_pdf_uploaded_through_the_library_opens_on_its_page_from_an_ask_citati
     from forest import MemoryForest   # the store the app wrote, read as it is now
 
     store = MemoryForest(data_dir=data_dir)
-    nodes = store.tree("reader", store.archives("reader")[0].id)
+    uploaded = store.archives("reader")[0]
+    nodes = store.tree("reader", uploaded.id)
     store.close()
+    entry = uploaded.settings["documents"][0]
+    assert (data_dir / "sources" / entry["file"]).read_bytes() == PAPER.read_bytes()   # kept in the store
+    assert uploaded.source is None and entry["source"] is None                        # no temporary path
     passage = next(n for n in nodes if n.id == cited)
     page = assert_highlights(driver, passage, [n for n in nodes if n.is_leaf and n.id != cited])
     assert page == passage.page_start
@@ -149,6 +153,33 @@ def test_a_delete_confirmation_closes_and_never_offers_the_next_archive(shelf):
     button(driver, f"Delete archive {second.id}")   # the run for the new choice is drawn
     wait(driver, settled)
     assert offered(driver) == []
+
+
+def test_a_research_memory_citation_names_the_paper_and_opens_its_page(shelf):
+    driver, _, data_dir, _ = shelf
+    open_page(driver, "Research memory")
+    current = wait(driver, lambda d: settled(d) and "Briefing" in d.page_source
+                   and selectbox(d, "model_id").get_attribute("value"))
+    if current != "scholar":
+        choose(driver, "model_id", "scholar")
+    driver.find_element(By.XPATH, "//*[@role='tab'][contains(normalize-space(.), 'Conversation')]").click()
+    links = wait(driver, lambda d: [a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stChatMessage] "
+                                                                               "a[href^='#cite-']") if a.is_displayed()])
+    assert all(a.text.startswith("Offensive Language Detection: A Comparative Analysis, p") for a in links)
+    cited = int(links[0].get_attribute("href").rsplit("-", 1)[1])
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", links[0])
+    links[0].click()
+    dialog = wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "[role=dialog]")
+                                          if f"node {cited}" in e.text), None))
+    assert "not in this store" not in dialog.text
+    from forest import MemoryForest
+
+    store = MemoryForest(data_dir=data_dir)
+    nodes = store.tree("scholar", store.archives("scholar")[0].id)
+    store.close()
+    passage = next(n for n in nodes if n.id == cited)
+    assert assert_highlights(driver, passage, [n for n in nodes if n.is_leaf and n.id != cited]) == passage.page_start
+    assert driver.current_url.endswith("/research")            # the same session, no navigation
 
 
 def glyphs(driver, element, text: str) -> dict[str, tuple[int, int]]:
