@@ -89,8 +89,9 @@ def test_a_pdf_uploaded_through_the_library_opens_on_its_page_from_an_ask_citati
     picker.send_keys(str(PAPER))
     wait(driver, lambda d: PAPER.name in d.find_element(By.CSS_SELECTOR, "[data-testid=stFileUploader]").text)
     button(driver, "Ingest").click()
-    wait(driver, lambda d: any("is ready" in e.text for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stAlert]")),
-         300)
+    banner = wait(driver, lambda d: next((e.text for e in d.find_elements(By.CSS_SELECTOR, "[data-testid=stAlert]")
+                                          if PAPER.name in e.text), None), 600)   # its build, done or failed
+    assert "is ready" in banner, banner
 
     open_page(driver, "Ask")
     question = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]"))
