@@ -120,10 +120,10 @@ class IngestQueue:
 
     @staticmethod
     def _fail(job: Job, exc: Exception, path: Path | None = None) -> None:
-        """The job's error names its file once: at the start, unless the engine's message does."""
+        """The job's error starts with its file's name, once (the reader's messages start with it)."""
         message = str(exc) if isinstance(exc, ForestError) else f"internal error: {type(exc).__name__}: {exc}"
         message = message.replace(str(path), path.name) if path else message
-        named = Path(job.name).stem in message   # "'notes' is already in archive 3" names notes.md
+        named = message.startswith(f"{job.name}: ")
         job.status, job.error = "failed", message if named else f"{job.name}: {message}"
 
     def shutdown(self) -> None:

@@ -22,8 +22,10 @@ except ForestError as exc:
     st.stop()
 
 with st.form("upload", clear_on_submit=True):
+    # No `type=` filter: Streamlit refuses another type before the page runs, with a redacted
+    # error; the reader refuses it as it does on every face, naming the file and the types read.
     files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
-                             type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES])
+                             help="Supported: " + ", ".join(SUPPORTED_SUFFIXES))
     targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in archives}
     target = st.selectbox("Into", list(targets))
     submitted = st.form_submit_button("Ingest", type="primary")

@@ -71,7 +71,7 @@ def test_archives_take_the_documents_title_and_a_repeat_is_refused(forest, tmp_p
     wait(queue)
     assert (first.status, first.name, first.archive_name) == ("done", "draft-v3.md", "Volcanoes of the Pacific")
     assert repeat.status == "failed"
-    assert repeat.error == (f"'copy of draft' is already in archive {first.archive_id} (Volcanoes of the Pacific): "
+    assert repeat.error == (f"copy of draft.md: 'copy of draft' is already in archive {first.archive_id} (Volcanoes of the Pacific): "
                             "the same text was not added again")
     assert elsewhere.status == "done" and [a.name for a in forest.archives("m")] == ["Volcanoes of the Pacific"]
     queue.dismiss([first.id, repeat.id, elsewhere.id])

@@ -68,8 +68,8 @@ def test_library_names_archives_by_title_refuses_a_repeat_and_clears_its_banners
     assert [s.value for s in app.success] == ["draft-v2.md: archive 1 (Notes on Jazz and Volcanoes) is ready"]
     app = upload(app, "copy.md", paper, "text/markdown")
     app = wait_for(app, lambda a: a.error)
-    assert [e.value for e in app.error] == [   # the file named once
-        "'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
+    assert [e.value for e in app.error] == [
+        "copy.md: 'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
     assert len(app.dataframe[0].value) == 1
     app = button(app, "Clear these messages").click().run()
     assert not app.error and not app.success
