@@ -20,14 +20,17 @@ run: setup
 test: setup browser
 	$(BIN)/python -m pytest -q
 
-# The browser tests need Debian's chromium and chromium-driver: installed here when run as root
-# with apt-get; otherwise those tests skip and say why.
+# The browser tests need Debian's chromium and chromium-driver, and fonts for Chinese and emoji
+# (without them both are drawn as empty boxes): installed here when run as root with apt-get;
+# otherwise those tests skip (or the glyph test fails) and say why.
+BROWSER_PACKAGES := chromium chromium-driver fonts-noto-cjk fonts-noto-color-emoji
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	@{ command -v chromium && command -v chromedriver && fc-list :lang=zh | grep -q . && \
+	   fc-list | grep -q NotoColorEmoji; } >/dev/null 2>&1 || \
 	{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  { apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1 || \
-	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1; }; }; } || \
-	echo "WARNING: chromium/chromedriver could not be installed: the browser tests will be SKIPPED"
+	  { apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $(BROWSER_PACKAGES) >/dev/null 2>&1; }; }; } || \
+	echo "WARNING: $(BROWSER_PACKAGES) could not all be installed: browser tests will be SKIPPED or fail"
 
 bench: setup
 	$(BIN)/python bench/bench_build.py

@@ -30,7 +30,7 @@ page = st.navigation([home, *listed])
 
 with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
     from forest import ForestError  # the engine's imports are the slow part of a first start
-    from pages.shared import show_notices, start
+    from pages.shared import page_failed, show_notices, start
 
     try:
         server = start()
@@ -44,4 +44,7 @@ with st.sidebar:
     else:
         st.caption(f"Agent endpoint running: {server.url}/mcp")
 show_notices()
-page.run()
+try:
+    page.run()
+except Exception as exc:  # a page's unexpected failure: one message here, the traceback in the log
+    page_failed(page.title, exc)

@@ -32,6 +32,7 @@ from forest.extractive import TermStats, group_labels
 from forest.leaf_text import embed_text
 from forest.outline import HEADING_JOIN, DocumentOutline, document_lead
 from forest.summarizers import NodeBrief, Summarizer, Summary
+from forest.text import counted
 from forest.tree_builder import Segment, TreePlan, outline_segment, placed_headings, plan_tree
 from forest.vectors import VectorStore
 
@@ -214,7 +215,7 @@ class ArchiveBuilder:
                          self.embedder.calibrate, params.max_children)
         kept = plan.kept()
         progress(Progress("merge", len(plan.merges), max(len(units) - 1, 1),
-                          f"{len(plan.merges)} merges, {len(kept)} summary nodes"))
+                          f"{counted(len(plan.merges), 'merge')}, {counted(len(kept), 'summary node')}"))
 
         stats = TermStats.from_texts([u.content for u in units])
         placed = placed_headings(top)

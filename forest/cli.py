@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from forest.config import load_settings
 from forest.errors import ForestError
+from forest.text import counted
 
 if TYPE_CHECKING:
     from forest.service import MemoryForest
@@ -227,23 +228,25 @@ def _cmd_ingest(forest: MemoryForest, args) -> int:
                                              threshold=args.threshold, progress=bar.update)
         made.append(archive.to_dict())
     return _emit(args, made, lambda rows: "".join(
-        f"archive {a['id']} '{a['name']}': {a['leaves']} leaves, {a['nodes']} nodes, "
-        f"{a['roots']} root(s), depth {a['depth']}\n" for a in rows))
+        f"archive {a['id']} '{a['name']}': {_shape(a)}\n" for a in rows))
+
+
+def _shape(archive: dict[str, Any]) -> str:
+    return (f"{counted(archive['leaves'], 'leaf', 'leaves')}, {counted(archive['nodes'], 'node')}, "
+            f"{counted(archive['roots'], 'root')}, depth {archive['depth']}")
 
 
 def _cmd_rebuild(forest: MemoryForest, args) -> int:
     with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=f"archive {args.archive_id}") as bar:
         archive = forest.rebuild_archive(args.model_id, args.archive_id, progress=bar.update).to_dict()
-    return _emit(args, archive, lambda a: f"archive {a['id']} '{a['name']}' rebuilt: {a['leaves']} leaves, "
-                                          f"{a['nodes']} nodes, {a['roots']} root(s), depth {a['depth']}\n")
+    return _emit(args, archive, lambda a: f"archive {a['id']} '{a['name']}' rebuilt: {_shape(a)}\n")
 
 
 def _cmd_merge_archives(forest: MemoryForest, args) -> int:
     if args.join:
         archive = forest.join_archives(args.model_id, args.join, name=args.name)
         return _emit(args, archive.to_dict(), lambda a: (
-            f"joined into archive {a['id']} '{a['name']}': {a['leaves']} leaves, {a['nodes']} nodes, "
-            f"{a['roots']} root(s), depth {a['depth']}\n"))
+            f"joined into archive {a['id']} '{a['name']}': {_shape(a)}\n"))
     pairs = [p.to_dict() for p in forest.similar_archives(args.model_id, args.threshold)]
 
     def text(rows: list[dict]) -> str:
@@ -291,7 +294,7 @@ def _cmd_tree(forest, args) -> int:
                 merged = ("joined archives" if node["merge_similarity"] is None
                           else f"merged at {node['merge_similarity']:.2f}")
                 lines.append(f"{indent}[{node['id']}] {node['title'] or '(untitled)'}{pages}, "
-                             f"{node['leaf_count']} leaves, {merged}\n{indent}    {node['summary'][:160]}")
+                             f"{counted(node['leaf_count'], 'leaf', 'leaves')}, {merged}\n{indent}    {node['summary'][:160]}")
             for child in sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"]):
                 walk(child)
 
@@ -427,15 +430,16 @@ def _cmd_ask(forest, args) -> int:
 
 
 def _text_answer(result: dict[str, Any]) -> str:
-    lines = [result["answer"], "", f"answered by {result['answered_by']} after {len(result['trace'])} steps"]
+    lines = [result["answer"], "", f"answered by {result['answered_by']} after {counted(len(result['trace']), 'step')}"]
     research = result.get("research")
     if research:
         for conflict in research["conflicts"]:
             lines.append(f"conflict {conflict['a']['key']} vs {conflict['b']['key']}: {conflict['detected']}")
         if research["compaction"]:
             c = research["compaction"]
-            lines.append(f"session compacted: {c['compacted_messages']} messages, {c['tokens_before']} -> "
-                         f"{c['tokens_after']} tokens, {len(c['findings_added'])} findings kept ({c['made_by']})")
+            lines.append(f"session compacted: {counted(c['compacted_messages'], 'message')}, {c['tokens_before']} -> "
+                         f"{c['tokens_after']} tokens, {counted(len(c['findings_added']), 'finding')} kept "
+                         f"({c['made_by']})")
     return "\n".join(lines) + "\n"
 
 
@@ -463,7 +467,7 @@ def _cmd_memory(forest, args) -> int:
         preamble = research.preamble(args.model_id, args.session)
         return _emit(args, {"preamble": preamble}, lambda d: d["preamble"] + "\n")
     report = research.compact(args.model_id, args.session).to_dict()
-    return _emit(args, report, lambda r: f"compacted {r['compacted_messages']} messages: {r['tokens_before']} -> "
+    return _emit(args, report, lambda r: f"compacted {counted(r['compacted_messages'], 'message')}: {r['tokens_before']} -> "
                                          f"{r['tokens_after']} tokens ({r['made_by']})\n")
 
 
@@ -492,7 +496,7 @@ def _cmd_personal(forest, args) -> int:
         result = personal.tags(user, dry_run=not args.apply)
         return _emit(args, result, lambda r: "".join(
             f"{t['tag']} ({t['kind']}) {t['weight']:.2f}\n" for t in r["candidates"]) or "no tags\n")
-    return _emit(args, personal.clear_user_memory(user), lambda r: f"removed {r['memories_removed']} memories\n")
+    return _emit(args, personal.clear_user_memory(user), lambda r: f"removed {counted(r['memories_removed'], 'memory')}\n")
 
 
 COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,

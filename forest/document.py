@@ -35,6 +35,7 @@ class Document:
     title: str | None = None
     page_count: int | None = None
     headings: list[Heading] = field(default_factory=list)   # the document's structure, in order
+    kept_file: str | None = None   # the original PDF's copy in the store (forest.sources), by name
 
     @property
     def text(self) -> str:

@@ -36,6 +36,7 @@ from forest.paths import path_ids, positions_from_parents
 from forest.records import SUMMARY, MemoryNode, entry_title
 from forest.store import ForestStore
 from forest.summarizers import NodeBrief, Summarizer, Summary
+from forest.text import counted
 from forest.tree_builder import average_linkage
 from forest.vectors import VectorStore
 
@@ -206,7 +207,8 @@ def _leaf_vectors(vectors: VectorStore, model_id: str, leaves: list[MemoryNode])
     stored = vectors.get_vectors(model_id, [n.id for n in leaves])
     missing = [n.id for n in leaves if n.id not in stored]
     if missing:
-        raise InvalidInput(f"{len(missing)} leaves of this archive have no vector; run `forest doctor --repair` first")
+        raise InvalidInput(f"this archive has {counted(len(missing), 'leaf', 'leaves')} without a vector; "
+                           "run `forest doctor --repair` first")
     return stored
 
 

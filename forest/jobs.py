@@ -3,6 +3,7 @@ pages or rerun the UI while a long PDF is embedded. Each job keeps its latest pr
 faces poll `jobs()` to draw progress bars."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import threading
@@ -56,7 +57,8 @@ class IngestQueue:
                append_to: int | None = None, delete_after: bool = False) -> Job:
         """Queue one file: a new archive (named `name`, else the document's title, else the file's
         name), or an append to `append_to`. `delete_after` removes the file once it is read (the
-        workbench's copies of uploads)."""
+        workbench's copies of uploads): a PDF's copy is in the store by then (read_file keeps it),
+        and the archive records no path to the deleted file."""
         path = Path(path)
         job = Job(next(self._ids), model_id, path.name)
         with self._lock:
@@ -90,6 +92,8 @@ class IngestQueue:
                 path.unlink(missing_ok=True)
                 if path.parent.is_dir() and not any(path.parent.iterdir()):
                     path.parent.rmdir()
+        if delete_after:
+            document = dataclasses.replace(document, source=None)
         job.status = "queued"  # read: waiting for the builder
         self._builder.submit(self._build, job, document, name, append_to)
 
@@ -116,8 +120,11 @@ class IngestQueue:
 
     @staticmethod
     def _fail(job: Job, exc: Exception, path: Path | None = None) -> None:
+        """The job's error starts with its file's name, once (the reader's messages start with it)."""
         message = str(exc) if isinstance(exc, ForestError) else f"internal error: {type(exc).__name__}: {exc}"
-        job.status, job.error = "failed", message.replace(str(path), path.name) if path else message
+        message = message.replace(str(path), path.name) if path else message
+        named = message.startswith(f"{job.name}: ")
+        job.status, job.error = "failed", message if named else f"{job.name}: {message}"
 
     def shutdown(self) -> None:
         self._reader.shutdown(wait=False, cancel_futures=True)

@@ -5,9 +5,10 @@ so there is one writer at a time.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -26,6 +27,7 @@ from forest.records import (
     ScoredNode,
 )
 from forest.store import ForestStore
+from forest.text import counted
 from forest.store_owner import WriterLock
 from forest.validation import check_model_id, check_query
 
@@ -171,18 +173,20 @@ class MemoryForest:
         name = (name or document.title or document.name or "").strip()
         if not name:
             raise InvalidInput("the archive needs a name")
-        run = self._run_settings(chunk_size, chunk_overlap, threshold)
-        progress = progress or _no_progress
-        chunks = self._chunks(document, run, progress)
-        params = _build_params(run)
-        recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
-                    "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
-                    "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
-        with self._build_lock, self._kept_source(document, recorded["documents"][0]):
-            if not allow_duplicate:
-                self._refuse_duplicate(model_id, document)
-            archive_id = self.store.create_archive(model_id, name, document.source, recorded)
-            self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
+        with self._kept_source(document) as keep:
+            run = self._run_settings(chunk_size, chunk_overlap, threshold)
+            progress = progress or _no_progress
+            chunks = self._chunks(document, run, progress)
+            params = _build_params(run)
+            recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
+                        "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
+                        "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
+            with self._build_lock:
+                keep(recorded["documents"][0])
+                if not allow_duplicate:
+                    self._refuse_duplicate(model_id, document)
+                archive_id = self.store.create_archive(model_id, name, document.source, recorded)
+                self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
         return self.store.archive(model_id, archive_id)
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
@@ -197,21 +201,23 @@ class MemoryForest:
         """Add `document` to an archive (see forest.grow); allow_duplicate as in ingest_document."""
         from forest.grow import append_to_archive
 
-        model_id = check_model_id(model_id)
-        archive = self.store.archive(model_id, archive_id)
-        recorded = archive.settings
-        # Archives from before the chunker setting were cut by the recursive splitter.
-        run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
-                                 recorded.get("merge_threshold"), recorded.get("chunker", "recursive"))
-        self._check_embedder(archive)
-        progress = progress or _no_progress
-        chunks = self._chunks(document, run, progress)
-        entry = _document_entry(document, 0, len(chunks))
-        with self._build_lock, self._kept_source(document, entry):
-            if not allow_duplicate:
-                self._refuse_duplicate(model_id, document)
-            append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
-                              entry, _build_params(run), progress)
+        with self._kept_source(document) as keep:
+            model_id = check_model_id(model_id)
+            archive = self.store.archive(model_id, archive_id)
+            recorded = archive.settings
+            # Archives from before the chunker setting were cut by the recursive splitter.
+            run = self._run_settings(recorded.get("chunk_size"), recorded.get("chunk_overlap"),
+                                     recorded.get("merge_threshold"), recorded.get("chunker", "recursive"))
+            self._check_embedder(archive)
+            progress = progress or _no_progress
+            chunks = self._chunks(document, run, progress)
+            entry = _document_entry(document, 0, len(chunks))
+            with self._build_lock:
+                keep(entry)
+                if not allow_duplicate:
+                    self._refuse_duplicate(model_id, document)
+                append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
+                                  entry, _build_params(run), progress)
         return self.store.archive(model_id, archive_id)
 
     def rebuild_archive(self, model_id: str, archive_id: int, *, progress: ProgressFn | None = None) -> Archive:
@@ -235,18 +241,27 @@ class MemoryForest:
         return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
 
     @contextmanager
-    def _kept_source(self, document: Document, entry: dict[str, Any]) -> Iterator[None]:
-        """The document's PDF copied into the store for a build and named in its `entry` (hold the
-        build lock: a delete prunes under it); removed again if the build fails and nothing else
-        names it."""
-        kept = self.sources.keep(document.source)
-        if kept:
-            entry["file"] = kept
+    def _kept_source(self, document: Document) -> Iterator[Callable[[dict[str, Any]], None]]:
+        """One build of `document`: `keep(entry)`, called under the build lock (prunes run under
+        it), names the document's PDF in the store in `entry`: the copy read_file kept, else one
+        made now. Afterwards read_file's hold on the copy ends, and if the build failed the copy
+        goes again unless an archive names it."""
+        def keep(entry: dict[str, Any]) -> None:
+            kept = document.kept_file if document.kept_file and self.sources.has(document.kept_file) \
+                else self.sources.keep(document.source)
+            if kept:
+                entry["file"] = kept
+
         try:
-            yield
+            yield keep
         except BaseException:
-            self.sources.prune(self.store.kept_files())
+            if document.kept_file:
+                self.sources.release(document.kept_file)
+            with self._build_lock:
+                self.sources.prune(self.store.kept_files())
             raise
+        if document.kept_file:
+            self.sources.release(document.kept_file)
 
     def _check_embedder(self, archive: Archive) -> None:
         if archive.settings.get("embedder", self.embedder.name) != self.embedder.name:
@@ -261,7 +276,9 @@ class MemoryForest:
                                    "the same text was not added again")
 
     def read_file(self, path: str | Path, progress: ProgressFn | None = None) -> Document:
-        """Parse one file into a Document (checks, size limits, "parse" progress), storing nothing."""
+        """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
+        into the store at once (Document.kept_file, held until its build starts), so the caller may
+        delete the file before the build and its citations still open their pages."""
         from forest.build import Progress
         from ingest import load_document
 
@@ -269,8 +286,9 @@ class MemoryForest:
         document = load_document(path, max_bytes=int(self.settings.max_file_mb * 1_000_000),
                                  on_page=lambda done, total: report(Progress("parse", done, total, "pages")))
         self._check_size(document.name, document.text)
-        report(Progress("parse", 1, 1, f"{len(document.passages)} passages"))
-        return document
+        report(Progress("parse", 1, 1, counted(len(document.passages), "passage")))
+        kept = self.sources.keep(document.source, hold=True)
+        return dataclasses.replace(document, kept_file=kept) if kept else document
 
     def _check_size(self, name: str, text: str) -> None:
         if len(text) > self.settings.max_document_chars:
@@ -295,7 +313,7 @@ class MemoryForest:
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
         chunks = leaf_chunks(document, run.chunker, run.chunk_size, run.chunk_overlap)
-        progress(Progress("chunk", len(chunks), len(chunks), f"{len(chunks)} chunks"))
+        progress(Progress("chunk", len(chunks), len(chunks), counted(len(chunks), "chunk")))
         if not chunks:
             raise InvalidInput(f"document {document.name!r} has no text to chunk")
         return chunks

@@ -143,6 +143,46 @@ def truncate(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:") + "…"
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories', '0 passages': a count with its noun in the right number."""
+    if count == 1:
+        return f"1 {noun}"
+    if plural is None:
+        plural = noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else \
+            noun + "es" if noun.endswith(("s", "x", "ch", "sh")) else noun + "s"
+    return f"{count:,} {plural}"
+
+
+_SMALL_WORDS = frozenset("a an and as at but by for from in into nor of on or over per the to via vs with".split())
+# Section numbers: "II", "IV-B" (a valid numeral: "CIVIL" is a word)
+_ROMAN = re.compile(r"(?=[MDCLXVI])M{0,3}(?:C[MD]|D?C{0,3})(?:X[CL]|L?X{0,3})(?:I[XV]|V?I{0,3})(?:-[A-Z0-9]+)?")
+_CAPS_WORD = re.compile(r"[^\W\d_]+")
+
+
+def display_title(title: str) -> str:
+    """A title or heading set in capitals, as a reader writes it: "ASK THE RIGHT QUESTIONS: ACTIVE
+    QUESTION REFORMULATION" -> "Ask the Right Questions: Active Question Reformulation". Text with
+    a lower-case letter is left alone, and so is one short capitalised word (an acronym: "CNN")."""
+    letters = [c for c in title if c.isalpha()]
+    if not letters or any(c.islower() for c in letters) or not any(c.isupper() for c in letters):
+        return title
+    words = title.split(" ")
+    if len(words) == 1 and len(letters) <= 4:
+        return title
+    out = []
+    for index, word in enumerate(words):
+        if _ROMAN.fullmatch(word.strip(".:,;()")):
+            out.append(word)
+            continue
+        lower = word.lower()
+        opens_clause = index == 0 or out[-1].endswith((":", "—", "?", "!"))
+        if lower in _SMALL_WORDS and not opens_clause:
+            out.append(lower)
+        else:   # each part of "PRE-TRAINING" and "Q&A" starts with a capital
+            out.append(_CAPS_WORD.sub(lambda m: m.group(0).capitalize(), lower))
+    return " ".join(out)
+
+
 def term_coverage(query_terms: set[str], text: str,
                   terms_of: Callable[[str], Iterable[str]] = content_terms) -> float:
     """Share of the query's terms that occur in the text (its terms by `terms_of`: content words,

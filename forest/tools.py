@@ -200,11 +200,11 @@ class ForestTools:
                                    min_length=1, max_length=100)] = None,
                                top_k: Annotated[int, Field(description="How many events (1-100).", ge=1, le=100)] = 5,
                                ) -> dict[str, Any]:
-        """Search the research history: earlier questions, exploration steps, answers, findings
-        (including notes folded out of the briefing), knowledge updates and compaction summaries,
-        with their timestamps. Ranked by similarity x retention, where retention exp(-days/S)
-        lowers old, never-recalled events; each event returned counts as recalled and is
-        remembered longer (S grows)."""
+        """Search the research history: earlier questions with their answers (the nodes explored
+        on the way in their data), findings (including notes folded out of the briefing), knowledge
+        updates and compaction summaries, with their timestamps. Ranked by similarity x retention,
+        where retention exp(-days/S) lowers old, never-recalled events; each event returned counts
+        as recalled and is remembered longer (S grows)."""
         with _tool_errors():
             found = self.forest.research.search_episodic(model_id, query, time_range, top_k, session_id)
             return {"query": query, "time_range": time_range, "events": [f.to_dict() for f in found]}

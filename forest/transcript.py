@@ -57,6 +57,12 @@ def numbered_answer(state: AgentState, cites: list[Citation], link: Callable[[Ci
     return _MARKER.sub(number, state.answer or "")
 
 
+def link_markers(text: str, link: Callable[[int], str | None]) -> str:
+    """Free text that cites passages (a remembered answer, a note's source) with each '[node 42,
+    ...]' marker replaced by `link(node_id)`; a marker `link` gives None for stays as written."""
+    return _MARKER.sub(lambda m: link(int(m.group(1) or m.group(2))) or m.group(0), text)
+
+
 def sources_markdown(cites: list[Citation], link: Callable[[Citation], str] | None = None) -> str:
     """The numbered list under an answer: each source's paper, page and section; a link to it
     when `link` gives the target, else its node id and the passage quoted."""

@@ -4,11 +4,13 @@ Every problem with a file is one InvalidInput with a message a person can act on
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from forest.document import Document
 from forest.errors import InvalidInput
+from forest.text import display_title
 from ingest.markdown import read_markdown
 from ingest.pdf import read_pdf
 
@@ -32,14 +34,23 @@ def load_document(path: str | Path, max_bytes: int | None = None,
         raise InvalidInput(f"{path.name}: {size / 1e6:,.1f} MB is over the limit of {max_bytes / 1e6:,.1f} MB "
                            "(setting max_file_mb)")
     if suffix == ".pdf":
-        return read_pdf(path, on_page)
+        return _readable(read_pdf(path, on_page))
     return text_document(path.stem, _read_text(path), str(path.resolve()))
 
 
 def text_document(name: str, text: str, source: str | None = None) -> Document:
     """Text or Markdown: headings become sections; no pages."""
     title, passages, headings = read_markdown(text)
-    return Document(name=name, source=source, passages=passages, title=title, headings=headings)
+    return _readable(Document(name=name, source=source, passages=passages, title=title, headings=headings))
+
+
+def _readable(document: Document) -> Document:
+    """Titles and headings set in capitals, as they are written (see display_title): the archive's
+    name, its sections and every citation read "Ask the Right Questions", not "ASK THE RIGHT QUESTIONS"."""
+    return dataclasses.replace(
+        document, title=document.title and display_title(document.title),
+        headings=[dataclasses.replace(h, title=display_title(h.title)) for h in document.headings],
+        passages=[dataclasses.replace(p, section=p.section and display_title(p.section)) for p in document.passages])
 
 
 def _read_text(path: Path) -> str:

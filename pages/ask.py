@@ -8,6 +8,7 @@ import json
 import streamlit as st
 
 from forest import ForestError
+from forest.text import counted
 from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
@@ -84,7 +85,7 @@ with main_col:
     st.caption(f"Answered by {decided_by(state.answered_by or '')}, asking {asked_over}. "
                "Click a citation to see it on its page.")
     if turn is not None:
-        st.caption(f"Remembered in session {turn.session_id!r} ({len(turn.event_ids)} events).")
+        st.caption(f"Remembered in session {turn.session_id!r} ({counted(len(turn.event_ids), 'event')}).")
         for verdict in turn.conflicts:
             st.warning(f"{verdict.note()} — see the Reconcile page for the side-by-side.")
         if turn.compaction:

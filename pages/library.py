@@ -22,8 +22,10 @@ except ForestError as exc:
     st.stop()
 
 with st.form("upload", clear_on_submit=True):
+    # No `type=` filter: Streamlit refuses another type before the page runs, with a redacted
+    # error; the reader refuses it as it does on every face, naming the file and the types read.
     files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
-                             type=[s.lstrip(".") for s in SUPPORTED_SUFFIXES])
+                             help="Supported: " + ", ".join(SUPPORTED_SUFFIXES))
     targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in archives}
     target = st.selectbox("Into", list(targets))
     submitted = st.form_submit_button("Ingest", type="primary")
@@ -52,7 +54,7 @@ def show_jobs() -> None:
                 st.caption(" → ".join(job.stages_seen))
                 st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
-            st.error(f"{job.name}: {job.error}")
+            st.error(job.error)
         elif job.status == "done":
             st.success(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready")
         else:
@@ -83,10 +85,13 @@ by_id = {a.id: a for a in archives}
 manage, share, merge = st.columns(3)
 with manage:
     st.markdown("**Delete**")
-    doomed = by_id[names[st.selectbox("Archive", list(names), key="delete_choice")]]
-    if confirmed(f"Delete archive {doomed.id}",
-                 f"Archive {doomed.id} ({doomed.name}, {doomed.nodes} nodes) goes from SQLite and Chroma. "
-                 "This cannot be undone.", key=f"delete-{doomed.id}"):
+    # Nothing chosen at first, nor once the chosen archive is gone: a delete is only ever offered
+    # for the archive the person picked.
+    chosen = st.selectbox("Archive", list(names), key="delete_choice", index=None, placeholder="Choose an archive")
+    doomed = by_id[names[chosen]] if chosen else None
+    if doomed and confirmed(f"Delete archive {doomed.id}",
+                            f"Archive {doomed.id} ({doomed.name}, {doomed.nodes} nodes) goes from SQLite and "
+                            "Chroma. This cannot be undone.", key=f"delete-{doomed.id}"):
         try:
             forest.delete_archive(model_id, doomed.id)
         except ForestError as exc:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.personal.graph_view import graph_html
+from forest.text import counted, truncate
 from pages.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
@@ -60,14 +61,19 @@ if graph_tab.open:
 if memories_tab.open:
     with memories_tab:
         records = personal.memories(user_id)
-        st.caption(f"{len(records)} memories")
+        st.caption(counted(len(records), "memory"))
         for record in reversed(records):
-            with st.expander(f"#{record.id} · {record.memory[:90]}"):
-                st.markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
-                            f"`{json.dumps(record.metadata, ensure_ascii=False)}`")
+            with st.expander(f"#{record.id} · {truncate(record.memory, 90)}"):
+                # Only what is set: most memories belong to the user alone, with no metadata.
+                scope = [f"{what} `{value}`" for what, value in (("agent", record.agent_id), ("run", record.run_id))
+                         if value]
+                if record.metadata:
+                    scope.append(f"metadata `{json.dumps(record.metadata, ensure_ascii=False)}`")
+                if scope:
+                    st.markdown(" · ".join(scope))
                 st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
                              hide_index=True)
-                if confirmed(f"Delete memory #{record.id}", f"“{record.memory[:200]}” is forgotten.",
+                if confirmed(f"Delete memory #{record.id}", f"“{truncate(record.memory, 200)}” is forgotten.",
                              key=f"delete-memory-{record.id}"):
                     reply = personal.memory_tool("delete", user_id, memory_id=record.id, actor="workbench")
                     if reply["status"] == "success":
@@ -77,10 +83,10 @@ if memories_tab.open:
                                failed=True)
                     st.rerun()
         if records and confirmed("Clear all of this user's memory",
-                                 f"All {len(records)} memories of {user_id!r}, their history, graph, tags and "
+                                 f"All {counted(len(records), 'memory')} of {user_id!r}, their history, graph, tags and "
                                  "queued writes are forgotten. This cannot be undone.", key=f"clear-memory-{user_id}"):
             removed = personal.clear_user_memory(user_id)["memories_removed"]
-            notify(f"Cleared the memory of {user_id!r}: {removed} memories removed.")
+            notify(f"Cleared the memory of {user_id!r}: {counted(removed, 'memory')} removed.")
             st.rerun()
 
 
@@ -89,7 +95,7 @@ def write_queue() -> None:
     queue = personal.write_queue(user_id)
     state = queue["state"]
     st.caption(f"pending {state['pending']} · done {state['done']} · failed {state['failed']}")
-    st.dataframe([{"input": d["input"][:120], "status": d["status"], "attempts": d["attempts"],
+    st.dataframe([{"input": truncate(d["input"], 120), "status": d["status"], "attempts": d["attempts"],
                    "privacy": (d["decision"] or {}).get("privacy", {}).get("label"),
                    "action": (d["decision"] or {}).get("action"), "error": d["error"]}
                   for d in queue["items"]], hide_index=True)

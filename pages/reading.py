@@ -10,6 +10,8 @@ import streamlit as st
 
 from forest import ForestError, MemoryForest
 from forest.page_preview import RenderedPage, SourcePreview, render_page
+from forest.text import counted
+from forest.transcript import link_markers
 
 # Catches clicks on "#cite-<node id>" links anywhere in the page (an answer's numbered citations,
 # its source list) and hands the node id to Python; a plain link would start a new session.
@@ -73,6 +75,23 @@ def cite_link(node_id: int) -> str:
     return f"#cite-{node_id}"
 
 
+def linked_citations(forest: MemoryForest, model_id: str, text: str, links: bool = True) -> str:
+    """Markdown of `text` with each '[node 42, ...]' marker naming the paper, page and section it
+    cites, as a link that opens the page (see citation_clicks); with links=False, the names only
+    (for a table). A node deleted since keeps its marker."""
+    def named(node_id: int) -> str | None:
+        try:
+            node = forest.node(model_id, node_id)
+            paper = forest.archive(model_id, node.archive_id).document_title(node.first_leaf)
+        except ForestError:
+            return None
+        label = ", ".join(p for p in (paper, node.citation) if p)
+        label = label.replace("[", "(").replace("]", ")")   # a bracket would end the link text
+        return f"[{label}]({cite_link(node_id)})" if links else f"[{label}]"
+
+    return link_markers(text, named)
+
+
 @st.cache_data(max_entries=128, show_spinner=False)
 def _preview(_forest: MemoryForest, data_dir: str, model_id: str, node_id: int) -> SourcePreview:
     return _forest.source_preview(model_id, node_id)   # the engine is not hashed: data_dir tells stores apart
@@ -126,7 +145,7 @@ def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
     rendered = _page(str(preview.pdf), page, tuple(rects))
     if rects:
         others = sorted(p for p in preview.highlights if p != page)
-        st.caption(f"The passage is highlighted in yellow ({len(rects)} lines)"
+        st.caption(f"The passage is highlighted in yellow ({counted(len(rects), 'line')})"
                    + (f"; it continues on p. {', '.join(map(str, others))}." if others else "."))
     elif preview.highlights:
         st.caption(f"The passage is on p. {', '.join(map(str, sorted(preview.highlights)))}.")

@@ -6,6 +6,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from forest import ForestError
+from forest.text import counted, truncate
+from pages.reading import citation_clicks, linked_citations, show_source
 from pages.shared import confirmed, get_forest, notify, page_start, pick_session
 
 forest = get_forest()
@@ -31,13 +33,37 @@ def compact_now() -> None:
         notify(f"Not compacted: {exc}", failed=True)
         return
     if report.compacted_message_ids:
-        notify(f"Compacted {len(report.compacted_message_ids)} older messages into one summary "
+        notify(f"Compacted {counted(len(report.compacted_message_ids), 'older message')} into one summary "
                f"({report.tokens_before:,} → {report.tokens_after:,} tokens, "
-               f"{len(report.findings_added)} findings kept in the workspace).")
+               f"{counted(len(report.findings_added), 'finding')} kept in the workspace).")
     else:
-        notify(f"Nothing to compact: all {len(report.kept_message_ids)} messages ({report.tokens_before:,} tokens) "
+        notify(f"Nothing to compact: all {counted(len(report.kept_message_ids), 'message')} ({report.tokens_before:,} tokens) "
                "are recent enough to stay as they are.")
 
+
+@st.dialog("Source", width="large")
+def source_dialog(node_id: int) -> None:
+    show_source(forest, model_id, node_id, key="research")
+
+
+def open_cited() -> None:
+    st.session_state["research_source"] = st.session_state["research_cite"].get("cited")
+
+
+def cited(text: str) -> str:
+    """The text with its '[node 42, ...]' citations naming their paper, each opening its page."""
+    return linked_citations(forest, model_id, text)
+
+
+def note_source(source: str) -> str:
+    """A note's source as a link when it names a node ("node 42, p. 7"), else as written."""
+    linked = cited(f"[{source}]")
+    return linked if linked != f"[{source}]" else source
+
+
+citation_clicks(key="research_cite", on_cited_change=open_cited)
+if st.session_state.get("research_source") is not None:
+    source_dialog(st.session_state.pop("research_source"))
 
 # Keyed: the open tab survives the rerun that follows each action.
 briefing_tab, workspace_tab, episodic_tab, knowledge_tab, directives_tab, conversation_tab = st.tabs(
@@ -47,7 +73,7 @@ briefing_tab, workspace_tab, episodic_tab, knowledge_tab, directives_tab, conver
 with briefing_tab:
     briefing = research.briefing(model_id, session)
     st.caption(f"{len(briefing.text.splitlines())} of {briefing.line_budget} lines · "
-               f"{len(briefing.folded)} older notes folded away (still found by episodic search)")
+               f"{counted(len(briefing.folded), 'older note')} folded away (still found by episodic search)")
     st.code(research.preamble(model_id, session), language="markdown")
 
 with workspace_tab:
@@ -63,7 +89,7 @@ with workspace_tab:
         st.info("No notes in this session yet.")
     for item in reversed(items):
         left, right = st.columns([6, 1])
-        left.markdown(f"**{item.kind}** · {item.text}" + (f"  \n_{item.source}_" if item.source else ""))
+        left.markdown(f"**{item.kind}** · {cited(item.text)}" + (f"  \n_{note_source(item.source)}_" if item.source else ""))
         with right:
             if confirmed("Remove", f"This {item.kind} leaves the workspace of session {session!r}.",
                          key=f"remove-{item.id}"):
@@ -84,14 +110,17 @@ with episodic_tab:
             st.dataframe([{"when": f.event.to_dict()["created_at"], "kind": f.event.kind,
                            "session": f.event.session_id, "similarity": round(f.similarity, 3),
                            "retention": round(f.retention, 3), "score": round(f.score, 3),
-                           "recalled": f.event.recall_count, "content": f.event.content[:300]} for f in found],
+                           "recalled": f.event.recall_count,
+                           "content": truncate(linked_citations(forest, model_id, f.event.content, links=False), 300)}
+                          for f in found],
                          hide_index=True)
-            st.caption("score = similarity × retention exp(−days / S); each result shown counts as a recall "
-                       "and doubles its S.")
+            st.caption("score = similarity × retention exp(−days / S), as ranked; each result shown counts as "
+                       "a recall, already in its \"recalled\" count, and doubles its S.")
         except ForestError as exc:
             st.error(str(exc))
     st.subheader("Latest events of this session")
-    st.dataframe([{"when": e["created_at"], "kind": e["kind"], "content": e["content"][:200],
+    st.dataframe([{"when": e["created_at"], "kind": e["kind"],
+                   "content": truncate(linked_citations(forest, model_id, e["content"], links=False), 200),
                    "recalled": e["recall_count"], "S (days)": e["stability_days"]}
                   for e in research.timeline(model_id, session, 30)], hide_index=True)
 
@@ -107,7 +136,7 @@ with knowledge_tab:
         with st.expander(f"{entry.topic} (version {entry.version})"):
             for version in research.knowledge(model_id, entry.topic, with_history=True):
                 status = "in force" if version.superseded_at is None else f"superseded {version.to_dict()['superseded_at']}"
-                st.markdown(f"**v{version.version}** ({status}): {version.conclusion}")
+                st.markdown(f"**v{version.version}** ({status}): {cited(version.conclusion)}")
 
 with directives_tab:
     st.caption(f"{research.core_path} — injected first into every prompt of every session.")
@@ -122,8 +151,9 @@ with conversation_tab:
     used, limit = sum(m.tokens for m in live), forest.settings.session_token_limit
     st.progress(min(1.0, used / limit), text=f"{used:,} of {limit:,} tokens (compaction at "
                                               f"{forest.settings.compaction_ratio:.0%})")
-    st.caption(f"{len(live)} live messages; {len(everything) - len(live)} compacted (kept in episodic memory)")
+    st.caption(f"{counted(len(live), 'live message')}; {len(everything) - len(live)} compacted (kept in episodic memory)")
     st.button("Compact now", disabled=len(live) < 2, on_click=compact_now)
     for message in live:
         with st.chat_message("assistant" if message.role != "user" else "user"):
-            st.markdown(("**Summary of earlier messages.** " if message.role == "summary" else "") + message.content)
+            st.markdown(("**Summary of earlier messages.** " if message.role == "summary" else "")
+                        + cited(message.content))

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from forest.server import ThreadServer
+from forest.text import counted
 from forest.tools import ForestTools
 from pages.shared import get_forest, get_server, page_header
 
@@ -22,8 +23,15 @@ st.code(f"MCP (streamable HTTP)  {server.url}/mcp\nREST                   {serve
         f"OpenAPI                {server.url}/openapi.json\nOpenAI-compatible      {server.url}/v1", language=None)
 
 st.subheader("Tools")
-st.dataframe([{"tool": name, "description": inspect.getdoc(getattr(ForestTools, name)).split("\n")[0]}
-              for name in ForestTools.NAMES], hide_index=True)
+st.caption("What an agent connected to the endpoint can call, as its client describes them to the model.")
+
+
+def described(tool: str) -> str:
+    """The tool's description whole: its docstring's first paragraph, unwrapped."""
+    return " ".join(inspect.getdoc(getattr(ForestTools, tool)).split("\n\n")[0].split())
+
+
+st.markdown("\n".join(f"- **`{name}`** — {described(name)}" for name in ForestTools.NAMES))
 
 
 @st.fragment(run_every=2.0)
@@ -52,23 +60,24 @@ def personal_writer() -> None:
     done.metric("written", queue["done"])
     failed.metric("failed", queue["failed"])
     if state["last_error"]:
-        st.warning(f"{state['failures']} failure(s) since start (each retried later); the latest: {state['last_error']}")
+        st.warning(f"{counted(state['failures'], 'failure')} since start (each retried later); the latest: "
+                   f"{state['last_error']}")
 
 
 personal_writer()
 
 st.subheader("Client configuration")
-forest_command = str(Path(sys.executable).parent / "forest")
-stdio = {"mcpServers": {"memory-forest": {"command": forest_command, "args": ["serve", "--transport", "stdio"],
-                                          "env": {"FOREST_DATA_DIR": str(Path(forest.settings.data_dir).resolve())}}}}
-st.markdown("Claude Desktop (`claude_desktop_config.json`) or Cursor (`~/.cursor/mcp.json`), over stdio:")
-st.code(json.dumps(stdio, indent=2), language="json")
-st.caption("A stdio server is a process of its own, and one process owns an embedded store: it is refused while "
-           "this workbench runs on the same data folder. Meanwhile connect over HTTP (below), or share the store "
-           "through a `chroma run` server (settings chroma_host, chroma_port).")
-st.markdown("Over HTTP, to this endpoint:")
+st.markdown("Over HTTP, to this endpoint (Claude Desktop, Cursor and other MCP clients):")
 st.code(json.dumps({"mcpServers": {"memory-forest": {"url": f"{server.url}/mcp"}}}, indent=2), language="json")
 st.markdown("OpenAI clients:")
 st.code(f'from openai import OpenAI\nclient = OpenAI(base_url="{server.url}/v1", api_key="unused on loopback")\n'
         'client.chat.completions.create(model="<model_id>", messages=[{"role": "user", "content": "..."}])',
         language="python")
+st.markdown("Over stdio, **only while this workbench is not running**: a stdio server is a process of its own, "
+            "and one process owns an embedded store, so it is refused while the workbench has this data folder "
+            "open. Use it for a client that starts Memory Forest itself when the workbench is closed, or share "
+            "the store through a `chroma run` server (settings chroma_host, chroma_port).")
+forest_command = str(Path(sys.executable).parent / "forest")
+stdio = {"mcpServers": {"memory-forest": {"command": forest_command, "args": ["serve", "--transport", "stdio"],
+                                          "env": {"FOREST_DATA_DIR": str(Path(forest.settings.data_dir).resolve())}}}}
+st.code(json.dumps(stdio, indent=2), language="json")

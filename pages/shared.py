@@ -4,6 +4,7 @@ model_id, the research session and the notices of what the last action did."""
 from __future__ import annotations
 
 import atexit
+import logging
 from pathlib import Path
 
 import streamlit as st
@@ -11,10 +12,12 @@ import streamlit as st
 from forest import ForestError, MemoryForest
 from forest.jobs import IngestQueue
 from forest.server import ThreadServer
+from forest.validation import check_model_id
 from ingest import SUPPORTED_SUFFIXES
 from pages import through_app
 
 SAMPLE_MODEL_ID = "demo"
+log = logging.getLogger("forest.workbench")
 
 
 def get_forest() -> MemoryForest:
@@ -84,51 +87,93 @@ def building_model_ids(forest: MemoryForest) -> list[str]:
     return list(dict.fromkeys(j.model_id for j in get_queue(forest).jobs() if j.status in ("queued", "running")))
 
 
+NEW_MODEL_ID = "➕ New model_id…"
+MODEL_ID_HELP = ("A model_id owns one forest: an agent's, a project's or a person's. Its archives, research "
+                 "sessions and notes are kept apart from every other model_id's, and the agent endpoint "
+                 "answers each model_id from its own.")
+
+
 def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
-    """The model_id the page works on (sidebar), remembered across pages in the session."""
-    known = forest.model_ids()
-    current = st.session_state.get("model_id") or (known or building_model_ids(forest) or [""])[0]
-    # Keyed widgets, seeded from the remembered model_id: a widget keyed by its default value would
-    # be replaced (and an edit lost) whenever that default changes.
-    if allow_new:
-        if st.session_state.get("model_id_box") is None:
-            st.session_state["model_id_box"] = current
-        value = st.sidebar.text_input("model_id", key="model_id_box", help="an existing model_id or a new one")
-        if known:
-            st.sidebar.caption("existing: " + ", ".join(known))
-    else:
-        if not known:
-            return None
-        if st.session_state.get("model_id_pick") not in known:
-            st.session_state["model_id_pick"] = current if current in known else known[0]
-        value = st.sidebar.selectbox("model_id", known, key="model_id_pick")
-    value = (value or "").strip()
-    if value:
-        st.session_state["model_id"] = value
-    return value or None
+    """The model_id the page works on (sidebar), remembered across pages in the session. Pages that
+    create (allow_new) also offer a new model_id, made by name on purpose: one is never switched to
+    by a typo."""
+    # A model_id whose first archives still build has nothing to read yet, but one can add to it.
+    known = list(dict.fromkeys(forest.model_ids() + (building_model_ids(forest) if allow_new else [])))
+    named = [m for m in st.session_state.get("new_model_ids", []) if m not in known] if allow_new else []
+    options = known + named
+    current = st.session_state.get("model_id")
+    choices = options + [NEW_MODEL_ID] if allow_new else options
+    if not choices:
+        return None
+    # Keyed, seeded from the remembered model_id: a widget keyed by its default value would be
+    # replaced (and a choice lost) whenever that default changes.
+    if st.session_state.get("model_id_pick") not in choices:
+        st.session_state["model_id_pick"] = current if current in options else choices[0]
+    value = st.sidebar.selectbox("model_id", choices, key="model_id_pick", help=MODEL_ID_HELP,
+                                 format_func=lambda m: f"{m} (new, empty)" if m in named else m)
+    if value == NEW_MODEL_ID:
+        _name_new_model_id(known)
+        return None
+    st.session_state["model_id"] = value
+    return value
+
+
+def _name_new_model_id(known: list[str]) -> None:
+    def create() -> None:
+        name = st.session_state.get("new_model_id_name", "").strip()
+        try:
+            check_model_id(name)
+        except ForestError as exc:
+            st.session_state["new_model_id_error"] = str(exc)
+            return
+        if name not in known:
+            st.session_state.setdefault("new_model_ids", []).append(name)
+        st.session_state["model_id_pick"] = st.session_state["model_id"] = name
+        st.session_state["new_model_id_name"] = ""
+
+    with st.sidebar.form("new_model_id", border=False):
+        st.text_input("Name of the new model_id", key="new_model_id_name", placeholder="thesis, alice, agent-7")
+        st.form_submit_button("Create", on_click=create)
+    if "new_model_id_error" in st.session_state:
+        st.sidebar.error(st.session_state.pop("new_model_id_error"))
 
 
 def page_header(header: str) -> None:
-    """What every page starts with, under app.py's shell."""
-    st.title("Memory Forest")
+    """What every page starts with, under app.py's shell (the app's name is in the navigation)."""
     st.header(header)
 
 
 def page_start(forest: MemoryForest, header: str, allow_new: bool = False) -> str:
-    """Title, header and the model_id of a page; stops the page while there is none. Pages that
-    read archives offer the existing model_ids; pages that create (allow_new) take any name."""
+    """Header and the model_id of a page; stops the page while there is none. Pages that read
+    archives offer the existing model_ids; pages that create (allow_new) can name a new one."""
     page_header(header)
     model_id = pick_model_id(forest, allow_new)
     if not model_id:
         building = building_model_ids(forest)
-        if building:
+        if st.session_state.get("model_id_pick") == NEW_MODEL_ID:
+            st.info("Name the new model_id in the sidebar and press Create. " + MODEL_ID_HELP)
+        elif building:
             st.info(f"The first archives of model_id {building[0]!r} are being built (the sample paper, on a "
                     "new store): they appear here in a minute or so. The Library page shows the progress.")
         else:
-            st.info("Type a model_id in the sidebar: the owner of the forest you are building." if allow_new
-                    else "No archives yet: add documents on the Library page.")
+            st.info("No archives yet: add documents on the Library page.")
         st.stop()
+    if allow_new and model_id not in forest.model_ids() and model_id not in building_model_ids(forest):
+        others = ", ".join(repr(m) for m in forest.model_ids())
+        st.info(f"model_id {model_id!r} is new and has no archives yet: upload documents to build its forest."
+                + (f" The archives of {others} are unchanged: pick them in the sidebar." if others else ""))
     return model_id
+
+
+def page_failed(title: str, exc: Exception) -> None:
+    """What a page shows when it fails unexpectedly: one message, no traceback (that goes to the
+    workbench's log). The engine's own errors say what is wrong in words, so they are shown as such."""
+    log.error("the %s page failed", title, exc_info=exc)
+    if isinstance(exc, ForestError):
+        st.error(f"The {title} page stopped: {exc}")
+    else:
+        st.error(f"The {title} page stopped on an unexpected error ({type(exc).__name__}); the details are in "
+                 "the workbench's log. Reload the page to try again, or open another page from the sidebar.")
 
 
 def notify(text: str, *, failed: bool = False) -> None:
@@ -144,11 +189,17 @@ def show_notices() -> None:
 
 def confirmed(label: str, consequence: str, key: str) -> bool:
     """A destructive action behind a confirmation: `label` opens a popover that says what will happen,
-    and only its "Yes" button acts. A button holds for one run, so no confirmation carries over to the
-    next item; `key` names the item."""
-    with st.popover(label, icon=":material/delete:"):
+    and only its "Yes" button acts. `key` names the item: each item has a popover of its own, so one
+    left open never offers the next item, and "Yes" closes it. A button holds for one run, so no
+    confirmation carries over to the next item either."""
+    opened = f"{key}:popover"
+
+    def close() -> None:
+        st.session_state[opened] = False
+
+    with st.popover(label, icon=":material/delete:", key=opened, on_change="rerun"):
         st.markdown(consequence)
-        return st.button(f"Yes, {label[0].lower()}{label[1:]}", key=key, type="primary")
+        return st.button(f"Yes, {label[0].lower()}{label[1:]}", key=key, type="primary", on_click=close)
 
 
 def pick_session(forest: MemoryForest, model_id: str) -> str:

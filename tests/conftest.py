@@ -93,11 +93,10 @@ def forest(make_forest) -> MemoryForest:
     return make_forest(chunk_size=300, chunk_overlap=0)
 
 
-@pytest.fixture
-def app_runs_like_a_running_server(monkeypatch):
+def run_like_a_running_server(patch: pytest.MonkeyPatch) -> None:
     """AppTest starts every run as a server starts its very first one: through Streamlit's legacy
     pages/ discovery, which the workbench turns round with a rerun through app.py (pages/__init__.py),
-    and a rerun drops that run's button clicks. Here every run starts where a running server is:
+    and a rerun drops that run's button clicks. Patched, every run starts where a running server is:
     discovery off, straight into app.py. (tests/test_workbench_actions.py checks the first run.)"""
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.testing.v1 import app_test
@@ -107,7 +106,12 @@ def app_runs_like_a_running_server(monkeypatch):
             super().__init__(*args, **kwargs)
             PagesManager.uses_pages_directory = False
 
-    monkeypatch.setattr(app_test, "PagesManager", Running)
+    patch.setattr(app_test, "PagesManager", Running)
+
+
+@pytest.fixture
+def app_runs_like_a_running_server(monkeypatch):
+    run_like_a_running_server(monkeypatch)
 
 
 @pytest.fixture(scope="session")

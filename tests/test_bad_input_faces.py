@@ -34,7 +34,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, topic_text
+from conftest import ROOT, forest_env, free_port, run_like_a_running_server, topic_text
+from test_workbench import use_model_id
 from forest import MemoryForest, NotFound
 from forest.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
 from forest.jobs import IngestQueue
@@ -134,10 +135,10 @@ class Http:
         return Seen(f"HTTP {reply.status_code}", error if isinstance(error, str) else error["message"])
 
 
-def _type_model_id(app: AppTest, value: str) -> None:
-    """Type into the sidebar's model_id box; the edit must hold on the first try."""
-    next(t for t in app.sidebar.text_input if t.label == "model_id").set_value(value).run()
-    assert next(t for t in app.sidebar.text_input if t.label == "model_id").value == value
+def _pick_model_id(app: AppTest, value: str) -> None:
+    """Pick an existing model_id in the sidebar; the choice must hold on the first try."""
+    use_model_id(app, value)
+    assert app.sidebar.selectbox(key="model_id_pick").value == value
 
 
 def _uploader(app: AppTest, label: str):
@@ -166,12 +167,7 @@ class Upload(_PageFile):
         label = f"{self.name}: "  # the Library names a job by its file
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if app.exception:  # Streamlit's own check of the uploader's types
-                seen = Seen("uploader refuses", app.exception[0].message)
-                uploader.set_value([])  # the page crashed at the widget: clear it through the old handle
-                app.run()
-                assert not app.exception
-                return seen
+            assert not app.exception   # no traceback on the page
             errors = [e.value for e in app.error if e.value.startswith(label)]
             if errors:
                 assert "forest-upload-" not in errors[0]  # names the file, not the server's copy of it
@@ -183,18 +179,18 @@ class Upload(_PageFile):
 
 @dataclass(frozen=True)
 class TypedModelId:
-    """A model_id typed into the Library page's sidebar."""
+    """A new model_id named in the Library page's sidebar."""
     value: str
     expect: str
 
     def run(self, face: Face) -> Seen:
         app = face.app
-        _type_model_id(app, self.value)
+        use_model_id(app, self.value)
         assert not app.exception
-        shown = [("st.error", e.value) for e in app.error] + [("st.info", i.value) for i in app.info]
-        assert len(shown) == 1 and not app.file_uploader, shown  # the page stops: no upload, no import
-        _type_model_id(app, "alice")
-        return Seen(*shown[0])
+        errors = [e.value for e in app.sidebar.error]
+        assert len(errors) == 1 and not app.file_uploader, errors  # refused: no upload, no import
+        _pick_model_id(app, "alice")
+        return Seen("st.error", errors[0])
 
 
 class ImportFile(_PageFile):
@@ -295,7 +291,7 @@ CELLS: dict[str, dict[str, Cell]] = {
     },
     "unsupported file type (.docx)": {
         "CLI": Cli(("ingest", "{docx}", "--model-id", "alice"), "unsupported file type .docx"),
-        "workbench": Upload("notes.docx", b"PK\x03\x04" + CORRUPT_PDF, "Invalid file extension"),
+        "workbench": Upload("notes.docx", b"PK\x03\x04" + CORRUPT_PDF, "unsupported file type .docx"),
     },
     "corrupt PDF (random bytes)": {
         "CLI": Cli(("ingest", "{pdf}", "--model-id", "alice"), "not a PDF"),
@@ -314,8 +310,7 @@ CELLS: dict[str, dict[str, Cell]] = {
     },
     "empty model_id": _bad_model_id(
         "", "model_id is required", "model_id: String should have at least 1 character",
-        OpenAI=Http("/v1/chat/completions", "'model' must name the model_id", json=_chat("Who played bebop?", "")),
-        workbench=TypedModelId("", "Type a model_id")),
+        OpenAI=Http("/v1/chat/completions", "'model' must name the model_id", json=_chat("Who played bebop?", ""))),
     "model_id over 200 characters": _bad_model_id(TOO_LONG_ID, "must be at most 200",
                                                   "model_id: String should have at most 200"),
     "model_id with a control character": _bad_model_id(CONTROL_ID, "no tabs, line breaks"),
@@ -464,9 +459,10 @@ def workbench_face(served, tmp_path_factory) -> Iterator[Face]:
                            "FOREST_MAX_DOCUMENT_CHARS": str(LIMIT), "FOREST_SAMPLES_DIR": str(tmp / "none"),
                            "FOREST_CORE_FILE": str(tmp / "CORE.md")}.items():
             patch.setenv(key, value)
+        run_like_a_running_server(patch)
         st.cache_resource.clear()
-        app = AppTest.from_file(str(ROOT / "pages" / "library.py"), default_timeout=120).run()
-        _type_model_id(app, "alice")
+        app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()   # opens on the Library
+        _pick_model_id(app, "alice")
         assert not app.exception and app.dataframe  # alice's archive is listed: the page is live
         yield replace(served, app=app)
         st.cache_resource.clear()

@@ -3,6 +3,7 @@ and the rank fusion the budgeted context uses."""
 from forest.chunking import chunk_document
 from forest.document import CAPTION, Document, Passage, cite
 from forest.retrieval import reciprocal_rank_fusion
+from forest.text import counted, display_title
 from ingest import text_document
 
 
@@ -14,6 +15,25 @@ def test_markdown_headings_become_sections_and_the_title_is_kept_apart():
         (None, "Intro words."), ("Methods", "We did it."), ("Methods", "```\n## not a heading\n```"),
         ("2.1 Details", "More.")]
     assert [(h.title, h.level) for h in doc.headings] == [("Methods", 2), ("2.1 Details", 3)]
+
+
+def test_titles_and_headings_set_in_capitals_read_as_written():
+    doc = text_document("paper", "# ASK THE RIGHT QUESTIONS: ACTIVE QUESTION REFORMULATION WITH REINFORCEMENT LEARNING\n\n"
+                                 "## ABSTRACT\n\nWords.\n\n## 2 RELATED WORK\n\nMore.\n\n## CNN\n\nA model.\n")
+    assert doc.title == "Ask the Right Questions: Active Question Reformulation with Reinforcement Learning"
+    assert [h.title for h in doc.headings] == ["Abstract", "2 Related Work", "CNN"]   # one short word: an acronym
+    assert [p.section for p in doc.passages] == ["Abstract", "2 Related Work", "CNN"]
+    assert display_title("II-A DATASET EXTRACTION") == "II-A Dataset Extraction"     # numerals stay
+    assert display_title("CIVIL WAR: A STUDY OF PRE-TRAINING FOR Q&A") == "Civil War: A Study of Pre-Training for Q&A"
+    for kept in ("Offensive Language Detection", "pioNER: Datasets", "灿灿是小朱的女儿", "2 Methodology", ""):
+        assert display_title(kept) == kept
+
+
+def test_counts_take_their_nouns_in_the_right_number():
+    assert [counted(1, "memory"), counted(2, "memory"), counted(0, "passage"), counted(1, "event")] == [
+        "1 memory", "2 memories", "0 passages", "1 event"]
+    assert [counted(2, "match"), counted(3, "day"), counted(1_500, "leaf", "leaves")] == ["2 matches", "3 days",
+                                                                                      "1,500 leaves"]
 
 
 def test_chunks_stay_inside_sections_carry_pages_and_captions_stand_alone():

@@ -1,4 +1,5 @@
 """The background ingestion queue the workbench uses."""
+import json
 import time
 
 from conftest import assert_store_empty, topic_text
@@ -70,9 +71,66 @@ def test_archives_take_the_documents_title_and_a_repeat_is_refused(forest, tmp_p
     wait(queue)
     assert (first.status, first.name, first.archive_name) == ("done", "draft-v3.md", "Volcanoes of the Pacific")
     assert repeat.status == "failed"
-    assert repeat.error == (f"'copy of draft' is already in archive {first.archive_id} (Volcanoes of the Pacific): "
+    assert repeat.error == (f"copy of draft.md: 'copy of draft' is already in archive {first.archive_id} (Volcanoes of the Pacific): "
                             "the same text was not added again")
     assert elsewhere.status == "done" and [a.name for a in forest.archives("m")] == ["Volcanoes of the Pacific"]
     queue.dismiss([first.id, repeat.id, elsewhere.id])
     assert queue.jobs() == []
+    queue.shutdown()
+
+
+def test_an_uploaded_pdf_is_kept_before_its_temporary_copy_goes(forest, tmp_path):
+    """The workbench's path: a temporary copy of the upload, deleted once read. The PDF must be in
+    the store by then, whatever happens before the build (here another archive is deleted, which
+    prunes unnamed kept files), and the archive must not name the deleted path."""
+    from pdf_factory import two_column_paper
+
+    queue = IngestQueue(forest)
+    other = forest.ingest_text("m", "notes", topic_text("jazz"))
+    for folder in ("forest-upload-x", "forest-upload-y"):
+        (tmp_path / folder).mkdir()
+    upload = two_column_paper(tmp_path / "forest-upload-x" / "tidal.pdf")
+    appended_upload = two_column_paper(tmp_path / "forest-upload-y" / "tidal again.pdf")
+    with forest._build_lock:   # read, then waiting for the builder
+        job = queue.submit(upload, "m", delete_after=True)
+        deadline = time.monotonic() + 60
+        while upload.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not upload.exists()
+    forest.delete_archive("m", other.id)   # prunes kept files no archive names yet
+    wait(queue)
+    assert job.status == "done", job.error
+    archive = forest.archive("m", job.archive_id)
+    entry = archive.settings["documents"][0]
+    assert (forest.settings.sources_path / entry["file"]).is_file()
+    assert archive.source is None and entry["source"] is None
+    assert str(tmp_path) not in json.dumps(archive.settings)
+    leaf = next(n for n in forest.tree("m", archive.id) if n.is_leaf)
+    assert forest.source_preview("m", leaf.id).pdf == forest.settings.sources_path / entry["file"]
+
+    # An append keeps its PDF too.
+    target = forest.ingest_text("n", "notes", topic_text("volcanoes"))
+    appended = queue.submit(appended_upload, "n", append_to=target.id, delete_after=True)
+    wait(queue)
+    assert appended.status == "done" and not appended_upload.exists()
+    entries = forest.archive("n", target.id).settings["documents"]
+    assert (forest.settings.sources_path / entries[-1]["file"]).is_file() and entries[-1]["source"] is None
+    queue.shutdown()
+
+
+def test_a_build_that_fails_after_the_read_leaves_no_kept_file(forest, tmp_path):
+    from pdf_factory import two_column_paper
+
+    queue = IngestQueue(forest)
+    for folder in "ab":
+        (tmp_path / folder).mkdir()
+    first = queue.submit(two_column_paper(tmp_path / "a" / "tidal.pdf"), "m", delete_after=True)
+    wait(queue)
+    repeat = queue.submit(two_column_paper(tmp_path / "b" / "tidal.pdf"), "other", delete_after=True,
+                          append_to=999)   # no such archive: fails in the build
+    wait(queue)
+    assert first.status == "done" and repeat.status == "failed"
+    assert repeat.error.startswith("tidal.pdf: ") and repeat.error.count("tidal") == 1
+    forest.delete_archive("m", first.archive_id)
+    assert list(forest.settings.sources_path.iterdir()) == []   # no hold outlives its build
     queue.shutdown()

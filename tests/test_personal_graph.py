@@ -17,6 +17,7 @@ from forest.personal.graph import (
     graph_paths,
     normalize_entity,
     related,
+    relations_for,
 )
 
 SEED = [Triple("小朱", "女儿", "灿灿"), Triple("灿灿", "弟弟", "帅帅")]
@@ -198,6 +199,36 @@ def test_entities_in_finds_cjk_substrings_whole_latin_words_and_the_speaker():
 
 def claude_extractor(fake):
     return TripleExtractor(ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url))
+
+
+USER_SAID = ["I live in Berlin.", "I work at Acme.", "My wife is Anna.", "Anna works at Siemens.",
+             "I was born in Leeds.", "My brother Tom lives in Paris.", "I love jazz.", "我住在柏林"]
+
+
+@pytest.mark.parametrize("question, first", [
+    ("Where do I live?", ("ann", "lives in", "Berlin")),
+    ("where do i live", ("ann", "lives in", "Berlin")),           # chat in lower case
+    ("What city do I live in?", ("ann", "lives in", "Berlin")),
+    ("Where's my home?", ("ann", "lives in", "Berlin")),
+    ("Where am I based?", ("ann", "lives in", "Berlin")),
+    ("我住在哪里？", ("ann", "lives in", "Berlin")),
+    ("Where was I born?", ("ann", "born in", "Leeds")),
+    ("Where do I work?", ("ann", "works at", "Acme")),
+    ("Who is my wife?", ("ann", "wife", "Anna")),
+    ("Where does Tom live?", ("Tom", "lives in", "Paris")),
+])
+def test_a_question_gets_the_relations_it_asks_about_first(question, first):
+    triples = [t for said in USER_SAID for t in TripleExtractor().extract(said, speaker="ann")]
+    _, relations = relations_for(triples, question, "ann")
+    assert (relations[0].source, relations[0].relationship, relations[0].target) == first
+
+
+def test_a_question_about_the_speaker_alone_gets_only_what_it_asks_about():
+    triples = [t for said in USER_SAID for t in TripleExtractor().extract(said, speaker="ann")]
+    _, relations = relations_for(triples, "Who is my wife?", "ann")
+    assert {t.relationship for t in relations} == {"wife", "brother"}     # people, not where ann lives
+    assert relations_for(triples, "I'm so tired of the rain.", "ann")[1] == []
+    assert relations_for(triples, "My plans for tomorrow", "ann")[1] == []   # the speaker, asked nothing
 
 
 def test_a_valid_claude_reply_is_used_and_normalized():

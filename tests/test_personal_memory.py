@@ -210,6 +210,15 @@ def test_disabled_memory_writes_nothing(make_forest):
     assert forest.db.query("SELECT count(*) FROM personal_memories")[0][0] == 0
 
 
+def test_a_question_in_the_first_person_gets_the_users_own_relation(personal):
+    personal.memory_tool("add", "ann", text=["I live in Berlin", "I love jazz", "My sister Mia is a nurse"])
+    for question in ("Where do I live?", "where do i live", "我住在哪里？"):
+        relations = personal.process_memory("ann", question)["graph_relations"]
+        assert relations[0] == {"source": "ann", "relationship": "lives in", "target": "Berlin"}, question
+    trace = personal.debug_process_memory("ann", "Where do I live?")
+    assert "[graph search] start: ann" in trace and "ann --[lives in]--> Berlin" in trace
+
+
 def test_users_are_isolated_and_clearing_is_per_user(personal):
     personal.memory_tool("add", "ann", text="Lena is Ann's daughter")
     personal.memory_tool("add", "bob", text="I like espresso")

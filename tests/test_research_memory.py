@@ -61,9 +61,11 @@ def test_retention_follows_ebbinghaus_and_recall_strengthens(research, clock):
     assert [f.event.id for f in found] == [new, old]  # equally similar: the older one has faded
     assert found[1].retention == pytest.approx(math.exp(-30 / 7), rel=1e-3)
     assert found[0].score == pytest.approx(found[0].similarity * found[0].retention)
-    # Both were recalled just now: S doubled and the clock restarted for both.
+    # Both were recalled just now: S doubled and the clock restarted for both, and the results say
+    # so (a result shown next to "recalled 0" had just been counted).
     events = {e.id: e for e in research.store.events("ann")}
     assert events[old].recall_count == 1 and events[old].stability_days == pytest.approx(14)
+    assert [(f.event.recall_count, f.event.stability_days) for f in found] == [(1, pytest.approx(14))] * 2
     clock.advance(14)
     again = {f.event.id: f for f in research.search_episodic("ann", "best dropout rate for the encoder", top_k=2)}
     assert again[old].retention == pytest.approx(math.exp(-1), rel=1e-3)
@@ -203,8 +205,13 @@ def test_a_session_turn_reconciles_conflicting_papers(make_forest, tmp_path):
     verdict = turn.conflicts[0]
     assert "not reviewed by an LLM" in verdict.reviewed_by
     assert {verdict.a.source, verdict.b.source} == {"Paper A", "Paper B"}    # the papers, not "archive 2"
-    kinds = [e.kind for e in forest.research.store.events("ann", session_id="s1")]
-    assert kinds[0] == "question" and "answer" in kinds and "reconciliation" in kinds
+    events = forest.research.store.events("ann", session_id="s1")
+    assert sorted(e.kind for e in events) == ["ask"] + ["reconciliation"] * len(turn.conflicts)  # one per ask
+    asked = next(e for e in events if e.kind == "ask")
+    assert asked.content.startswith(state.question) and "Explored" not in asked.content
+    assert [e["node_id"] for e in asked.data["explored"]] == [
+        s.decision.node_id for s in state.steps if s.decision.action == "EXPLORE"]   # the path, in its data
+    assert [m.event_id for m in forest.research.messages("ann", "s1")] == [asked.id, asked.id]
     assert [m.role for m in forest.research.messages("ann", "s1")] == ["user", "assistant"]
     assert "Conflict between Paper" in forest.research.messages("ann", "s1")[1].content
 

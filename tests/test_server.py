@@ -124,7 +124,7 @@ def test_every_tool_over_streamable_http(served):
     brief = r["brief"].structured_content
     assert "Viscous, gas-rich magma explodes." in brief["preamble"] and brief["workspace"][0]["kind"] == "finding"
     events = r["episodic"].structured_content["events"]
-    assert events[0]["kind"] == "question" and "explosive eruptions" in events[0]["content"]
+    assert events[0]["kind"] == "ask" and "explosive eruptions" in events[0]["content"]
     assert all(0 <= e["retention"] <= 1 and e["score"] <= e["similarity"] + 1e-9 for e in events)
     assert r["episodic_bob"].structured_content["events"] == []
     assert r["bad_range"].is_error and "time_range" in r["bad_range"].content[0].text

@@ -34,10 +34,27 @@ def button(app: AppTest, label: str):
     return next(b for b in app.button if b.label == label)
 
 
+def use_model_id(app: AppTest, model_id: str) -> AppTest:
+    """Pick `model_id` in the sidebar, or name it as a new one as a person does."""
+    from pages.shared import NEW_MODEL_ID
+
+    pick = app.sidebar.selectbox(key="model_id_pick")
+    if model_id in pick.options:
+        return pick.set_value(model_id).run()
+    pick.set_value(NEW_MODEL_ID).run()
+    app.sidebar.text_input(key="new_model_id_name").set_value(model_id)
+    return button(app, "Create").click().run()
+
+
 def upload(app: AppTest, name: str, content: bytes, mime: str) -> AppTest:
-    app.sidebar.text_input[0].set_value("reader").run()
+    use_model_id(app, "reader")
     app.file_uploader[0].set_value([(name, content, mime)])
     return button(app, "Ingest").click().run()
+
+
+def on_tab(app: AppTest, key: str, label: str) -> AppTest:
+    app.session_state[key] = label
+    return app.run()
 
 
 def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
@@ -52,7 +69,7 @@ def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
 
 def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
     app = open_app()
-    assert not app.exception and app.title[0].value == "Memory Forest"
+    assert not app.exception and [h.value for h in app.header] == ["Library"]   # its own title only
     app = upload(app, "jazz notes.md", JAZZ, "text/markdown")
     app = wait_for(app, lambda a: a.dataframe and "jazz notes" in a.dataframe[0].value["name"].tolist())
     table = app.dataframe[0].value
@@ -98,7 +115,7 @@ def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
     # The turn was remembered in the research session (default: "default") by the engine.
     assert any("Remembered in session 'default'" in c.value for c in app.caption)
     events = MemoryForest(data_dir=workbench).research.timeline("reader", "default")
-    assert [e["kind"] for e in events][-1] == "question" and "answer" in [e["kind"] for e in events]
+    assert [e["kind"] for e in events] == ["ask"]   # one event for the question, not one per step
 
     # Ask only the geology paper: the answer comes from it alone, whatever the question names.
     papers = next(m for m in app.multiselect if m.label == "Papers to ask")
@@ -114,7 +131,7 @@ def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
 def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
     app = open_app().switch_page("pages/research.py").run()
     assert not app.exception
-    app.sidebar.text_input[0].set_value("reader").run()
+    use_model_id(app, "reader")
     next(t for t in app.sidebar.text_input if t.label == "Research session").set_value("fusion study").run()
     next(t for t in app.text_area if t.label == "Core directives").set_value("Cite pages. Name datasets.")
     app = button(app, "Save directives").click().run()
@@ -135,6 +152,27 @@ def test_research_page_directives_notes_knowledge_and_episodic_search(workbench)
     app = button(app, "Search").click().run()
     found = next(d for d in app.dataframe if "retention" in d.value.columns).value
     assert found["content"].iloc[0].startswith("Fusion adds 3 points") and found["session"].iloc[0] == "fusion study"
+    assert found["recalled"].iloc[0] == 1          # shown, so counted: not "recalled 0"
+
+
+def test_research_memory_citations_name_the_paper_and_open_its_page(workbench):
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
+    forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
+    state, _ = forest.ask_in_session("reader", "default", "Who played bebop?")
+    cited = state.cited[0].node
+    forest.research.add_note("reader", "default", "finding", "Parker played bebop", f"node {cited.id}, {cited.citation}")
+    forest.close()
+    app = open_app().switch_page("pages/research.py").run()
+    app = on_tab(app, "research_tab", "Conversation")
+    answer = next(m.value for m in app.markdown if "(#cite-" in m.value)
+    assert "[notes, §Jazz](#cite-" in answer and "[node " not in answer   # the paper named, a link to its page
+    app = on_tab(app, "research_tab", "Workspace")
+    assert any(f"[notes, §Jazz](#cite-{cited.id})" in m.value for m in app.markdown)
+    app.session_state["research_source"] = cited.id   # what a click on a citation sets
+    app = app.run()
+    assert not app.exception and any("cited" in h.value for h in app.get("html"))   # the passage, marked
 
 
 def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):
@@ -166,12 +204,19 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     app = open_app().switch_page("pages/server.py").run()
     assert not app.exception
     assert f"http://127.0.0.1:{port}/mcp" in app.code[0].value
-    tools = app.dataframe[0].value["tool"].tolist()
-    assert "explore_memory_node" in tools and "ask_memory" in tools
+    from forest.tools import ForestTools
+
+    tools = next(m.value for m in app.markdown if "`ask_memory`" in m.value).splitlines()
+    assert len(tools) == len(ForestTools.NAMES) and all(line.rstrip().endswith((".", ")")) for line in tools)   # whole sentences
+    assert any(line.endswith("Use an archive id with get_archive_tree.") for line in tools)
     httpx.get(f"http://127.0.0.1:{port}/tools/list_archives", params={"model_id": "reader"})
     app.run()
-    assert app.dataframe[1].value["tool"].tolist()[0] == "list_archives"
-    assert '"serve"' in app.code[1].value  # the stdio client config
+    assert app.dataframe[0].value["tool"].tolist()[0] == "list_archives"
+    # HTTP first (it works while the workbench runs); stdio last, with why it is refused meanwhile.
+    assert f"http://127.0.0.1:{port}/mcp" in app.code[1].value and '"url"' in app.code[1].value
+    assert '"serve"' in app.code[-1].value
+    stdio = next(m.value for m in app.markdown if "Over stdio" in m.value)
+    assert "only while this workbench is not running" in stdio
     writer = {m.label: m.value for m in app.metric}
     assert writer["worker"] == "idle" and writer["queued"] == "0" and writer["failed"] == "0"
 
@@ -274,7 +319,7 @@ def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeyp
     monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
     app = open_app()
     app = wait_for(app, lambda a: a.dataframe and "sample notes" in a.dataframe[0].value["name"].tolist())
-    assert app.sidebar.text_input[0].value == "demo"
+    assert app.sidebar.selectbox(key="model_id_pick").value == "demo"
     assert app.dataframe[0].value["name"].tolist() == ["sample notes"]  # once, and not the README
 
 

@@ -7,7 +7,7 @@ import httpx
 from streamlit.testing.v1 import AppTest
 
 from conftest import free_port, topic_text
-from test_workbench import JAZZ, button, open_app, upload, wait_for, workbench  # noqa: F401 (fixture)
+from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
 
 PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py", "pages/reconcile.py",
          "pages/memory.py", "pages/server.py"]
@@ -16,11 +16,6 @@ PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py
 def texts(app: AppTest) -> list[str]:
     """Everything a page shows or says in a label, help or tooltip."""
     return [str(node.proto) for root in (app.main, app.sidebar) for node in root if hasattr(node, "proto")]
-
-
-def on_tab(app: AppTest, key: str, label: str) -> AppTest:
-    app.session_state[key] = label
-    return app.run()
 
 
 def test_no_page_names_an_internal_spec_section(workbench, monkeypatch):
@@ -51,12 +46,15 @@ def test_deleting_an_archive_confirms_says_so_and_leaves_the_next_one_alone(work
     volcanoes = forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
     forest.close()
     app = open_app()
-    assert app.selectbox(key="delete_choice").value == f"{jazz.id}: jazz"
+    assert app.selectbox(key="delete_choice").value is None      # nothing to confirm until one is chosen
+    assert not [b for b in app.button if b.label.startswith("Yes, delete archive")]
+    app = app.selectbox(key="delete_choice").set_value(f"{jazz.id}: jazz").run()
     app = button(app, f"Yes, delete archive {jazz.id}").click().run()
     assert [t.value for t in app.toast] == [f"Deleted archive {jazz.id} (jazz)."]
     assert app.dataframe[0].value["name"].tolist() == ["volcanoes"]
-    # The selector moved on to the next archive: nothing confirms its deletion.
-    assert app.selectbox(key="delete_choice").value == f"{volcanoes.id}: volcanoes"
+    # The chosen archive is gone and nothing else is chosen: no delete is offered for the next one.
+    assert app.selectbox(key="delete_choice").value is None
+    assert not [b for b in app.button if b.label == f"Yes, delete archive {volcanoes.id}"]
     app = app.run()
     assert app.dataframe[0].value["name"].tolist() == ["volcanoes"] and not app.toast
     assert not any(b.value for b in app.button)
@@ -92,7 +90,7 @@ def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_pat
     monkeypatch.setenv("FOREST_SAMPLES_DIR", str(samples))
     with get_forest()._build_lock:  # the app's own engine (st.cache_resource): its build waits
         app = open_app()
-        assert app.sidebar.text_input[0].value == "demo"
+        assert app.sidebar.selectbox(key="model_id_pick").value == "demo"
         assert any("Building the sample paper" in i.value for i in app.info)
         assert not any("Type a model_id" in i.value for i in app.info)
         app = app.switch_page("pages/tree.py").run()
@@ -111,6 +109,8 @@ def test_clearing_a_users_memory_asks_first_and_says_what_it_did(workbench):
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
     app = on_tab(app, "memory_tab", "Memories")
     assert app.caption[0].value == "3 memories"
+    # No agent, run or metadata was set: nothing is said about them ("agent None, run None · metadata {}").
+    assert not [m.value for m in app.markdown if "None" in m.value or "metadata" in m.value]
     app = button(app, "Yes, delete memory #1").click().run()
     assert [t.value for t in app.toast] == ["Deleted memory #1."] and app.caption[0].value == "2 memories"
     app = app.run()  # the confirmation did not pass to memory #2, nor to clearing everything
@@ -143,8 +143,7 @@ def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
     forest.research.add_message("reader", "default", "user", "Does fusion help?")
     forest.research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
     forest.close()
-    app = open_app().switch_page("pages/research.py").run()
-    app.sidebar.text_input[0].set_value("reader").run()
+    app = use_model_id(open_app().switch_page("pages/research.py").run(), "reader")
     app = on_tab(app, "research_tab", "Conversation")
     app = button(app, "Compact now").click().run()
     assert [t.value for t in app.toast] == [
@@ -182,7 +181,7 @@ def test_server_page_lists_openai_calls_and_why_calls_failed(workbench, monkeypa
     httpx.post(f"{url}/v1/chat/completions", timeout=60,
                json={"model": "reader", "messages": [{"role": "user", "content": "Who played bebop?"}]})
     httpx.post(f"{url}/tools/get_memory_node", json={"model_id": "reader", "node_id": 9999}, timeout=60)
-    calls = app.run().dataframe[1].value
+    calls = app.run().dataframe[0].value   # the tools are a list above it
     assert calls["tool"].tolist() == ["get_memory_node", "/v1/chat/completions"]
     assert calls["ok"].tolist() == [False, True]
     assert "not found" in calls["error"].iloc[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ import networkx as nx
 
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import triples_prompt
-from forest.text import split_sentences
+from forest.text import content_terms, split_sentences
 
 log = logging.getLogger("forest.personal.graph")
 
@@ -427,7 +427,71 @@ class TripleExtractor:
 
 
 # --- retrieval --------------------------------------------------------------------------------
-_FIRST_PERSON_WORD = re.compile(r"(?<![\w'’])(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’])|(?<!自)我(?!们)")
+# "i" too: chat is often written in lower case ("where do i live")
+_FIRST_PERSON_WORD = re.compile(r"(?<![\w'’])(?:[Ii]|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’])|(?<!自)我(?!们)")
+
+# Words a question and a relation may use for the same relation ("Where do I live?" / lives in).
+_RELATION_ALIASES = (
+    {"wife", "husband", "spouse", "partner", "married", "marri", "妻子", "丈夫", "老婆", "老公", "结婚"},
+    {"work", "works", "job", "employ", "工作", "上班"},
+    {"live", "lives", "living", "lived", "home", "based", "reside", "住在", "住"},
+    {"mother", "mom", "mum", "妈妈", "母亲"}, {"father", "dad", "爸爸", "父亲"})
+# No group for likes: on LoCoMo (dev) it made "Why does Tim like Aragorn?" reach every thing Tim likes.
+# What "where?" and "who?" ask for, among the relations the patterns extract.
+_PLACE_RELATIONS = frozenset(["lives in", "works at", "works in", "works for", "grew up in", "moved to", "is from",
+                              "born in", "studies at", "住在", "工作于", "就读于", "长大于", "搬到", "来自", "出生于"])
+_PERSON_RELATIONS = _ROLE_RELATIONS | {"is married to", "结婚"}
+_ASKS_PLACE = re.compile(r"\bwhere\b|哪里|哪儿|在哪|什么地方", re.IGNORECASE)
+_ASKS_PERSON = re.compile(r"\bwho(?:m|se)?\b|谁", re.IGNORECASE)
+
+
+def _stem(word: str) -> str:
+    """Crudely, the first five letters: "painting", "paints" and "painted" meet ("lives" and "live"
+    do not, hence the aliases)."""
+    return word[:5] if word.isascii() else word
+
+
+def _relation_words(text: str) -> set[str]:
+    """A text's words, stemmed, with the aliases of any it shares with an alias group."""
+    words = {_stem(t) for t in content_terms(text)}
+    for group in _RELATION_ALIASES:
+        stems = {_stem(w) for w in group}
+        if words & stems:
+            words |= stems
+    return words
+
+
+NAMED, OF_KIND = 2, 1   # how directly a relation answers a question (see relation_relevance)
+
+
+def relation_relevance(question: str) -> Callable[[str], int]:
+    """How directly a relationship answers the question: NAMED when it shares a word with it
+    (through the aliases: "Where do I live?" names "lives in", "Who is my wife?" "is married to"),
+    OF_KIND when it is what a where/who question asks for (a place, a person), else 0."""
+    words = _relation_words(question)
+    kinds = (_PLACE_RELATIONS if _ASKS_PLACE.search(question) else frozenset()) | \
+        (_PERSON_RELATIONS if _ASKS_PERSON.search(question) else frozenset())
+
+    def relevance(relationship: str) -> int:
+        if _relation_words(relationship) & words:
+            return NAMED
+        return OF_KIND if normalize_relationship(relationship) in kinds else 0
+
+    return relevance
+
+
+def relations_for(triples: list[Triple], question: str, speaker: str, max_depth: int = 2,
+                  max_relations: int = 10) -> tuple[list[str], list[Triple]]:
+    """The entities a question names (the speaker for I, me, my, 我) and the relations around them
+    that bear on it: those it names first, then those of the kind it asks for, then the rest of
+    the neighbourhood, each nearest first. A question naming only the speaker gets only what it
+    asks about: the speaker is linked to everything they ever said, which answers nothing."""
+    start = entities_in(question, {t.source for t in triples} | {t.target for t in triples}, speaker)
+    relevance = relation_relevance(question)
+    near = [(relevance(t.relationship), t) for t in related(triples, start, max_depth, len(triples))]
+    if all(entity_key(name) == entity_key(speaker) for name in start):
+        near = [(score, t) for score, t in near if score]
+    return start, [t for _, t in sorted(near, key=lambda st: -st[0])][:max_relations]  # stable: nearest first
 
 
 def entities_in(text: str, known: Iterable[str], speaker: str | None = None) -> list[str]:

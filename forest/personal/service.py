@@ -31,20 +31,21 @@ from forest.embedders import Embedder
 from forest.errors import ForestError, InvalidInput, NotFound
 from forest.llm import ClaudeJSON
 from forest.personal.graph import (
+    NAMED,
     Triple,
     TripleExtractor,
     entities_in,
     entity_key,
     format_path,
     graph_paths,
-    related,
+    relation_relevance,
+    relations_for,
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
 from forest.personal.timeframe import periods_in, within
-from forest.text import content_terms
 from forest.validation import check_text, in_id_range
 
 log = logging.getLogger("forest.personal")
@@ -144,8 +145,8 @@ class PersonalMemory:
         chunks = self._vector_chunks(user_id, text, vector)
         timings["vector retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
-        triples, start, relations = self._graph(user_id, text)
-        paths = graph_paths(triples, start, self.settings.graph_max_depth)
+        start, relations = self._graph(user_id, text)
+        paths = graph_paths(relations, start, self.settings.graph_max_depth)   # the walks behind the relations
         timings["graph retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
         item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name,
@@ -171,15 +172,14 @@ class PersonalMemory:
 
     def _retrieve(self, user_id: str, text: str,
                   vector: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-        _, _, relations = self._graph(user_id, text)
+        _, relations = self._graph(user_id, text)
         return self._vector_chunks(user_id, text, vector), [t.to_dict() for t in relations]
 
-    def _graph(self, user_id: str, text: str) -> tuple[list[Triple], list[str], list[Triple]]:
-        """The user's triples, the known entities the text names, and the relations around them."""
-        triples = self._triples(user_id)
-        start = entities_in(text, {t.source for t in triples} | {t.target for t in triples})
-        return triples, start, related(triples, start, self.settings.graph_max_depth,
-                                       self.settings.graph_max_relations)
+    def _graph(self, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
+        """The known entities the text names (the user for I, me, my) and the relations around them
+        that bear on it (see relations_for)."""
+        return relations_for(self._triples(user_id), text, user_id, self.settings.graph_max_depth,
+                             self.settings.graph_max_relations)
 
     def _vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[dict[str, Any]]:
         return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
@@ -230,14 +230,16 @@ class PersonalMemory:
         what is said about Anna). The first hop's own memories name the entity, so words and
         vectors find them; the graph adds the second hop, which shares no word with the question."""
         triples = self._triples(user_id)
-        start = {entity_key(e) for e in entities_in(query, {t.source for t in triples} | {t.target for t in triples})}
+        start = {entity_key(e) for e in entities_in(query, {t.source for t in triples} | {t.target for t in triples},
+                                                    user_id)}
         if not start:
             return {}
-        asked = _relation_words(query)
+        relevance = relation_relevance(query)
         reached: set[str] = set()
         for t in triples:
             ends = (entity_key(t.source), entity_key(t.target))
-            if (ends[0] in start) != (ends[1] in start) and _relation_words(t.relationship) & asked:
+            # the relation named: a where/who alone would reach every place or person
+            if (ends[0] in start) != (ends[1] in start) and relevance(t.relationship) == NAMED:
                 reached.add(ends[1] if ends[0] in start else ends[0])
         return self.store.fact_memories(user_id, sorted(reached))
 
@@ -568,21 +570,6 @@ class _Plan:
 
 
 # Words that name the same relation: a question says "wife", a triple says "is married to".
-_RELATION_ALIASES = ({"wife", "husband", "spouse", "partner", "married", "marri", "妻子", "丈夫", "老婆", "老公", "结婚"},
-                     {"work", "works", "job", "employ", "工作", "上班"}, {"live", "lives", "home", "住在", "住"},
-                     {"mother", "mom", "mum", "妈妈", "母亲"}, {"father", "dad", "爸爸", "父亲"})
-
-
-def _relation_words(text: str) -> set[str]:
-    """A text's relation words, stemmed crudely (first five letters), with their aliases."""
-    words = {t[:5] if t.isascii() else t for t in content_terms(text)}
-    for group in _RELATION_ALIASES:
-        stems = {w[:5] if w.isascii() else w for w in group}
-        if words & stems:
-            words |= stems
-    return words
-
-
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -220,7 +220,8 @@ class ResearchMemory:
     def search_episodic(self, model_id: str, query: str, time_range: str | None = None, top_k: int = 5,
                         session_id: str | None = None, kinds: tuple[str, ...] = ()) -> list[RecalledEvent]:
         """search_episodic_memory: events in the time range ranked by similarity x retention; the
-        ones returned count as recalled (their stability grows)."""
+        ones returned count as recalled (their stability grows), and are returned as they are after
+        this recall. Retention and score are the ranking's, from before it."""
         model_id, query = check_model_id(model_id), check_query(query)
         if not 1 <= top_k <= 100:
             raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
@@ -230,10 +231,10 @@ class ResearchMemory:
                                          session_id=None if session_id is None else check_session_id(session_id))
         ranked = rank_events(clocks, self.event_vectors.get(model_id), self.embedder.embed_query(query),
                              self.embedder.calibrate, now, top_k)
-        events = self.store.events_by_id(model_id, [event_id for event_id, _, _ in ranked])
-        found = [RecalledEvent(events[i], similarity, kept, similarity * kept) for i, similarity, kept in ranked]
-        self.store.mark_recalled(model_id, [r.event.id for r in found], now, self.settings.episodic_recall_growth)
-        return found
+        ids = [event_id for event_id, _, _ in ranked]
+        self.store.mark_recalled(model_id, ids, now, self.settings.episodic_recall_growth)
+        events = self.store.events_by_id(model_id, ids)   # read after: this recall counted, its S grown
+        return [RecalledEvent(events[i], similarity, kept, similarity * kept) for i, similarity, kept in ranked]
 
     def reembed(self, model_id: str) -> int:
         """Re-embed the model_id's episodic events made by another (or an unknown) embedder with the
@@ -363,39 +364,34 @@ class ResearchMemory:
 
     # --- a turn of the agent loop -------------------------------------------------------------
     def record_turn(self, state: AgentState, session_id: str) -> ResearchTurn:
-        """After the loop answered: the question, each exploration and the answer become events and
-        messages; conflicting evidence is reconciled; the session is compacted when due."""
+        """After the loop answered: the question and its answer become one episodic event (the
+        nodes explored on the way in its data, not an event each) and two messages; conflicting
+        evidence is reconciled; the session is compacted when due."""
         model_id, session_id = check_model_id(state.model_id), check_session_id(session_id)
         if not state.done:
             raise InvalidInput("the question has no answer yet: finish the loop before recording it")
         leaves = [c.node.id for c in state.context if c.node.is_leaf]
         reconciled = [self.reconcile(c.a, c.b, c.detail, model_id, session_id)
                       for c in self.conflicts(model_id, session_id, leaves)[:MAX_RECONCILED_PER_TURN]]
-        texts = [("question", state.question, {"model_id": model_id})]
-        for step in state.steps:
-            if step.decision.action == "EXPLORE":
-                kept = [c["node_id"] for c in step.children if c.get("kept")]
-                texts.append(("exploration", f"Explored node {step.decision.node_id} for {state.question!r}: "
-                                             f"{step.decision.reasoning}",
-                              {"node_id": step.decision.node_id, "kept_children": kept,
-                               "decided_by": step.decision.source}))
         answer = state.answer or ""
         if reconciled:
             answer += "\n\n" + "\n".join(r.note() for r in reconciled)
-        texts.append(("answer", answer, {"answered_by": state.answered_by,
-                                         "cited": [{"node_id": c.node.id, "citation": c.node.citation}
-                                                   for c in state.cited]}))
+        explored = [{"node_id": step.decision.node_id, "why": step.decision.reasoning,
+                     "kept_children": [c["node_id"] for c in step.children if c.get("kept")],
+                     "decided_by": step.decision.source}
+                    for step in state.steps if step.decision.action == "EXPLORE"]
+        texts = [("ask", f"{state.question}\n→ {answer}",
+                  {"model_id": model_id, "question": state.question, "answered_by": state.answered_by,
+                   "explored": explored,
+                   "cited": [{"node_id": c.node.id, "citation": c.node.citation} for c in state.cited]})]
         texts += [("reconciliation", r.note(), r.to_dict()) for r in reconciled]
         vectors = self.embedder.embed_passages([t[1] for t in texts])
         events = [NewEvent(kind, content, vector, data) for (kind, content, data), vector in zip(texts, vectors)]
         now = self.clock()
         with self.db.transaction() as conn:
             ids = self.store.add_events(conn, model_id, session_id, events, now)
-            by_kind = dict(zip((e.kind for e in events), ids))
-            self.store.add_message(conn, model_id, session_id, "user", state.question,
-                                   estimate_tokens(state.question), by_kind["question"], now)
-            self.store.add_message(conn, model_id, session_id, "assistant", answer,
-                                   estimate_tokens(answer), by_kind["answer"], now)
+            for role, content in (("user", state.question), ("assistant", answer)):
+                self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), ids[0], now)
         briefing = self.briefing(model_id, session_id)
         return ResearchTurn(session_id, briefing, reconciled, self.compact_if_due(model_id, session_id), ids)
 
