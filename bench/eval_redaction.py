@@ -1,8 +1,12 @@
 """Secret redaction (forest/personal/redact.py) on a labelled set of secrets and look-alikes
 (tests/data/redaction_cases.json: credentials, card/account numbers, government ids, PINs and
-passwords, in English and Chinese; order and tracking numbers, years, dates, phone numbers, zip
-codes and ids the user wants remembered). A secret value counts as caught when it no longer
-appears in the redacted text; a look-alike counts as a false alarm when it was removed.
+passwords, provider keys, tokens and passwords in URLs, in English and Chinese; order and tracking
+numbers, years, dates, phone numbers, hashes, UUIDs and ids the user wants remembered).
+
+The set has two parts: dev (the cases the rules were written and checked against) and held_out
+(written before the rules were last changed, never used to tune them). A secret counts as caught
+when no piece of it (8 characters, or the whole of a shorter one) is left in the redacted text;
+a look-alike counts as a false alarm when it was not kept whole.
 Run: `python bench/eval_redaction.py` (`-v` lists every miss and false alarm).
 """
 from __future__ import annotations
@@ -14,6 +18,18 @@ from pathlib import Path
 from forest.personal.redact import redact
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "redaction_cases.json"
+SPLITS = ("dev", "held_out")
+PIECE = 8  # a secret whose any 8 characters survive is not redacted
+
+
+def load(split: str | None = None) -> list[dict]:
+    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    return [c for c in cases if split is None or c.get("split", "dev") == split]
+
+
+def survives(secret: str, text: str) -> bool:
+    size = min(PIECE, len(secret))
+    return any(secret[i:i + size] in text for i in range(len(secret) - size + 1))
 
 
 def evaluate(cases: list[dict]) -> dict[str, object]:
@@ -22,7 +38,7 @@ def evaluate(cases: list[dict]) -> dict[str, object]:
     for case in cases:
         text = redact(case["text"]).text
         for secret in case["secrets"]:
-            if secret in text:
+            if survives(secret, text):
                 missed += 1
                 problems.append(f"missed {secret!r} in {case['text']!r} -> {text!r}")
             else:
@@ -33,18 +49,19 @@ def evaluate(cases: list[dict]) -> dict[str, object]:
             else:
                 removed += 1
                 problems.append(f"removed look-alike {value!r} in {case['text']!r} -> {text!r}")
-    return {"secrets": caught + missed, "look_alikes": kept + removed, "recall": caught / max(1, caught + missed),
-            "precision": caught / max(1, caught + removed), "problems": problems}
+    return {"texts": len(cases), "secrets": caught + missed, "look_alikes": kept + removed,
+            "recall": caught / max(1, caught + missed), "precision": caught / max(1, caught + removed),
+            "false_alarms": removed, "problems": problems}
 
 
 def main() -> None:
-    cases = json.loads(CASES.read_text(encoding="utf-8"))
-    result = evaluate(cases)
-    print(f"redaction on {len(cases)} labelled texts: {result['secrets']} secret values, "
-          f"{result['look_alikes']} look-alikes")
-    print(f"recall {result['recall']:.3f}  precision {result['precision']:.3f}")
-    if "-v" in sys.argv:
-        print("\n".join(result["problems"]))
+    for split in SPLITS:
+        result = evaluate(load(split))
+        print(f"{split:<9} {result['texts']:>3} texts, {result['secrets']:>3} secret values, "
+              f"{result['look_alikes']:>3} look-alikes: recall {result['recall']:.3f}  "
+              f"precision {result['precision']:.3f}  ({result['false_alarms']} look-alikes removed)")
+        if "-v" in sys.argv:
+            print("\n".join(f"  {p}" for p in result["problems"]))
 
 
 if __name__ == "__main__":
