@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN_KEPT = re.compile(f"([{_CJK}]+)")  # split on CJK runs, keeping them
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？；])|\n{2,}")
 
@@ -36,7 +37,7 @@ def tokenize(text: str) -> list[str]:
     for match in _WORD.finditer(text):
         piece = match.group(0)
         if _CJK_RUN.search(piece):
-            for part in re.split(f"([{_CJK}]+)", piece):
+            for part in _CJK_RUN_KEPT.split(piece):
                 if not part:
                     continue
                 if _CJK_RUN.fullmatch(part):

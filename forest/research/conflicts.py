@@ -82,8 +82,11 @@ _METRIC_NAMES = (
     r"psnr|ssim|fid|rmse|mae|mse|correlation|memory(?: usage| footprint)?")
 _QUALIFIER = r"(?:top-?\d+|macro|micro|weighted|balanced|average|mean|overall|test|validation|dev|held-out)"
 _QUALIFIER_RE = re.compile(_QUALIFIER, re.IGNORECASE)
-_METRIC_EN = re.compile(_L + rf"(?P<qual>(?:{_QUALIFIER}[- ])*)(?P<name>{_METRIC_NAMES})" + _R, re.IGNORECASE)
-_METRIC_GENERIC = re.compile(_L + r"(?P<word>[A-Za-z][A-Za-z0-9-]*)\s+(?P<kind>score|rate)s?" + _R, re.IGNORECASE)
+# At most four qualifiers: unbounded, every qualifier of a long run of them would rescan the rest.
+_METRIC_EN = re.compile(_L + rf"(?P<qual>(?:{_QUALIFIER}[- ]){{0,4}})(?P<name>{_METRIC_NAMES})" + _R, re.IGNORECASE)
+# The word starts where a hyphenated word starts: after each of its hyphens it would rescan the rest.
+_METRIC_GENERIC = re.compile(r"(?<![A-Za-z0-9_-])(?P<word>[A-Za-z][A-Za-z0-9-]*)\s+(?P<kind>score|rate)s?" + _R,
+                             re.IGNORECASE)
 _NOT_METRICS = frozenset(["learning", "dropout", "sampling", "decay", "warmup", "masking", "mask", "frame", "bit"])
 _METRIC_CN = {"准确率": "accuracy", "准确度": "accuracy", "正确率": "accuracy", "精确率": "precision",
               "查准率": "precision", "召回率": "recall", "查全率": "recall", "错误率": "error rate", "误差": "error",
@@ -124,7 +127,7 @@ _LINK_BEFORE = re.compile(
     r"down|by|to|from|on|in|for|reported|remains|remained|stays|值|为|达到|高达|仅为|达|是|约|仅|提高|提升|降低|下降|增加|"
     r"减少|到|至|了|从|有)*", re.IGNORECASE)
 _LINK_AFTER = re.compile(r"(?:\s|的|in|of)*", re.IGNORECASE)
-_LINK_CHAIN = re.compile(r"\s*(?:to|and|vs\.?|versus|/|到|至|和|与|或)\s*", re.IGNORECASE)
+_LINK_CHAIN = re.compile(r"(?<!\s)\s*(?:to|and|vs\.?|versus|/|到|至|和|与|或)\s*", re.IGNORECASE)
 _DELTA_GAP = re.compile(r"(?<![A-Za-z])by(?![A-Za-z])|(?:提高|提升|降低|下降|增加|减少)了?\s*$", re.IGNORECASE)
 _MAX_LINK = 40
 
@@ -136,17 +139,17 @@ _SHOT = re.compile(
     + r"|" + _L + r"(?:with|using|from|on)\s+(?:only\s+|just\s+)?(?P<m>\d+(?:,\d{3})*|a few|few|a handful of)\s+"
     r"(?:labell?ed\s+|annotated\s+|training\s+|in-context\s+)?(?:examples|samples|instances|images|demonstrations|"
     r"labels|shots)" + _R
-    + r"|(?P<c>[小少零])样本|每类\s?(?P<k>\d+)\s?个?(?:标注)?样本|(?P<j>\d+)\s?个(?:标注)?样本", re.IGNORECASE)
+    + r"|(?P<c>[小少零])样本|每类\s?(?P<k>\d+)\s?个?(?:标注)?样本|(?<!\d)(?P<j>\d+)\s?个(?:标注)?样本", re.IGNORECASE)
 _WAY = re.compile(_L + r"(?P<n>\d+)[- ]way" + _R, re.IGNORECASE)
 _MODEL = re.compile(
-    _L + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+)*(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|base|large|small|tiny|medium|xl|xxl))+"
+    _L + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+){0,4}(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|base|large|small|tiny|medium|xl|xxl)){1,4}"
     r"|\d+(?:\.\d+)?[BM](?:\s+param(?:eter)?s)?|\d+(?:\.\d+)?\s?(?:billion|million)\s+param(?:eter)?s"
     r"|\d+-layers?)" + _R)
 _DATASET = re.compile(
     r"(?<![A-Za-z])(?:[Oo]n|[Ii]n|[Oo]ver|[Aa]cross)\s+(?:the\s+)?"
     r"(?P<name>(?:[A-Z]|[a-z]+[A-Z])[A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*(?:\s+[A-Z0-9][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)*)"
-    r"|(?P<named>[A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)\s+(?:dataset|benchmark|corpus)" + _R
-    + r"|在\s?(?P<cn>[A-Za-z][A-Za-z0-9\-. ]*?|[\u4e00-\u9fff]{1,8}?)\s?(?:数据集|基准|语料库?)?上(?!升)")
+    r"|(?<![A-Za-z0-9_.-])(?P<named>[A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)\s+(?:dataset|benchmark|corpus)" + _R
+    + r"|在\s?(?P<cn>[A-Za-z][A-Za-z0-9\-. ]{0,40}?|[\u4e00-\u9fff]{1,8}?)\s?(?:数据集|基准|语料库?)?上(?!升)")
 _NOT_DATASETS = frozenset(["table", "tab", "figure", "fig", "section", "sec", "appendix", "eq", "equation", "chapter",
                            "algorithm", "experiment", "experiments", "addition", "contrast", "particular", "general",
                            "practice", "summary", "fact", "short", "sum", "this", "these", "that", "those", "our",
