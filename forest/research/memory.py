@@ -25,6 +25,7 @@ from forest.db import Database
 from forest.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
 from forest.llm import ClaudeJSON
+from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
 from forest.research.conflicts import Conflict, Statement, detect_conflicts
@@ -361,11 +362,14 @@ class ResearchMemory:
         leaves = [c.node.id for c in state.context if c.node.is_leaf]
         reconciled = [self.reconcile(c.a, c.b, c.detail, model_id, session_id)
                       for c in self.conflicts(model_id, session_id, leaves)[:MAX_RECONCILED_PER_TURN]]
-        texts = [("question", state.question, {"model_id": model_id})]
+        # The question is remembered with its secrets redacted, as personal memory is (the loop
+        # itself ran on the question as asked).
+        question = redact(state.question).text
+        texts = [("question", question, {"model_id": model_id})]
         for step in state.steps:
             if step.decision.action == "EXPLORE":
                 kept = [c["node_id"] for c in step.children if c.get("kept")]
-                texts.append(("exploration", f"Explored node {step.decision.node_id} for {state.question!r}: "
+                texts.append(("exploration", f"Explored node {step.decision.node_id} for {question!r}: "
                                              f"{step.decision.reasoning}",
                               {"node_id": step.decision.node_id, "kept_children": kept,
                                "decided_by": step.decision.source}))
@@ -382,8 +386,8 @@ class ResearchMemory:
         with self.db.transaction() as conn:
             ids = self.store.add_events(conn, model_id, session_id, events, now)
             by_kind = dict(zip((e.kind for e in events), ids))
-            self.store.add_message(conn, model_id, session_id, "user", state.question,
-                                   estimate_tokens(state.question), by_kind["question"], now)
+            self.store.add_message(conn, model_id, session_id, "user", question,
+                                   estimate_tokens(question), by_kind["question"], now)
             self.store.add_message(conn, model_id, session_id, "assistant", answer,
                                    estimate_tokens(answer), by_kind["answer"], now)
         briefing = self.briefing(model_id, session_id)
