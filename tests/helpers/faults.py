@@ -161,36 +161,35 @@ def _personal(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
 
 
 def personal_state(forest: MemoryForest) -> dict[str, Any]:
-    rows = forest.db.query("SELECT input, status, decision FROM personal_write_queue WHERE user_id = ? ORDER BY id",
-                           (USER,))
+    """The memories' texts, and the queue's items in the order they were queued (status, action):
+    a written item keeps its decision, not its input."""
+    rows = forest.db.query("SELECT status, decision FROM personal_write_queue WHERE user_id = ? ORDER BY id", (USER,))
     return {"memories": sorted(m.memory for m in forest.personal.memories(USER)),
-            "queue": [(r["input"], r["status"], r["decision"]) for r in rows]}
+            "queue": [(r["status"], json.loads(r["decision"])["action"] if r["decision"] else None) for r in rows]}
 
 
 def _check_personal(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
     """Before and after a fresh worker drains the queue, no input is stored twice; afterwards every
     acknowledged input was queued once and written once (or discarded by the privacy filter, as
-    in the run that was not killed), and no memory is stored that has no queue item."""
+    in the run that was not killed), and no memory is stored that has no queue item. Item i of
+    the queue is INPUTS[i]: the inputs are queued one after the other."""
     before = personal_state(forest)
-    pending = sum(status == "pending" for _, status, _ in before["queue"])
+    pending = sum(status == "pending" for status, _ in before["queue"])
     doubled = {m for m in before["memories"] if before["memories"].count(m) > 1}
     violations = [f"written twice before draining: {sorted(doubled)}"] if doubled else []
     if not forest.personal.drain(120):
         violations.append("a fresh worker could not drain the queue")
     after = personal_state(forest)
-    expected = {text: json.loads(decision)["action"] for text, _, decision in done["queue"]}
-    queued = [text for text, _, _ in after["queue"]]
-    for text in set(queued):
-        if queued.count(text) > 1:
-            violations.append(f"queued twice: {text!r}")
+    queued = INPUTS[:len(after["queue"])]
+    if len(after["queue"]) > len(INPUTS):
+        violations.append(f"{len(after['queue'])} items queued for {len(INPUTS)} inputs")
     for i in acks:
-        if INPUTS[i] not in queued:
+        if i >= len(after["queue"]):
             violations.append(f"acknowledged input {i} was lost: {INPUTS[i]!r}")
-    for text, status, decision in after["queue"]:
+    for text, (status, action), (_, expected) in zip(queued, after["queue"], done["queue"]):
         stored = after["memories"].count(text)
-        action = json.loads(decision)["action"] if decision else None
-        if status != "done" or action != expected[text]:
-            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected[text]})")
+        if status != "done" or action != expected:
+            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected})")
         if stored != (action == "stored"):
             violations.append(f"{text!r} stored {stored} times after {action}")
     extra = set(after["memories"]) - set(queued) - set(base["memories"])
