@@ -1,6 +1,7 @@
 """Fault injection: a writer process is SIGKILLed in the middle of an operation (at a random
 moment, or right after each of its durable writes in turn), then a fresh process opens the store,
-checks that nothing was lost, written twice or left half-written, and runs `forest doctor`
+checks that nothing was lost, written twice or left half-written (for deletions: that nothing
+deleted has a byte of its text left on disk), and runs `forest doctor`
 (repairing if needed). Shared by tests/test_faults.py and bench/bench_faults.py.
 
 Every process here (base store, writer, checker) is forked from a multiprocessing forkserver
@@ -225,6 +226,53 @@ def _check_compaction(forest: MemoryForest, base: Any, done: Any, acks: list[int
     return [] if seen in (base, done) else [f"partial compaction: {seen} (base {base}, done {done})"], 0
 
 
+# Made-up words nothing else contains: a memory deleted through the memory tool, a user cleared,
+# an archive deleted.
+ERASED = {"memory": "Qzvorblethian", "user": "Plimbertosh", "archive": "Grutzelvane"}
+CLEARED_USER = "cleo"
+
+
+def _erase_base(forest: MemoryForest, _: Path) -> None:
+    personal = forest.personal
+    personal.memory_tool("add", USER, text=[f"My boat is named {ERASED['memory']}.", "I sail on Sundays."])
+    personal.memory_tool("add", CLEARED_USER, text=[f"I grew up in {ERASED['user']}.", "I like tea."])
+    forest.ingest_text(MODEL, "jazz", topic_text("jazz"))
+    forest.ingest_text(MODEL, "expedition", f"The {ERASED['archive']} expedition mapped the glacier.\n\n"
+                       + topic_text("volcanoes"))
+
+
+def _erase(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    boat = next(m.id for m in forest.personal.memories(USER) if ERASED["memory"] in m.memory)
+    forest.personal.memory_tool("delete", USER, memory_id=boat)
+    forest.personal.clear_user_memory(CLEARED_USER)
+    forest.delete_archive(MODEL, next(a.id for a in forest.archives(MODEL) if a.name == "expedition"))
+
+
+def erase_state(forest: MemoryForest) -> dict[str, Any]:
+    """Which of the three is still visible."""
+    return {"memory": any(ERASED["memory"] in m.memory for m in forest.personal.memories(USER)),
+            "user": bool(forest.personal.memories(CLEARED_USER)),
+            "archive": any(a.name == "expedition" for a in forest.archives(MODEL))}
+
+
+def _check_erase(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
+    """Once a fresh process opened the store and `forest doctor --repair` finished what the kill
+    left (an archive hidden for deletion is deleted), nothing that is no longer visible has a byte
+    of its text left in any file of the data directory; what is still visible is whole."""
+    forest.doctor(repair_drift=True)
+    seen = erase_state(forest)
+    data_dir = Path(forest.settings.data_dir)
+    violations = []
+    for item, visible in seen.items():
+        word = ERASED[item].encode()
+        holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file() and word in p.read_bytes()]
+        if not visible and holding:
+            violations.append(f"deleted {item} still on disk in {holding}")
+    if seen["archive"] and not forest.search(MODEL, "glacier expedition", top_k=3):
+        violations.append("the archive is visible but cannot be searched")
+    return violations, 0
+
+
 OPERATIONS = {op.name: op for op in (
     Operation("ingest", _ingest_base, _ingest, archive_fingerprint, _check_archives),
     Operation("append", _append_base, _append, archive_fingerprint, _check_archives),
@@ -233,6 +281,7 @@ OPERATIONS = {op.name: op for op in (
               lambda forest: forest.personal.store),
     Operation("compaction", _compaction_base, _compaction, compaction_state, _check_compaction,
               lambda forest: forest.research),
+    Operation("erase", _erase_base, _erase, erase_state, _check_erase, lambda forest: forest.personal.store),
 )}
 
 
