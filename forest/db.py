@@ -12,7 +12,7 @@ from pathlib import Path
 from forest.errors import ForestError
 from forest.lexical import index_text
 from forest.migrations import LATEST_VERSION, MIGRATIONS
-from forest.private_files import create_private_file, make_private_dir
+from forest.private_files import claim_store_dir, create_private_file, make_private_dir
 
 log = logging.getLogger("forest")
 
@@ -27,6 +27,8 @@ class Database:
     def __init__(self, path: Path | str, *, upto_version: int | None = None) -> None:
         self.path = Path(path)
         make_private_dir(self.path.parent)
+        if not self.path.exists():
+            claim_store_dir(self.path.parent)
         create_private_file(self.path)  # SQLite gives its WAL and shared-memory files this mode
         self._local = threading.local()
         self._owned: dict[threading.Thread, sqlite3.Connection] = {}
@@ -123,9 +125,12 @@ class Database:
         is checkpointed and truncated; only then are the marks removed. True when nothing is left
         to do; False when another connection kept the WAL busy (the next erasure or the next open
         of the store finishes it)."""
-        targets = [r[0] for r in self.query("SELECT target FROM pending_erasures")]
-        if not targets:
+        marks = self.query("SELECT id, target FROM pending_erasures")
+        if not marks:
             return True
+        # Only the marks seen now are removed at the end: a delete committed meanwhile (by another
+        # thread or process) leaves a newer mark, which its own finish_erasures handles.
+        targets, last = {m["target"] for m in marks}, max(m["id"] for m in marks)
         for target in [t for t in targets if t in ERASABLE_INDEXES]:
             with self.transaction() as conn:
                 conn.execute(f"INSERT INTO {target} ({target}) VALUES ('optimize')")
@@ -141,7 +146,7 @@ class Database:
             log.warning("deleted text may stay in %s-wal until its next erasure: a reader held it", self.path)
             return False
         with self.transaction() as conn:
-            conn.executemany("DELETE FROM pending_erasures WHERE target = ?", [(t,) for t in targets])
+            conn.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
         return True
 
     def close(self) -> None:
@@ -164,7 +169,7 @@ def mark_erased(conn: sqlite3.Connection, index: str) -> None:
     """Inside the deleting transaction: `index` (one of ERASABLE_INDEXES, or WAL) holds deleted
     text until Database.finish_erasures runs; a process that dies first leaves the mark for the
     next open."""
-    conn.execute("INSERT OR IGNORE INTO pending_erasures (target) VALUES (?)", (index,))
+    conn.execute("INSERT INTO pending_erasures (target) VALUES (?)", (index,))
 
 
 def _statements(script: str) -> list[str]:

@@ -286,7 +286,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     # rewrites the file, whose free pages hold what was deleted before secure_delete was on).
     (11, """
     ALTER TABLE personal_memories ADD COLUMN context_id INTEGER;
-    CREATE TABLE pending_erasures (target TEXT PRIMARY KEY);
+    CREATE TABLE pending_erasures (id INTEGER PRIMARY KEY AUTOINCREMENT, target TEXT NOT NULL);
     UPDATE personal_write_queue SET input = '', metadata = '{}', embedding = NULL, context = NULL WHERE status = 'done';
     UPDATE personal_write_queue SET context = NULL;
     UPDATE personal_memory_history SET old_value = NULL, new_value = NULL, reason = ''

@@ -14,13 +14,28 @@ OTHERS = stat.S_IRWXG | stat.S_IRWXO   # any group or other permission is too lo
 
 
 def make_private_dir(path: Path | str) -> Path:
-    """The directory, created 0700 if missing (its missing parents get the usual mode: only the
-    store's own directories are private)."""
+    """The directory, created 0700 if missing, and so is every missing parent (the data directory
+    may first be made as the parent of its chroma directory); existing ones are left as they are."""
     path = Path(path)
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True)
-        path.chmod(PRIVATE_DIR)
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+        directory.chmod(PRIVATE_DIR)
     return path
+
+
+# What forest keeps in a data directory: a directory holding nothing else is the store's own.
+STORE_ENTRIES = frozenset(["forest.sqlite3", "forest.sqlite3-wal", "forest.sqlite3-shm", "forest.sqlite3-journal",
+                           "chroma", "chroma.owner", "chroma.snapshots", "writer.lock", "sources"])
+
+
+def claim_store_dir(directory: Path | str) -> None:
+    """A new store made in a directory someone created beforehand (an empty one, or one holding
+    only what forest put there): the directory becomes 0700 as if forest had made it. A directory
+    holding anything else is not the store's own to change (doctor reports it)."""
+    directory = Path(directory)
+    if all(entry.name in STORE_ENTRIES for entry in directory.iterdir()):
+        directory.chmod(PRIVATE_DIR)
 
 
 def create_private_file(path: Path | str) -> None:
