@@ -1,7 +1,9 @@
 """Print the README's bad-input table: runs tests/test_bad_input_faces.py (every face x every class of
-bad input, "nothing written" checked in each cell) and renders the error each cell showed.
+bad input, "nothing written" checked in each cell) and renders the error each cell showed; then the
+adversarial-regex rows of tests/test_regex_time.py (input that made a backtracking regex stall the
+service: each face must answer it as fast as an ordinary message of the same length).
 
-    python bench/bad_input_table.py            # runs the tests (~1-2 min), then prints the table
+    python bench/bad_input_table.py            # runs the tests (~5-10 min), then prints the table
     python bench/bad_input_table.py --from observed.json   # renders an earlier run's observations
 """
 from __future__ import annotations
@@ -18,15 +20,24 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_CELL = 72
 
 
+# (test file and selection, the variable it writes its observations to)
+SOURCES = ((["tests/test_bad_input_faces.py"], "FOREST_BAD_INPUT_TABLE"),
+           (["tests/test_regex_time.py", "-k", "ordinary_message"], "FOREST_ADVERSARIAL_TABLE"))
+
+
 def observe() -> dict:
+    observed: dict = {"faces": None, "rows": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        target = Path(tmp) / "observed.json"
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              "tests/test_bad_input_faces.py"], cwd=ROOT, stdout=sys.stderr,
-                             env={**os.environ, "FOREST_BAD_INPUT_TABLE": str(target)})
-        if run.returncode != 0:
-            sys.exit("the bad-input tests failed: no table")
-        return json.loads(target.read_text(encoding="utf-8"))
+        for n, (tests, variable) in enumerate(SOURCES):
+            target = Path(tmp) / f"observed{n}.json"
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT,
+                                 stdout=sys.stderr, env={**os.environ, variable: str(target)})
+            if run.returncode != 0:
+                sys.exit(f"{tests[0]} failed: no table")
+            seen = json.loads(target.read_text(encoding="utf-8"))
+            observed["faces"] = observed["faces"] or seen["faces"]
+            observed["rows"].update(seen["rows"])
+    return observed
 
 
 def cell(seen: dict[str, str] | None) -> str:

@@ -1,5 +1,7 @@
 """Fault injection at scale: writer processes SIGKILLed in the middle of ingest, append, join,
-personal writes (process_memory and its queue) and research compaction, each kill on a fresh copy
+personal writes (process_memory and its queue), research compaction and erasure (a memory deleted,
+a user cleared, an archive deleted: afterwards, delete-then-grep finds no byte of what is no longer
+visible in any file of the data directory), each kill on a fresh copy
 of a base store; a fresh process then checks the store and runs `forest doctor` (tests/helpers/
 faults.py says what is checked). Random kills land uniformly over the operation's measured
 duration (seeded); the sweep also kills right after each durable write in turn (SQLite commit or

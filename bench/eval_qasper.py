@@ -322,7 +322,6 @@ def evaluate(forest: MemoryForest, data: Path, papers: list[str], questions: lis
 
     # Query embeddings are cached by the embedder; drop this question's entry before each timed
     # call so that every method's latency includes embedding the question once.
-    query_cache = forest.embedder.__dict__.setdefault("_query_cache", {})
     recall: dict[str, dict[int, list[float]]] = {m: {b: [] for b in budgets} for m in METHODS}
     latency: dict[str, list[float]] = {m: [] for m in METHODS}
     used: dict[str, dict[int, list[int]]] = {m: {b: [] for b in budgets} for m in METHODS}
@@ -332,13 +331,13 @@ def evaluate(forest: MemoryForest, data: Path, papers: list[str], questions: lis
     for q in tqdm(questions, desc="answer", unit="question"):
         row = {"paper_id": q.paper_id, "question_id": q.question_id}
         for budget in budgets:
-            query_cache.pop(q.text, None)
+            forest.embedder.forget_query(q.text)
             ms, result = timed(forest.context, MODEL_ID, q.text, budget_tokens=budget)
             latency["forest"].append(ms)
             used["forest"][budget].append(sum(estimate_tokens(s.node.content) for s in result.leaves))
             recall["forest"][budget].append(question_recall(q, [terms(s.node.content) for s in result.leaves], gold))
 
-            query_cache.pop(q.text, None)
+            forest.embedder.forget_query(q.text)
             ms_embed, vector = timed(forest.embedder.embed_query, q.text)
             embed_ms.append(ms_embed)
             ms, taken = timed(dense_pack, matrix, vector, leaves, budget)

@@ -1,50 +1,132 @@
 """Secret redaction (forest/personal/redact.py) on a labelled set of secrets and look-alikes
 (tests/data/redaction_cases.json: credentials, card/account numbers, government ids, PINs and
-passwords, in English and Chinese; order and tracking numbers, years, dates, phone numbers, zip
-codes and ids the user wants remembered). A secret value counts as caught when it no longer
-appears in the redacted text; a look-alike counts as a false alarm when it was removed.
-Run: `python bench/eval_redaction.py` (`-v` lists every miss and false alarm).
+passwords, provider keys, tokens and passwords in URLs, in English and Chinese; order and tracking
+numbers, years, dates, phone numbers, hashes, UUIDs and ids the user wants remembered).
+
+The set has two parts: dev (the cases the rules were written and checked against) and held_out
+(written before the rules were last changed, never used to tune them). A secret counts as caught
+when no piece of it (8 characters, or the whole of a shorter one) is left in the redacted text;
+a look-alike counts as a false alarm when it was not kept whole. Beside forest's redaction, the
+strongest baseline made of the same parts: detect-secrets alone (every plugin, its keyword
+detector included, high-entropy strings over their limits), with 95% Wilson intervals and an
+exact McNemar test on the secrets both saw.
+Run: `python bench/eval_redaction.py` (`-v` lists every miss and false alarm of forest's redaction).
 """
 from __future__ import annotations
 
 import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from forest.personal.redact import redact
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "redaction_cases.json"
+SPLITS = ("dev", "held_out")
+PIECE = 8  # a secret whose any 8 characters survive is not redacted
 
 
-def evaluate(cases: list[dict]) -> dict[str, object]:
-    caught = missed = kept = removed = 0
-    problems = []
+def load(split: str | None = None) -> list[dict]:
+    cases = json.loads(CASES.read_text(encoding="utf-8"))
+    return [c for c in cases if split is None or c.get("split", "dev") == split]
+
+
+def survives(secret: str, text: str) -> bool:
+    size = min(PIECE, len(secret))
+    return any(secret[i:i + size] in text for i in range(len(secret) - size + 1))
+
+
+def outcomes(cases: list[dict], redactor: Callable[[str], str] = lambda t: redact(t).text
+             ) -> tuple[list[bool], list[bool], list[str]]:
+    """Per secret: caught; per look-alike: kept whole; and what went wrong, in words."""
+    caught, kept, problems = [], [], []
     for case in cases:
-        text = redact(case["text"]).text
+        text = redactor(case["text"])
         for secret in case["secrets"]:
-            if secret in text:
-                missed += 1
+            caught.append(not survives(secret, text))
+            if not caught[-1]:
                 problems.append(f"missed {secret!r} in {case['text']!r} -> {text!r}")
-            else:
-                caught += 1
         for value in case["keep"]:
-            if value in text:
-                kept += 1
-            else:
-                removed += 1
+            kept.append(value in text)
+            if not kept[-1]:
                 problems.append(f"removed look-alike {value!r} in {case['text']!r} -> {text!r}")
-    return {"secrets": caught + missed, "look_alikes": kept + removed, "recall": caught / max(1, caught + missed),
-            "precision": caught / max(1, caught + removed), "problems": problems}
+    return caught, kept, problems
+
+
+def evaluate(cases: list[dict], redactor: Callable[[str], str] = lambda t: redact(t).text) -> dict[str, object]:
+    caught, kept, problems = outcomes(cases, redactor)
+    hits, removed = sum(caught), kept.count(False)
+    return {"texts": len(cases), "secrets": len(caught), "look_alikes": len(kept),
+            "recall": hits / max(1, len(caught)), "precision": hits / max(1, hits + removed),
+            "caught": hits, "false_alarms": removed, "problems": problems}
+
+
+def detect_secrets_alone(text: str) -> str:
+    """What detect-secrets finds in the text (every plugin; high-entropy strings over its limits),
+    each value replaced, as a redactor would."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings, get_settings
+
+    found = set()
+    with default_settings():
+        # verification would call the providers' APIs: off (offline, and the labels are what count)
+        get_settings().disable_filters("detect_secrets.filters.common.is_ignored_due_to_verification_policies")
+        for line in text.splitlines() or [text]:
+            for secret in scan_line(line):
+                limit = getattr(_ENTROPY.get(secret.type), "entropy_limit", None)
+                if limit is None or _ENTROPY[secret.type].calculate_shannon_entropy(secret.secret_value) > limit:
+                    found.add(secret.secret_value)
+    for value in sorted(found, key=len, reverse=True):
+        text = text.replace(value, "[SECRET]")
+    return text
+
+
+def _entropy_plugins() -> dict[str, object]:
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString, HexHighEntropyString
+
+    return {plugin.secret_type: plugin for plugin in (Base64HighEntropyString(), HexHighEntropyString())}
+
+
+_ENTROPY = _entropy_plugins()
+
+
+def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    if total == 0:
+        return 0.0, 0.0
+    p = hits / total
+    centre, half = p + z * z / (2 * total), z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
+    return (centre - half) / (1 + z * z / total), (centre + half) / (1 + z * z / total)
+
+
+def mcnemar(ours: list[bool], theirs: list[bool]) -> tuple[int, int, float]:
+    """Secrets only ours caught, only theirs caught, and the exact two-sided p of that split."""
+    only_ours = sum(a and not b for a, b in zip(ours, theirs))
+    only_theirs = sum(b and not a for a, b in zip(ours, theirs))
+    n, k = only_ours + only_theirs, min(only_ours, only_theirs)
+    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    return only_ours, only_theirs, p
 
 
 def main() -> None:
-    cases = json.loads(CASES.read_text(encoding="utf-8"))
-    result = evaluate(cases)
-    print(f"redaction on {len(cases)} labelled texts: {result['secrets']} secret values, "
-          f"{result['look_alikes']} look-alikes")
-    print(f"recall {result['recall']:.3f}  precision {result['precision']:.3f}")
-    if "-v" in sys.argv:
-        print("\n".join(result["problems"]))
+    methods = {"forest redaction": lambda t: redact(t).text, "detect-secrets alone": detect_secrets_alone}
+    for split in SPLITS:
+        cases = load(split)
+        seen = {}
+        for name, redactor in methods.items():
+            result = evaluate(cases, redactor)
+            seen[name] = outcomes(cases, redactor)[0]
+            low, high = wilson(result["caught"], result["secrets"])
+            p_low, p_high = wilson(result["caught"], result["caught"] + result["false_alarms"])
+            print(f"{split:<9} {name:<21} {result['texts']:>3} texts, {result['secrets']:>3} secrets, "
+                  f"{result['look_alikes']:>3} look-alikes: recall {result['recall']:.3f} [{low:.2f}-{high:.2f}]  "
+                  f"precision {result['precision']:.3f} [{p_low:.2f}-{p_high:.2f}]  "
+                  f"({result['false_alarms']} look-alikes removed)")
+            if "-v" in sys.argv and name == "forest redaction":
+                print("\n".join(f"  {p}" for p in result["problems"]))
+        only_ours, only_theirs, p = mcnemar(seen["forest redaction"], seen["detect-secrets alone"])
+        print(f"{split:<9} McNemar on secrets: {only_ours} caught only by forest, {only_theirs} only by "
+              f"detect-secrets alone, exact p = {p:.2g}")
 
 
 if __name__ == "__main__":

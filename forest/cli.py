@@ -377,6 +377,7 @@ def _cmd_doctor(forest, args) -> int:
                  *(f"vectors without a node ({m}): {len(ids)}" for m, ids in r["orphan_vectors"].items()),
                  *(f"nodes without a vector ({m}): {len(ids)}" for m, ids in r["missing_vectors"].items()),
                  f"nodes with a wrong path or depth: {len(r['bad_paths'])}" if r["bad_paths"] else "",
+                 *(f"readable by other users: {entry}" for entry in r["loose_permissions"]),
                  "repaired" if r["repaired"] else "run `forest doctor --repair` to fix"]
         return "\n".join(line for line in lines if line) + "\n"
 

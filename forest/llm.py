@@ -9,7 +9,9 @@ from typing import Any
 
 log = logging.getLogger("forest.llm")
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+# Only the fence marks: the object is found by its braces, so the whitespace around them may stay
+# (a "\s*" before "```$" rescans a run of blanks from each of its positions: quadratic).
+_FENCE = re.compile(r"^```(?:json)?|```$", re.MULTILINE)
 
 
 class LLMError(Exception):

@@ -278,6 +278,30 @@ MIGRATIONS: list[tuple[int, str]] = [
     CREATE VIRTUAL TABLE personal_memory_text USING fts5(body, context,
         tokenize = 'porter unicode61 remove_diacritics 2');
     """),
+    # 11: deleted text leaves the files. A memory's context is the memory kept of what was said
+    # before it (context_id), never queued input the privacy filter discarded; written queue items
+    # keep their decision only; deleted memories keep no text, vector or metadata, nor does their
+    # history. FTS indexes named in pending_erasures still hold deleted terms in old segments:
+    # Database.finish_erasures merges them away (and the first open after this migration also
+    # rewrites the file, whose free pages hold what was deleted before secure_delete was on).
+    (11, """
+    ALTER TABLE personal_memories ADD COLUMN context_id INTEGER;
+    CREATE TABLE pending_erasures (id INTEGER PRIMARY KEY AUTOINCREMENT, target TEXT NOT NULL);
+    UPDATE personal_write_queue SET input = '', metadata = '{}', embedding = NULL, context = NULL WHERE status = 'done';
+    UPDATE personal_write_queue SET context = NULL;
+    UPDATE personal_memory_history SET old_value = NULL, new_value = NULL, reason = ''
+        WHERE memory_id IN (SELECT id FROM personal_memories WHERE deleted_at IS NOT NULL);
+    UPDATE personal_memories SET memory = '', metadata = '{}', embedding = x'', context = NULL
+        WHERE deleted_at IS NOT NULL;
+    UPDATE personal_memories SET context_id = (
+        SELECT said.id FROM personal_memories said WHERE said.user_id = personal_memories.user_id
+          AND said.deleted_at IS NULL AND said.memory = personal_memories.context ORDER BY said.id DESC LIMIT 1)
+        WHERE context IS NOT NULL;
+    DELETE FROM personal_memory_text WHERE rowid IN (
+        SELECT id FROM personal_memories WHERE context IS NOT NULL AND context_id IS NULL);
+    UPDATE personal_memories SET context = NULL WHERE context_id IS NULL;
+    INSERT INTO pending_erasures (target) VALUES ('personal_memory_text'), ('node_text'), ('VACUUM');
+    """),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -12,7 +12,9 @@ from forest.text import STOPWORDS, cjk_ratio, content_terms, split_sentences, to
 HEADING_JOIN = " › "
 OPENING_LEAVES = 5          # where a paper's abstract can be, when no heading says so
 PROSE_STOPWORD_SHARE = 0.25   # English prose runs at 40-50% function words; an author list near 0
-_INLINE_ABSTRACT = re.compile(r"^\s*(?:abstract|摘\s*要)\s*[—–:：.-]\s*", re.IGNORECASE | re.MULTILINE)
+# Blanks bounded: "^\s*" at every line start of a run of empty lines would rescan the run (quadratic).
+_INLINE_ABSTRACT = re.compile(r"^[ \t]{0,8}(?:abstract|摘[ \t]{0,3}要)[ \t]{0,8}[—–:：.-]\s{0,8}",
+                              re.IGNORECASE | re.MULTILINE)
 _ABSTRACT = re.compile(r"^\W*(?:\d+(?:\.\d+)*\.?\s*)?(abstract|summary|摘要|概要)\W*$", re.IGNORECASE)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from forest.records import MemoryNode
 
 _REFERENCE_HEADING = re.compile(
-    r"(?:[\dIVX]+\.?\s+)?(?:references?(?: and notes)?|bibliography|works cited|literature cited|cited literature)",
+    r"(?:(?<![\dIVX])[\dIVX]+\.?\s+)?(?:references?(?: and notes)?|bibliography|works cited|literature cited|cited literature)",
     re.IGNORECASE)
 # Words of a bibliography entry's venue, publisher or locator (each matched in linear time).
 _VENUE = re.compile(

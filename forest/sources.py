@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from forest.private_files import PRIVATE_FILE, make_private_dir
+
 KEPT_SUFFIXES = (".pdf",)   # text and Markdown live on in the leaves (character offsets included)
 
 
@@ -38,9 +40,10 @@ class SourceFiles:
         target = self.root / name
         with self._lock:
             if not target.exists():
-                self.root.mkdir(parents=True, exist_ok=True)
+                make_private_dir(self.root)
                 partial = target.with_suffix(".part")
                 shutil.copyfile(path, partial)
+                partial.chmod(PRIVATE_FILE)   # a copy takes the mode of its original
                 partial.replace(target)   # never a half-copied file under the final name
             if hold:
                 self._held[name] += 1

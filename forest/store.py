@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from forest.db import Database
+from forest.db import Database, mark_erased
 from forest.errors import ForestError, NotFound
 from forest.lexical import phrase_match
 from forest.records import Archive, MemoryNode, MergeStep
@@ -95,9 +95,12 @@ class ForestStore:
                          "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?", (status, error, archive_id))
 
     def delete_archive_rows(self, archive_id: int) -> None:
+        """The archive, its nodes and their text, gone from the file (Database.finish_erasures)."""
         with self.db.transaction() as conn:
             # Children first is not needed: ON DELETE CASCADE from archives removes every node.
             conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
+            mark_erased(conn, "node_text")
+        self.db.finish_erasures()
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
         row = self.db.query_one(_ONE_ARCHIVE, (archive_id, archive_id, model_id)) if in_id_range(archive_id) else None

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from forest.config import Settings
 from forest.errors import ForestError
+from forest.private_files import make_private_dir
 
 # forest.vector_rpc (http.server, http.client: ~40 ms) loads when vectors are first needed, so
 # commands that read only SQLite do not pay for it.
@@ -138,7 +139,7 @@ def acquire(chroma_path: Path, use_snapshots: bool = False) -> Ownership | Owner
             if mine is not None:
                 mine._refs += 1
                 return mine
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path.parent)  # the data directory, when this is its first use
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN_KEPT = re.compile(f"([{_CJK}]+)")  # split on CJK runs, keeping them
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 STOPWORDS = frozenset(
     ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "with", "from", "as", "is", "are", "was", "were", "be", "been", "being", "this", "that", "these", "those", "it", "its", "into", "than", "then", "there", "their", "they", "them", "we", "our", "you", "your", "he", "she", "his", "her", "i", "me", "my", "do", "does", "did", "done", "have", "has", "had", "not", "no", "nor", "so", "such", "can", "could", "would", "should", "will", "may", "might", "must", "shall", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few", "many", "much", "more", "most", "other", "some", "only", "own", "same", "too", "very", "just", "also", "about", "above", "after", "again", "against", "below", "between", "during", "before", "under", "over", "out", "up", "down", "off", "once", "here", "further", "while", "because", "until", "s", "t", "的", "了", "是", "在", "和", "与", "及", "或", "而", "也", "就", "都", "这", "那", "一个", "我们", "你们", "他们", "它们", "之", "其", "为", "以", "于", "对", "从"]
@@ -52,7 +53,7 @@ def tokenize(text: str) -> list[str]:
     for match in _WORD.finditer(text):
         piece = match.group(0)
         if _CJK_RUN.search(piece):
-            for part in re.split(f"([{_CJK}]+)", piece):
+            for part in _CJK_RUN_KEPT.split(piece):
                 if not part:
                     continue
                 if _CJK_RUN.fullmatch(part):

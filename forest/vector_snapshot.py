@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from forest.private_files import make_private_dir, open_private
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -96,9 +98,9 @@ class SnapshotFiles:
 
     def save(self, collection: str, embedder_name: str, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Written whole, then renamed into place: a reader sees the old file, the new one or none."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.directory)
         partial = self.directory / f"{collection}.npz.partial"
-        with open(partial, "wb") as file:
+        with open_private(partial) as file:
             np.savez(file, embedder=np.array(embedder_name), ids=np.asarray(ids, dtype=np.int64),
                      vectors=np.asarray(vectors, dtype=np.float32))
         os.replace(partial, self._path(collection))

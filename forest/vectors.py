@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from forest.errors import ConfigError, ForestError
+from forest.private_files import make_private_dir, tighten
 from forest.vector_snapshot import Snapshot, SnapshotFiles
 
 log = logging.getLogger("forest")
@@ -110,8 +111,9 @@ class ChromaVectorStore(VectorStore):
                     except Exception as exc:  # the client raises several unrelated types for "no server"
                         raise ForestError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from None
                 else:
-                    Path(self.location).mkdir(parents=True, exist_ok=True)
+                    make_private_dir(self.location)
                     client = chromadb.PersistentClient(path=self.location, settings=settings)
+                    tighten(self.location)
                 self.max_batch = int(client.get_max_batch_size())
                 self._client = client
             return self._client
@@ -129,8 +131,15 @@ class ChromaVectorStore(VectorStore):
             with self._lock:
                 self._collections.clear()
             client.close()
+            self._tighten()
         if self._on_close:
             self._on_close()
+
+    def _tighten(self) -> None:
+        """Chroma makes its files with the process's usual mode: an embedded store's are made
+        private after every write (they are in the private data directory from the start)."""
+        if self._server is None:
+            tighten(self.location)
 
     def _snapshot(self, model_id: str) -> Snapshot | None:
         if not self._use_snapshots:
@@ -217,6 +226,7 @@ class ChromaVectorStore(VectorStore):
             coll.upsert(ids=[str(i) for i in ids[start:stop]],
                         embeddings=np.asarray(vectors[start:stop], dtype=np.float32),
                         metadatas=list(metadatas[start:stop]))
+        self._tighten()
 
     def query(self, model_id, vector, top_k):
         snapshot = self._snapshot(model_id)
@@ -265,6 +275,7 @@ class ChromaVectorStore(VectorStore):
         ids = list(ids)
         for start in range(0, len(ids), self.max_batch):
             coll.delete(ids=[str(i) for i in ids[start : start + self.max_batch]])
+        self._tighten()
 
     def ids(self, model_id):
         coll = self._collection(model_id, create=False)

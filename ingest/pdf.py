@@ -495,7 +495,7 @@ def _join(left: str, right: str, vocabulary: set[str]) -> str:
     if not left:
         return right
     if left.endswith("-") and len(left) > 1 and left[-2].isalpha() and right[:1].isalpha():
-        head = re.search(r"([\w-]*)-$", left).group(1)
+        head = re.search(r"(?<![\w-])([\w-]*)-$", left).group(1)  # from the word's start only: linear
         tail = re.match(r"[\w-]*", right).group(0)
         joined, hyphenated = (head + tail).lower(), f"{head}-{tail}".lower()
         keep_hyphen = (hyphenated in vocabulary and joined not in vocabulary) or right[0].isupper()

@@ -1,10 +1,16 @@
 """Schema migrations upgrade old stores; many readers and one writer share one MemoryForest."""
+import random
 import sqlite3
+import sys
 import threading
 
+import numpy as np
+
 from conftest import topic_text
+from forest import embedders
 from forest.db import Database
 from forest.migrations import LATEST_VERSION
+from keyword_embedder import KeywordEmbedder
 
 
 def test_a_store_made_by_schema_1_is_upgraded_and_keeps_working(tmp_path, make_forest):
@@ -69,3 +75,35 @@ def test_readers_keep_working_while_one_thread_builds(forest):
     assert reads["n"] > 0
     assert {a.id for a in forest.archives("m")} == {first.id, second.id}
     assert forest.doctor().healthy
+
+
+def test_the_query_embedding_cache_is_shared_safely_by_threads(monkeypatch):
+    """Server threads embed queries at once: with an unlocked dict one thread evicted the key
+    another had just found (KeyError), or iterated it while it changed (RuntimeError)."""
+    monkeypatch.setattr(embedders, "QUERY_CACHE_SIZE", 2)  # evictions all the time
+    embedder = KeywordEmbedder(["a", "b", "c", "d"])
+    texts = ["a", "b", "c", "d", "a b", "c d"]
+    expected = {t: embedder.embed_passages([t])[0] for t in texts}
+    errors: list[str] = []
+
+    def ask(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(3000):
+                text = rng.choice(texts)
+                assert np.allclose(embedder.embed_query(text), expected[text])
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=ask, args=(seed,)) for seed in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(embedder._query_cache._vectors) <= 2

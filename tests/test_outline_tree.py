@@ -174,7 +174,7 @@ def test_rebuild_replans_over_stored_leaves_without_embedding_them(forest, embed
 
 
 def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
-    """A schema-6 store (what migrations 7-9 add taken away: summary nodes holding their subtree's
+    """A schema-6 store (what migrations 7-11 add taken away: summary nodes holding their subtree's
     text, no titles, no merge history) upgrades in place, and `forest rebuild` gives its archives the outline tree."""
     old = make_forest(data_dir=tmp_path / "store")
     archive = old.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
@@ -199,6 +199,7 @@ def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
         ALTER TABLE personal_memories DROP COLUMN embedder;
         ALTER TABLE personal_write_queue DROP COLUMN claim; ALTER TABLE personal_write_queue DROP COLUMN lease_until;
         ALTER TABLE episodic_events DROP COLUMN embedder;
+        ALTER TABLE personal_memories DROP COLUMN context_id; DROP TABLE pending_erasures;
         PRAGMA user_version = 6;""")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")

@@ -26,10 +26,10 @@ def test_process_memory_answers_at_once_and_remembers_in_the_background(personal
     assert "灿灿是小朱的女儿" in memories and "北京是中国的首都" not in memories
     relations = {(r["source"], r["relationship"], r["target"]) for r in context["graph_relations"]}
     assert ("小朱", "女儿", "灿灿") in relations and ("灿灿", "弟弟", "帅帅") in relations  # two hops
-    decisions = {d["input"]: d["decision"] for d in personal.store.decisions("zhu")}
-    assert decisions["北京是中国的首都"]["action"] == "discarded"
-    assert decisions["北京是中国的首都"]["privacy"]["label"] == "PUBLIC"
-    assert decisions["灿灿是小朱的女儿"]["action"] == "stored"
+    daughter, _, capital = sorted(personal.store.decisions("zhu"), key=lambda d: d["id"])[:3]
+    assert capital["decision"]["action"] == "discarded" and capital["decision"]["privacy"]["label"] == "PUBLIC"
+    assert capital["input"] == ""  # what the privacy filter discarded is not kept, in the queue either
+    assert daughter["decision"]["action"] == "stored" and daughter["input"] == "灿灿是小朱的女儿"
 
 
 def test_each_input_is_embedded_once_and_input_queued_without_a_vector_is_embedded_by_the_worker(
@@ -289,3 +289,36 @@ def test_cli_personal_commands(tmp_path, capsys):
     assert "=== Storage decision ===" in trace and "discarded" in trace  # a question is not stored (the seed's example)
     assert cli(["personal", "clear", *store]) == 0 and "removed 3 memories" in capsys.readouterr().out
     assert cli(["personal", "add", " ", *store]) == 1 and "empty" in capsys.readouterr().err
+
+
+def test_input_that_cannot_be_queued_is_never_reported_as_success(personal):
+    """The queue is what keeps input through a crash; input it refused is lost, and the caller must
+    know. A full disk, for real: SQLite refuses to grow this connection's database past its size
+    (max_page_count), so the queue's insert fails with SQLITE_FULL."""
+    conn = personal.db.connection()
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+    try:
+        reply = personal.process_memory("ann", "I grew up in a small village by the sea. " * 90)
+    finally:
+        conn.execute("PRAGMA max_page_count = 1073741823")
+    assert reply["status"] == "fallback" and reply["metadata"]["queued"] is False
+    assert "not queued" in reply["metadata"]["error"] and "OperationalError" in reply["metadata"]["error"]
+    assert personal.store.queue_state("ann") == {"pending": 0, "done": 0, "failed": 0}
+    again = personal.process_memory("ann", "I grew up in a small village by the sea.")
+    assert again["status"] == "success" and again["metadata"]["queued"] is True
+
+
+def test_a_contradiction_inside_one_worker_batch_supersedes_as_when_written_one_after_the_other(personal):
+    batches: list[int] = []
+    claim = personal.store.claim
+    personal.store.claim = lambda *args, **kwargs: (lambda got: batches.append(len(got)) or got)(claim(*args, **kwargs))
+    now = time.time()
+    for n, text in enumerate(["I live in Paris", "I live in Berlin"]):
+        personal.store.enqueue("ann", text, {}, {}, now + n, now)  # queued together: taken in one batch
+    personal.start()
+    assert personal.drain()
+    assert 2 in batches
+    assert [m.memory for m in personal.memories("ann")] == ["I live in Berlin"]
+    history = personal.memory_tool("history", "ann")["payload"]["history"]
+    assert [(h["event"], h["old_value"], h["new_value"]) for h in history] == [
+        ("ADD", None, "I live in Paris"), ("UPDATE", "I live in Paris", "I live in Berlin")]

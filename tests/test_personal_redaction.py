@@ -1,6 +1,7 @@
-"""Secrets are redacted before storage (issue 16): never in the SQLite file (memories, queue,
-history, BM25 index, vectors are all in it), the logs, the debug trace, or a request to Claude
-(the local Messages API server); ordinary numbers stay."""
+"""Secrets are redacted before storage: never in the SQLite file (memories, queue, history, BM25
+index, vectors are all in it), the logs, the debug trace, or a request to Claude (the local
+Messages API server), neither in the text nor in metadata; an id holding one is refused;
+ordinary numbers stay."""
 from __future__ import annotations
 
 import json
@@ -12,22 +13,37 @@ import pytest
 from fake_anthropic import FakeAnthropic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from eval_redaction import CASES, evaluate  # noqa: E402
+from eval_redaction import evaluate, load  # noqa: E402
 
 from forest.llm import ClaudeJSON
 from forest.personal.redact import redact
 from forest.personal.service import PersonalMemory
 
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiIsIm5hbWUiOiJBbm4ifQ"
+       ".dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk")
 SECRETS = {"123-45-6789": "My SSN is 123-45-6789.", "4321": "My PIN is 4321 for the bank card.",
            "Tr0ub4dor&3": "my email password is Tr0ub4dor&3", "4111 1111 1111 1111": "card 4111 1111 1111 1111 exp 09/27",
-           "11010519491231002X": "我的身份证号码是11010519491231002X"}
+           "11010519491231002X": "我的身份证号码是11010519491231002X",
+           # what the store kept in clear before the scanner and the rules it measured
+           "4471": "My bank card PIN number's 4471",
+           "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+           "correcthorsebatterystaple": "The password at my home is correcthorsebatterystaple",
+           "de89 3704 0044 0532 0130 00": "my iban is de89 3704 0044 0532 0130 00",
+           "S3cr3tPr0d": "the db is postgres://admin:S3cr3tPr0d@db.example.com:5432/app",
+           "sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQauvdEDq54NiTphI7jx":
+               "billing key sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQauvdEDq54NiTphI7jx",
+           JWT: f"my session token is {JWT}"}
 
 
-def test_the_labelled_set_has_secrets_and_look_alikes_and_scores_high():
-    cases = json.loads(CASES.read_text(encoding="utf-8"))
-    assert len(cases) >= 60 and sum(bool(c["secrets"]) for c in cases) >= 30 and sum(bool(c["keep"]) for c in cases) >= 30
-    result = evaluate(cases)
+def test_the_labelled_set_has_a_held_out_part_and_scores_high_on_both():
+    dev, held_out = load("dev"), load("held_out")
+    for part in (dev, held_out):
+        assert sum(len(c["secrets"]) for c in part) >= 40 and sum(len(c["keep"]) for c in part) >= 40
+    result = evaluate(dev)
     assert result["recall"] >= 0.95 and result["precision"] >= 0.95, result["problems"]
+    # held out: never tuned on; a floor under what bench/eval_redaction.py measured, against regressions
+    result = evaluate(held_out)
+    assert result["recall"] >= 0.8 and result["precision"] >= 0.9, result["problems"]
 
 
 @pytest.mark.parametrize("text, placeholder", [("my PIN is 4321", "my PIN is [PIN]"),
@@ -38,9 +54,27 @@ def test_the_fact_of_having_a_secret_is_kept_with_a_typed_placeholder(text, plac
 
 
 @pytest.mark.parametrize("text", ["Call me at 415-555-0132", "I was born in 1987", "order 112-3344556-7788990",
-                                  "我的手机号是13800138000", "My lucky number is 4242", "Room 1204, zip 94110"])
-def test_ordinary_numbers_stay(text):
+                                  "我的手机号是13800138000", "My lucky number is 4242", "Room 1204, zip 94110",
+                                  "request 9b2f4c7a-1d3e-4f5a-8b6c-7d8e9f0a1b2c failed", "fixed in a94a8fe5cc"])
+def test_ordinary_numbers_and_ids_stay(text):
     assert redact(text).text == text
+
+
+def test_metadata_values_are_redacted_and_an_id_holding_a_secret_is_refused(personal):
+    reply = personal.memory_tool("add", "ann", text="I moved to Porto", metadata={"note": "wifi password: Porto#2024"})
+    assert reply["status"] == "success"
+    assert personal.memories("ann")[0].metadata == {"note": "wifi password: [PASSWORD]"}
+    personal.process_memory("ann", "I like the beach", metadata={"source": "key sk_live_4eC39HqLyjWDarjtT1zdp7dcTYoo"})
+    assert personal.drain()
+    stored = json.dumps([m.metadata for m in personal.memories("ann")])
+    assert "sk_live" not in stored and "[API_KEY]" in stored
+    for scope in ({"agent_id": "sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQau"}, {"run_id": JWT}):
+        refused = personal.memory_tool("add", "ann", text="I like tea", **scope)
+        assert refused["status"] == "fallback" and "looks like a secret" in refused["payload"]["error"]
+    with pytest.raises(Exception, match="looks like a secret"):
+        personal.process_memory("ann", "I like tea", agent_id="AKIAIOSFODNN7EXAMPLE")
+    assert personal.memory_tool("add", "ann", text="I like tea", run_id="9b2f4c7a-1d3e-4f5a-8b6c-7d8e9f0a1b2c")[
+        "status"] == "success"  # a UUID is an ordinary id
 
 
 def _raw_store(forest) -> bytes:

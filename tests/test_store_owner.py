@@ -102,7 +102,7 @@ def test_cli_beside_a_server_works_through_the_owner_without_opening_chroma(serv
     other, _ = cli(data_dir, "context", QUESTION, "--model-id", "bob", "--json")
     assert other.returncode == 0 and json.loads(other.stdout)["leaves"] == []
     doctor, _ = cli(data_dir, "doctor", "--json")
-    assert doctor.returncode == 0 and json.loads(doctor.stdout)["healthy"]
+    assert doctor.returncode == 0 and json.loads(doctor.stdout)["healthy"], doctor.stdout
 
 
 def test_a_second_server_on_the_store_is_refused_naming_chroma_run(served):

@@ -137,8 +137,10 @@ _NAME = rf"(?:{_CAP}(?:\s+{_CAP}){{0,2}}|[{_CJK}]{{1,6}})"
 _NAMES = rf"(?P<dst>{_NAME}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){_NAME})+)"  # "Sam and Mia", "Sam, Mia and Leo"
 # "We" and "our" speak for the user's household: "our cat Luna" is the user's cat.
 _HOUSEHOLD = {"We": "I", "we": "I", "Our": "my", "our": "my"}
-_SRC = rf"(?<![\w'’])(?P<src>I|[Ww]e|{_NAME})"
-_DST_BE = rf"(?<![\w'’])(?P<dst>I|{_NAME})(?:\s+(?:is|am)|['’]m)\s+"
+# A name starts at a word's start, a hyphen included: after every hyphen of "Ab-Cd-Ef-..." the
+# name's [\w-]* would rescan the rest (quadratic).
+_SRC = rf"(?<![\w'’-])(?P<src>I|[Ww]e|{_NAME})"
+_DST_BE = rf"(?<![\w'’-])(?P<dst>I|{_NAME})(?:\s+(?:is|am)|['’]m)\s+"
 _POSS = rf"(?P<src>[Mm]y|[Oo]ur|{_NAME}(?=['’]s\b))(?:['’]s)?"
 _BE = r"(?:\s+(?:is|am|are)|['’](?:m|re))\s+"
 _ADV = r"(?:(?:also|still|now|currently|really|absolutely|just|truly|do|totally|quite|kind of|actually)\s+)*"
@@ -192,7 +194,7 @@ _RULES = [
     # "Emma is the daughter of Alice"
     _rule(rf"{_DST_BE}the\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})\s+of\s+(?P<src>me|{_NAME})\b"),
     # "My daughter is Emma", "my wife Sarah", "my dog is called Rex", "Alice's son, Tom"
-    _rule(rf"(?<![\w'’]){_POSS}\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})(?:['’]s\s+name)?"
+    _rule(rf"(?<![\w'’-]){_POSS}\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})(?:['’]s\s+name)?"
           rf"(?:\s*,\s*|\s+(?:is\s+)?(?:called|named)\s+|\s+is\s+|\s+)(?P<dst>{_NAME})\b(?!['’])"),
     # "Tom has a dog named Rex", "I have a sister called Mia"
     _rule(rf"{_SRC}\s+(?:also\s+)?(?:has|have)\s+(?:a|an|one)\s+(?:{_ADJ}\s+)?(?P<rel>{_ROLE})\s*,?\s+"
@@ -215,18 +217,18 @@ _RULES = [
           rf"(?P<dst>{_CAP}(?:\s+(?:of\s+)?{_CAP}){{0,3}})\b", "studies at"),
     _rule(rf"{_SRC}(?:(?:\s+(?:is|am)|['’]m)\s+married\s+to|\s+(?:got\s+)?married(?:\s+to)?)\s+(?P<dst>{_NAME})\b",
           "is married to"),
-    _rule(rf"(?<![\w'’])(?P<dst>{_NAME})\s+and\s+(?P<src>I)\s+(?:got|are|were)\s+married\b", "is married to"),
+    _rule(rf"(?<![\w'’-])(?P<dst>{_NAME})\s+and\s+(?P<src>I)\s+(?:got|are|were)\s+married\b", "is married to"),
     # Only the speaker's own likes: "People love music" is not a personal fact, and a lower-case
     # subject cannot be told from a name.
-    _rule(rf"(?<![\w'’])(?P<src>I)\s+{_ADV}(?P<rel>like|love|hate|prefer|enjoy|adore|dislike|"
+    _rule(rf"(?<![\w'’-])(?P<src>I)\s+{_ADV}(?P<rel>like|love|hate|prefer|enjoy|adore|dislike|"
           rf"don['’]t like|do not like|can['’]t stand)\s+{_REST}", None, "many"),
-    _rule(rf"(?<![\w'’])(?P<src>I){_BE}(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "likes", "many"),
-    _rule(rf"(?<![\w'’])(?P<src>I){_BE}not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "dislikes", "many"),
+    _rule(rf"(?<![\w'’-])(?P<src>I){_BE}(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "likes", "many"),
+    _rule(rf"(?<![\w'’-])(?P<src>I){_BE}not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+{_REST}", "dislikes", "many"),
     # "My favorite food is ramen", "my hobbies are climbing and baking"
-    _rule(rf"(?<![\w'’])(?P<src>[Mm]y)\s+(?:favou?rite\s+[\w-]+(?:\s+[\w-]+)?|hobby|hobbies)\s+(?:is|are|include)\s+"
+    _rule(rf"(?<![\w'’-])(?P<src>[Mm]y)\s+(?:favou?rite\s+[\w-]+(?:\s+[\w-]+)?|hobby|hobbies)\s+(?:is|are|include)\s+"
           rf"{_REST}", "likes", "many"),
     # "I play the guitar", not "I play with my kids"
-    _rule(rf"(?<![\w'’])(?P<src>I|[Ww]e)\s+{_ADV}play\s+(?!(?:with|at|in|on|for|around|outside|it)\b)"
+    _rule(rf"(?<![\w'’-])(?P<src>I|[Ww]e)\s+{_ADV}play\s+(?!(?:with|at|in|on|for|around|outside|it)\b)"
           rf"(?:the\s+)?{_REST}", "plays", "one"),
     # 灿灿是小朱的女儿, 帅帅是我的弟弟
     _rule(rf"(?P<dst>{_ZH}){_ZH_NOT}是(?P<src>[^\s，,。！？；、的]{{1,8}})的(?P<rel>{_ZH_ROLE}){_ZH_END}"),
@@ -273,18 +275,22 @@ _EN_STOP = re.compile(r"[.;:!?()\"]|\s(?:because|but|since|when|while|although|t
 _EN_STOP_ONE = re.compile(r",|\s(?:and|or|in|at|on|for|with|from|during|after|before|by|since|as|last|next|"
                           r"recently|yesterday|today|ago)\b",
                           re.IGNORECASE)
-_EN_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|as well as)\s+", re.IGNORECASE)
-_EN_FILLER = re.compile(r"(?:\s+(?:very much|so much|a lot|too|as well|now|anymore|a bit|at all|here|there|"
-                        r"these days))+$", re.IGNORECASE)
+# A separator starts where its blanks start ((?<!\s)): tried from inside a run of blanks, "\s*,"
+# would rescan the rest of the run from each position (quadratic).
+_EN_SPLIT = re.compile(r"(?<!\s)\s*,\s*(?:and\s+|or\s+)?|(?<!\s)\s+(?:and|or|as well as)\s+", re.IGNORECASE)
+# Trailing words stripped by suffix tests, not a "(...)+$" regex (tried from every position, it
+# rescans the rest of the text: quadratic on a long list of them).
+_EN_FILLERS = ("very much", "so much", "a lot", "too", "as well", "now", "anymore", "a bit", "at all", "here",
+               "there", "these days")
 _ZH_STOP = re.compile(r"[\s，,。.！!？?；;：:（(“”\"]|因为|但是|但|所以|而且|不过|可是|然后|因此|如果|虽然|尤其")
 _ZH_SPLIT = re.compile(r"、|以及|(?<=\S\S)和(?=[^的\s]\S)")  # 苹果和香蕉 splits, 和平 / 温和的 do not
-_ZH_MODAL = re.compile(r"(?:啊|呀|哦|呢|吧|啦|嘛|哈)+$")
-_ZH_PARTICLES = re.compile(r"(?:的|了|啊|呀|哦|呢|吧|啦|嘛|哈)+$")  # after a verb's object 的/了 end the clause
+_ZH_MODAL = "啊呀哦呢吧啦嘛哈"
+_ZH_PARTICLES = "的了" + _ZH_MODAL  # after a verb's object 的/了 end the clause
 # 一家银行 is a bank, 周末去爬山 is hiking
 _ZH_ITEM_LEAD = re.compile(r"^(?:(?:一|这|那)(?:家|个|所|间|座|只|条|位)|(?:周末|平时|每天|晚上|早上|经常|常常)?去(?=\S))")
 _ZH_LEAD = re.compile(r"^(?:我记得|记得|听说|据说|其实|原来|对了|还有|另外|而且|然后|所以|因为|但是|不过|现在|目前|如今|"
                       r"以前|去年|今年|后来|最近|当然)+")
-_ZH_TRAIL = re.compile(r"(?:现在|目前|一直|正在|正|还|也|都|已经|曾经|如今|从小|后来)+$")
+_ZH_TRAIL = ("现在", "目前", "一直", "正在", "正", "还", "也", "都", "已经", "曾经", "如今", "从小", "后来")
 # "我哥哥大伟" names 大伟; "我妹妹" alone names nobody
 _ZH_RELATIVE = re.compile(rf"^(?:我家?的?|[^的\s]{{1,6}}的)(?:{_ZH_ROLE})")
 
@@ -298,13 +304,26 @@ def _name(name: str) -> str:
     or the relative it names ("我哥哥大伟" -> 大伟)."""
     if not _HAS_CJK.search(name):
         return name
-    bare = _ZH_LEAD.sub("", _ZH_MODAL.sub("", name))
-    trimmed = _ZH_TRAIL.sub("", bare)
+    bare = _ZH_LEAD.sub("", name.rstrip(_ZH_MODAL))
+    trimmed = _strip_words(bare, _ZH_TRAIL)
     bare = trimmed if len(trimmed) >= 2 or trimmed == "我" else bare  # 王正 is a name, 我现在 is not
     if relative := _ZH_RELATIVE.match(bare):
         bare = bare[relative.end():]
     # "小朱的女儿" describes someone and "老婆" alone is a role: neither names anybody
     return "" if "的" in bare or len(bare) > 6 or bare in _ZH_ROLES else bare
+
+
+def _strip_words(text: str, words: tuple[str, ...], spaced: bool = False) -> str:
+    """`text` without the run of `words` it ends with (case-insensitive; `spaced`: each word after
+    blanks, which go with it)."""
+    while True:
+        for word in words:
+            rest = text[:len(text) - len(word)]
+            if text[len(rest):].casefold() == word and (not spaced or rest[-1:].isspace()):
+                text = rest.rstrip() if spaced else rest
+                break
+        else:
+            return text
 
 
 def _items(text: str, many: bool) -> list[str]:
@@ -317,7 +336,8 @@ def _items(text: str, many: bool) -> list[str]:
     items = (_ZH_SPLIT if cjk else _EN_SPLIT).split(text)
     cleaned = []
     for item in items if many else items[:1]:
-        item = _ZH_ITEM_LEAD.sub("", _ZH_PARTICLES.sub("", item.strip())) if cjk else _EN_FILLER.sub("", item.strip())
+        item = _ZH_ITEM_LEAD.sub("", item.strip().rstrip(_ZH_PARTICLES)) if cjk else \
+            _strip_words(item.strip(), _EN_FILLERS, spaced=True)
         if item and not item.startswith("的") and (len(item) <= 12 if cjk else len(item.split()) <= 8):
             cleaned.append(item)
     return cleaned
@@ -334,9 +354,12 @@ _EN_SUBJECT = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|{_CAP}(?:\s+{_CAP}){{0,2}})"
 _ZH_CONNECTIVE = r"(?:后来|然后|现在|目前|所以|如今)?"
 _ZH_VERB = (r"(?:很|也|还|又|都|更|最|非常|特别|一直|比较)*"
             r"(?:不太喜欢|不喜欢|喜欢|讨厌|更喜欢|热爱|爱(?!人)|住在|搬到|搬去|来自|在|对|出生)")
+# Each separator starts where its blanks start ((?<!\s)) and has no two blank runs side by side
+# ("\s*,?\s+" tries every split of a run between them: cubic on a long run of blanks).
 _CLAUSE_BREAK = re.compile(
-    rf"\s*;\s*|\s*,?\s+(?:but|yet|whereas|although|though)\s+|\s*,\s*(?={_EN_SUBJECT}\s+{_EN_VERB})"
-    rf"|\s*,?\s+and\s+(?=(?:{_EN_SUBJECT}\s+)?{_EN_VERB})"
+    rf"(?<!\s)\s*;\s*|(?<!\s)(?:\s*,)?\s+(?:but|yet|whereas|although|though)\s+"
+    rf"|(?<!\s)\s*,\s*(?={_EN_SUBJECT}\s+{_EN_VERB})"
+    rf"|(?<!\s)(?:\s*,)?\s+and\s+(?=(?:{_EN_SUBJECT}\s+)?{_EN_VERB})"
     rf"|[；;]|[，,]?(?:但是|可是|不过|而且|并且|但)|[，,](?={_ZH_CONNECTIVE}(?:我(?!们)|他|她|{_ZH_VERB}))")
 _NO_SUBJECT = re.compile(rf"^(?:{_EN_VERB}|{_ZH_CONNECTIVE}{_ZH_VERB})")
 _PRONOUN = re.compile(r"^(?:(?:[Hh]e|[Ss]he)(?![\w'’])|[他她](?!们))")
@@ -428,7 +451,7 @@ class TripleExtractor:
 
 # --- retrieval --------------------------------------------------------------------------------
 # "i" too: chat is often written in lower case ("where do i live")
-_FIRST_PERSON_WORD = re.compile(r"(?<![\w'’])(?:[Ii]|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’])|(?<!自)我(?!们)")
+_FIRST_PERSON_WORD = re.compile(r"(?<![\w'’-])(?:[Ii]|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’])|(?<!自)我(?!们)")
 
 # Words a question and a relation may use for the same relation ("Where do I live?" / lives in).
 _RELATION_ALIASES = (

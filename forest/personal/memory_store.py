@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from forest.db import Database
+from forest.db import WAL, Database, mark_erased
 from forest.errors import ForestError
 from forest.lexical import phrase_match, query_phrases
 from forest.research.memory_store import iso
@@ -19,6 +19,7 @@ from forest.text import tokenize
 SCOPE_KEYS = ("agent_id", "run_id")
 # BM25: a word of what was said just before a memory counts half a word of the memory itself.
 CONTEXT_WEIGHT = 0.5
+MEMORY_INDEX = "personal_memory_text"
 
 
 @dataclass
@@ -67,7 +68,13 @@ class QueuedInput:
     claim: str = ""
     vector: np.ndarray | None = field(default=None, compare=False)   # made by process_memory, with `embedder`; None: not embedded yet
     embedder: str | None = None
-    context: str | None = None   # the input said just before it in the conversation
+
+
+@dataclass(frozen=True)
+class SaidBefore:
+    """A memory's conversation context: the memory kept of what was said just before it."""
+    memory_id: int
+    text: str
 
 
 class EmbedderMismatch(ForestError):
@@ -82,20 +89,20 @@ class PersonalStore:
     # --- memories ---------------------------------------------------------------------------
     def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
             scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "",
-            context: str | None = None) -> int:
+            context: SaidBefore | None = None) -> int:
         """A new memory; `embedding` is of the memory alone, its BM25 row also holds `context`."""
         memory_id = conn.execute(
             "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, embedder, "
-            "created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, updated_at, context, context_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (user_id, scope.get("agent_id"), scope.get("run_id"), memory, json.dumps(metadata, ensure_ascii=False),
-             _blob(embedding), embedder, at, at, context)).lastrowid
-        _index(conn, memory_id, memory, context)
+             _blob(embedding), embedder, at, at, *_context_columns(context))).lastrowid
+        _index(conn, memory_id, memory, context and context.text)
         self._history(conn, user_id, memory_id, "ADD", None, memory, actor, reason, at)
         return memory_id
 
     def update(self, conn: sqlite3.Connection, user_id: str, memory_id: int, memory: str, embedding: np.ndarray,
                embedder: str, at: float, actor: str, reason: str = "",
-               metadata: dict[str, Any] | None = None, context: str | None = None) -> bool:
+               metadata: dict[str, Any] | None = None, context: SaidBefore | None = None) -> bool:
         """New text (and, given metadata, those keys set over the old ones) said in `context`;
         the change goes to the history."""
         old = conn.execute("SELECT memory, metadata FROM personal_memories WHERE user_id = ? AND id = ? "
@@ -104,24 +111,36 @@ class PersonalStore:
             return False
         merged = {**json.loads(old[1]), **(metadata or {})}
         conn.execute("UPDATE personal_memories SET memory = ?, embedding = ?, embedder = ?, metadata = ?, "
-                     "updated_at = ?, context = ? WHERE id = ?",
-                     (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at, context,
-                      memory_id))
+                     "updated_at = ?, context = ?, context_id = ? WHERE id = ?",
+                     (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at,
+                      *_context_columns(context), memory_id))
         conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
-        _index(conn, memory_id, memory, context)
+        _index(conn, memory_id, memory, context and context.text)
         self._history(conn, user_id, memory_id, "UPDATE", old[0], memory, actor, reason, at)
         return True
 
     def delete(self, conn: sqlite3.Connection, user_id: str, memory_id: int, at: float, actor: str,
                reason: str = "") -> bool:
-        old = conn.execute("SELECT memory FROM personal_memories WHERE user_id = ? AND id = ? AND deleted_at IS NULL",
-                           (user_id, memory_id)).fetchone()
-        if old is None:
+        """Erase the memory: its text, metadata and vector go, from the row, its history, its BM25
+        row and the context of the memories said after it; the history keeps that it was added,
+        changed and deleted, and when. The caller runs Database.finish_erasures after committing."""
+        live = conn.execute("SELECT 1 FROM personal_memories WHERE user_id = ? AND id = ? AND deleted_at IS NULL",
+                            (user_id, memory_id)).fetchone()
+        if live is None:
             return False
-        conn.execute("UPDATE personal_memories SET deleted_at = ?, updated_at = ? WHERE id = ?", (at, at, memory_id))
-        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
         self.drop_facts(conn, user_id, memory_id)
-        self._history(conn, user_id, memory_id, "DELETE", old[0], None, actor, reason, at)
+        conn.execute("UPDATE personal_memories SET memory = '', metadata = '{}', embedding = x'', context = NULL, "
+                     "context_id = NULL, deleted_at = ?, updated_at = ? WHERE id = ?", (at, at, memory_id))
+        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
+        conn.execute("UPDATE personal_memory_history SET old_value = NULL, new_value = NULL, reason = '' "
+                     "WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
+        for said_after, memory in conn.execute("SELECT id, memory FROM personal_memories WHERE user_id = ? AND "
+                                               "context_id = ? AND deleted_at IS NULL", (user_id, memory_id)).fetchall():
+            conn.execute("UPDATE personal_memories SET context = NULL, context_id = NULL WHERE id = ?", (said_after,))
+            conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (said_after,))
+            _index(conn, said_after, memory)
+        mark_erased(conn, MEMORY_INDEX)
+        self._history(conn, user_id, memory_id, "DELETE", None, None, actor, reason, at)
         return True
 
     def memory(self, user_id: str, memory_id: int) -> PersonalMemoryRecord | None:
@@ -178,7 +197,8 @@ class PersonalStore:
         return [(r[0], -r[1]) for r in rows]
 
     def index_missing(self) -> int:
-        """Index live memories that have no BM25 row (those written before migration 8)."""
+        """Index live memories that have no BM25 row (those written before migration 8, and those
+        whose context migration 11 took away)."""
         with self.db.transaction() as conn:
             rows = conn.execute("SELECT id, memory, context FROM personal_memories m WHERE deleted_at IS NULL AND "
                                 "NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
@@ -207,7 +227,8 @@ class PersonalStore:
                              r["created_at"]) for r in rows]
 
     def clear(self, conn: sqlite3.Connection, user_id: str) -> int:
-        """Everything of the user: memories, history, graph, tags and queued input."""
+        """Everything of the user: memories, history, graph, tags and queued input. The caller runs
+        Database.finish_erasures after committing."""
         count = conn.execute("SELECT count(*) FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
                              (user_id,)).fetchone()[0]
         conn.execute("DELETE FROM personal_memory_text WHERE rowid IN (SELECT id FROM personal_memories "
@@ -217,6 +238,7 @@ class PersonalStore:
         for table in ("personal_triples", "personal_memory_history", "personal_tags", "personal_write_queue",
                       "personal_memories"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+        mark_erased(conn, MEMORY_INDEX)
         return count
 
     def _history(self, conn: sqlite3.Connection, user_id: str, memory_id: int, event: str, old: str | None,
@@ -292,25 +314,31 @@ class PersonalStore:
 
     # --- the durable write queue ------------------------------------------------------------
     def enqueue(self, user_id: str, text: str, scope: dict[str, str | None], metadata: dict[str, Any],
-                observed_at: float, now: float, vector: np.ndarray | None = None, embedder: str | None = None,
-                context: str | None = None) -> int:
+                observed_at: float, now: float, vector: np.ndarray | None = None, embedder: str | None = None) -> int:
         """Queue input for the worker, with the vector process_memory made of it (and the
-        embedder that made it), if any, and what was said just before it."""
+        embedder that made it), if any."""
         blob = None if vector is None else _blob(vector)
         with self.db.transaction() as conn:
             return conn.execute(
                 "INSERT INTO personal_write_queue (user_id, agent_id, run_id, input, metadata, observed_at, "
-                "next_try_at, embedding, embedder, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "next_try_at, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
-                 observed_at, now, blob, embedder if blob is not None else None, context)).lastrowid
+                 observed_at, now, blob, embedder if blob is not None else None)).lastrowid
 
-    def previous_input(self, user_id: str, scope: dict[str, str | None], at: float, within: float) -> str | None:
-        """What the user (in this scope) said last, at most `within` seconds before `at`."""
-        row = self.db.query_one(
-            "SELECT input FROM personal_write_queue WHERE user_id = ? AND agent_id IS ? AND run_id IS ? "
-            "AND observed_at <= ? AND observed_at >= ? ORDER BY observed_at DESC, id DESC LIMIT 1",
-            (user_id, scope.get("agent_id"), scope.get("run_id"), at, at - within))
-        return row[0] if row else None
+    def said_before(self, conn: sqlite3.Connection, user_id: str, scope: dict[str, str | None], at: float,
+                    within: float, before_item: int | None = None) -> SaidBefore | None:
+        """The memory kept of what the user (in this scope) said last, at most `within` seconds
+        before `at` (and queued before item `before_item`): None when that input was not kept
+        (the privacy filter discarded it) or is not written yet. Only kept text becomes context."""
+        row = conn.execute(
+            "SELECT decision FROM personal_write_queue WHERE user_id = ? AND agent_id IS ? AND run_id IS ? "
+            "AND observed_at <= ? AND observed_at >= ? AND id < ? ORDER BY observed_at DESC, id DESC LIMIT 1",
+            (user_id, scope.get("agent_id"), scope.get("run_id"), at, at - within,
+             before_item if before_item is not None else 2**63 - 1)).fetchone()
+        memory_id = json.loads(row[0]).get("memory_id") if row and row[0] else None
+        said = conn.execute("SELECT id, memory FROM personal_memories WHERE id = ? AND user_id = ? "
+                            "AND deleted_at IS NULL", (memory_id, user_id)).fetchone() if memory_id else None
+        return SaidBefore(said[0], said[1]) if said else None
 
     def outstanding(self, now: float) -> bool:
         """Whether any pending input is due now, claimed or not."""
@@ -348,10 +376,16 @@ class PersonalStore:
                             "AND lease_until >= ?", (item.id, item.claim, now)).fetchone() is not None
 
     def finish(self, conn: sqlite3.Connection, item: QueuedInput, decision: dict[str, Any]) -> bool:
-        """Mark the claimed item done; False (and nothing changed) if the claim was lost."""
-        return conn.execute("UPDATE personal_write_queue SET status = 'done', attempts = attempts + 1, decision = ?, "
-                            "lease_until = NULL WHERE id = ? AND status = 'pending' AND claim = ?",
+        """Mark the claimed item done, keeping its decision and none of its input (what was kept
+        lives on in the memory; what the privacy filter discarded is gone); False (and nothing
+        changed) if the claim was lost."""
+        done = conn.execute("UPDATE personal_write_queue SET status = 'done', attempts = attempts + 1, decision = ?, "
+                            "lease_until = NULL, input = '', metadata = '{}', embedding = NULL, context = NULL "
+                            "WHERE id = ? AND status = 'pending' AND claim = ?",
                             (json.dumps(decision, ensure_ascii=False), item.id, item.claim)).rowcount == 1
+        if done and decision.get("action") == "discarded":
+            mark_erased(conn, WAL)  # the WAL still holds the queued input's page
+        return done
 
     def retry_later(self, item: QueuedInput, error: str, next_try_at: float, give_up: bool) -> None:
         with self.db.transaction() as conn:
@@ -382,11 +416,15 @@ class PersonalStore:
         return {"pending": 0, "done": 0, "failed": 0, **{r[0]: r[1] for r in rows}}
 
     def decisions(self, user_id: str, limit: int = 20) -> list[dict[str, Any]]:
-        rows = self.db.query("SELECT id, input, status, attempts, decision, last_error FROM personal_write_queue "
-                             "WHERE user_id = ? ORDER BY id DESC LIMIT ?", (user_id, limit))
-        return [{"id": r["id"], "input": r["input"], "status": r["status"], "attempts": r["attempts"],
-                 "decision": json.loads(r["decision"]) if r["decision"] else None, "error": r["last_error"]}
-                for r in rows]
+        """The latest queue items with their decisions; a written item's input is the memory it
+        became while that lives (a discarded or deleted one's is gone: "")."""
+        rows = self.db.query(
+            "SELECT q.id, q.input, q.status, q.attempts, q.decision, q.last_error, m.memory FROM personal_write_queue q "
+            "LEFT JOIN personal_memories m ON m.id = json_extract(q.decision, '$.memory_id') AND m.user_id = q.user_id "
+            "AND m.deleted_at IS NULL WHERE q.user_id = ? ORDER BY q.id DESC LIMIT ?", (user_id, limit))
+        return [{"id": r["id"], "input": r["input"] or r["memory"] or "", "status": r["status"],
+                 "attempts": r["attempts"], "decision": json.loads(r["decision"]) if r["decision"] else None,
+                 "error": r["last_error"]} for r in rows]
 
     # --- tags -------------------------------------------------------------------------------
     def tags(self, user_id: str) -> list[dict[str, Any]]:
@@ -427,12 +465,16 @@ def _queued(row: sqlite3.Row) -> QueuedInput:
     vector = None if row["embedding"] is None else np.frombuffer(row["embedding"], dtype=np.float32)
     return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
                        json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "",
-                       vector, row["embedder"], row["context"])
+                       vector, row["embedder"])
 
 
 def _index(conn: sqlite3.Connection, memory_id: int, memory: str, context: str | None = None) -> None:
     conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
                  (memory_id, " ".join(tokenize(memory)), " ".join(tokenize(context or ""))))
+
+
+def _context_columns(context: SaidBefore | None) -> tuple[str | None, int | None]:
+    return (context.text, context.memory_id) if context else (None, None)
 
 
 def _blob(vector: np.ndarray) -> bytes:

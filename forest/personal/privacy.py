@@ -251,15 +251,16 @@ _RULES_EN: list[tuple[str, re.Pattern[str]]] = [
     ("diary entry without a subject", re.compile(
         r"^(?:Went|Had|Got|Met|Saw|Ate|Bought|Spent|Took|Visited|Called|Finished|Started|Moved|Feeling|"
         r"Felt|Heading|Going|Planning|Booked|Cooked|Watched|Just)\b\s+[a-z]")),
+    # Anchored (the text is one line): unanchored, both lookaheads rescan the rest from every position.
     ("personal time with family or friends", re.compile(
-        rf"(?=.*{_TIME_EN})(?=.*\b(?:the kids|the in-laws|the family|friends|a friend|the boss|the baby)\b)",
+        rf"^(?=.*{_TIME_EN})(?=.*\b(?:the kids|the in-laws|the family|friends|a friend|the boss|the baby)\b)",
         re.IGNORECASE)),
 ]
 _RULES_ZH: list[tuple[str, re.Pattern[str]]] = [
     # 我国/我省 speak for a country or province, not the user.
     ("first-person statement", re.compile(r"(?<!自)(?:我|咱|俺)(?!国|省|市|们国家)")),
     ("family member as subject", re.compile(rf"^(?:(?:{_TIME_ZH})[，,]?)?(?:{_OWN_FAMILY_ZH})")),
-    ("personal time with family or friends", re.compile(rf"(?=.*(?:{_TIME_ZH}))(?=.*(?:{_KIN_ZH}))")),
+    ("personal time with family or friends", re.compile(rf"^(?=.*(?:{_TIME_ZH}))(?=.*(?:{_KIN_ZH}))")),
     ("personal plan without a subject", re.compile(
         rf"^(?:(?:{_TIME_ZH})[，,]?)+(?:要去|得去|打算|准备|计划|约了|想去)")),
 ]
@@ -291,8 +292,10 @@ _ZH_QUESTION_WORD = "什么|怎么|怎样|如何|哪|多少|谁|为什么|是否
 _QUESTION_END = re.compile(r"[?？][\"'”’)）]*$|吗[。.!！]?$")
 # Chinese often asks without a mark: "小朱的儿子叫什么" ends on its interrogative word (seed 003 §3.3).
 _ZH_QUESTION_TAIL = re.compile(r"(?:什么|谁|哪里|哪儿|哪个|多少|几个|几岁|几点|怎么样|为什么|怎么办)[呢啊呀]?[。.!！]?$")
-# 呢 also ends plain statements ("我还在上班呢"); it asks only beside a question word.
-_NE_QUESTION = re.compile(rf"(?:{_ZH_QUESTION_WORD}).*呢[。.!！]?$")
+# 呢 also ends plain statements ("我还在上班呢"); it asks only beside a question word before it
+# (looked for in two passes: "word.*呢$" would rescan the rest from every question word).
+_NE_END = re.compile(r"呢[。.!！]?$")
+_ZH_QUESTION_WORD_RE = re.compile(_ZH_QUESTION_WORD)
 _REQUEST_START = re.compile(
     r"^(?:please|pls|can you|could you|would you|will you|tell me|explain|show me|give me|help me|"
     r"let me know|list|describe|define|translate|summari[sz]e|how to|(?:what|who|where|when|which) "
@@ -337,7 +340,9 @@ def _statements(text: str) -> list[str]:
 
 
 def _asks(sentence: str) -> bool:
-    if _QUESTION_END.search(sentence) or _NE_QUESTION.search(sentence) or _ZH_QUESTION_TAIL.search(sentence):
+    ne = _NE_END.search(sentence)
+    if _QUESTION_END.search(sentence) or (ne and _ZH_QUESTION_WORD_RE.search(sentence, 0, ne.start())) \
+            or _ZH_QUESTION_TAIL.search(sentence):
         return True
     return bool(_REQUEST_START.search(sentence)) and not _REMEMBER.search(sentence)
 

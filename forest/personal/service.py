@@ -4,7 +4,11 @@ process_memory is Y-shaped (seed 003 §2.2): the sync path retrieves at once (ve
 knowledge graph around the entities the input names) and returns; the async path puts the input
 in a durable SQLite queue first and a worker thread classifies its privacy and writes it. A
 write that fails is logged and retried with backoff; it never turns into a failed retrieval
-(seed 003 §7), and queued input survives a crash or restart (the worker resumes it).
+(seed 003 §7), and queued input survives a crash or restart (the worker resumes it). Input that
+could not even be queued would be lost: that reply says so (status fallback, queued false).
+
+Secrets are redacted (forest.personal.redact) from every text and metadata value before anything
+is stored or searched; an id holding one is refused. Deleting erases: the text leaves the files.
 
 The memory access tool (seed 004) adds, searches, updates, deletes and shows history, scoped by
 user_id, agent_id, run_id and metadata; every change is in the history. A new memory that
@@ -43,7 +47,7 @@ from forest.personal.graph import (
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
-from forest.personal.redact import redact
+from forest.personal.redact import redact, redact_metadata, secret_format
 from forest.personal.tags import extract_tags
 from forest.personal.timeframe import periods_in, within
 from forest.validation import check_text, in_id_range
@@ -100,15 +104,16 @@ class PersonalMemory:
     # --- process_memory ---------------------------------------------------------------------
     def process_memory(self, user_id: str, text: str, *, agent_id: str | None = None, run_id: str | None = None,
                        metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> dict[str, Any]:
-        """The sync path's context now; the write happens in the background."""
+        """The sync path's context now; the write happens in the background. If the input cannot
+        be queued (the database is full, locked or broken) the reply says so: status "fallback",
+        metadata.queued false and the reason; the retrieval's context is returned all the same."""
         user_id, text = check_user_id(user_id), redact(check_text(text, "input", MAX_MEMORY_CHARS)).text
         scope, metadata = _scope(agent_id, run_id), _metadata(metadata)
         if not self.enabled:
             return _context("disabled", [], [], 0.0)
         started = time.perf_counter()
-        vector, said_before, at = None, None, observed_at or self.clock()
+        vector, at = None, observed_at or self.clock()
         try:
-            said_before = self.store.previous_input(user_id, scope, at, CONVERSATION_GAP_SECONDS)
             vector = self._passage_vector(text)
             chunks, relations = self._retrieve(user_id, text, vector)
             status = "success"
@@ -117,12 +122,13 @@ class PersonalMemory:
             chunks, relations, status = [], [], "fallback"
         elapsed = (time.perf_counter() - started) * 1000
         try:
-            self.store.enqueue(user_id, text, scope, metadata, at, self.clock(), vector, self.embedder.name,
-                               said_before)
-            self._ensure_worker()
-            self._wake.set()
-        except Exception:
+            self.store.enqueue(user_id, text, scope, metadata, at, self.clock(), vector, self.embedder.name)
+        except Exception as exc:  # nothing holds the input now: the caller must know it was not kept
             log.exception("could not queue the input of user %s for writing", user_id)
+            return _context("fallback", chunks, relations, elapsed,
+                            f"the input was not queued for writing and will not be remembered: {type(exc).__name__}")
+        self._ensure_worker()
+        self._wake.set()
         return _context(status, chunks, relations, elapsed)
 
     def _passage_vector(self, text: str) -> np.ndarray:
@@ -140,7 +146,6 @@ class PersonalMemory:
         timings: dict[str, float] = {}
         began = time.perf_counter()
         now = self.clock()
-        said_before = self.store.previous_input(user_id, _scope(None, None), now, CONVERSATION_GAP_SECONDS)
         vector = self._passage_vector(text)
         chunks = self._vector_chunks(user_id, text, vector)
         timings["vector retrieval"] = (time.perf_counter() - began) * 1000
@@ -149,9 +154,9 @@ class PersonalMemory:
         paths = graph_paths(relations, start, self.settings.graph_max_depth)   # the walks behind the relations
         timings["graph retrieval"] = (time.perf_counter() - began) * 1000
         began = time.perf_counter()
-        item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name,
-                           context=said_before)
+        item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name)
         prepared = self._prepare([item])[0]
+        prepared.queue_item = None  # not queued: what was said last is its context
         with self.db.transaction() as conn:
             decision = self._apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
@@ -322,6 +327,14 @@ class PersonalMemory:
                 continue
             for item, plan in zip(batch, prepared):
                 self._commit(item, plan)
+            self._finish_erasures()
+
+    def _finish_erasures(self) -> None:
+        """Input the privacy filter discarded leaves the files (see Database.finish_erasures)."""
+        try:
+            self.db.finish_erasures()
+        except Exception as exc:  # the mark stays: the next batch or the next open finishes it
+            self._failed("erasing discarded input", exc)
 
     def _commit(self, item: QueuedInput, plan: _Plan) -> None:
         """One short transaction: the memory, its facts and "done" commit together, only while the
@@ -365,16 +378,16 @@ class PersonalMemory:
             for n, v in zip(missing, self.embedder.embed_passages(texts)):
                 vectors[n] = v
         plans = [_Plan(item.user_id, item.input, {"agent_id": item.agent_id, "run_id": item.run_id}, item.metadata,
-                       item.observed_at, "process_memory", privacy[n], context=item.context)
+                       item.observed_at, "process_memory", privacy[n], queue_item=item.id)
                  for n, item in enumerate(batch)]
         for i, vector in zip(kept, vectors):
             self._plan_write(plans[i], vector)
         return plans
 
     def _plan_write(self, plan: _Plan, vector: np.ndarray) -> None:
+        """The slow part of a write (with Claude, a request): its facts."""
         plan.vector = vector
         plan.triples = self.extractor.extract(plan.text, speaker=plan.user_id)
-        plan.old, plan.conflicts = self._contradicted(plan.user_id, plan.text, vector, plan.triples)
 
     def _apply(self, conn, plan: _Plan) -> dict[str, Any]:
         """The short write: add the memory (or supersede), inside `conn`'s transaction."""
@@ -386,22 +399,27 @@ class PersonalMemory:
     def _add_or_supersede(self, conn, plan: _Plan) -> tuple[int, str, str]:
         """A contradiction replaces the old memory only when every fact of it is contradicted (or
         it is the same statement negated); otherwise only its contradicted facts are retired and
-        the new memory is added beside it, so "I live in Paris" keeps "my sister Mia is a doctor"."""
-        old, user_id, at = plan.old, plan.user_id, plan.at
-        if old is not None and plan.conflicts is None:
-            why = f"contradicts memory {old.id} ({old.memory!r}) about the same subject"
+        the new memory is added beside it, so "I live in Paris" keeps "my sister Mia is a doctor".
+        The contradiction is looked for inside the write's transaction, so a memory written just
+        before (in the same worker batch, or by another process) is seen. Reasons name memories
+        by id, never by their text: a deleted memory's words stay in no other record."""
+        user_id, at = plan.user_id, plan.at
+        old, conflicts = self._contradicted(user_id, plan.text, plan.vector, plan.triples)
+        context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
+            if plan.actor == "process_memory" else None
+        if old is not None and conflicts is None:
+            why = f"contradicts memory {old.id} about the same subject"
             if self.store.update(conn, user_id, old.id, plan.text, plan.vector, self.embedder.name, at, plan.actor,
-                                 why, plan.metadata, plan.context):
+                                 why, plan.metadata, context):
                 self.store.drop_facts(conn, user_id, old.id)
                 self.store.add_triples(conn, user_id, old.id, _keyed(plan.triples), at)
                 return old.id, "superseded", why
         memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
-                                   plan.metadata, at, plan.actor, context=plan.context)
+                                   plan.metadata, at, plan.actor, context=context)
         self.store.add_triples(conn, user_id, memory_id, _keyed(plan.triples), at)
-        if old is not None and plan.conflicts:
-            self.store.drop_facts(conn, user_id, old.id, plan.conflicts)
-            facts = "; ".join(" ".join(f) for f in plan.conflicts)
-            return memory_id, "stored", f"replaces the fact(s) {facts} of memory {old.id}, which keeps its others"
+        if old is not None and conflicts:
+            self.store.drop_facts(conn, user_id, old.id, conflicts)
+            return memory_id, "stored", f"replaces {len(conflicts)} fact(s) of memory {old.id}, which keeps its others"
         return memory_id, "stored", "private information about the user"
 
     def _contradicted(self, user_id: str, text: str, vector: np.ndarray,
@@ -467,9 +485,10 @@ class PersonalMemory:
             if memory_id is not None and not in_id_range(memory_id):
                 raise NotFound(f"memory {memory_id} not found for this user")
             scope = _scope(agent_id, run_id)
+            metadata = _metadata(metadata)
             who = actor or agent_id or "memory_tool"
             if action == "add":
-                return _reply(action, "success", {"results": self.add(user_id, text, scope, _metadata(metadata), who)})
+                return _reply(action, "success", {"results": self.add(user_id, text, scope, metadata, who)})
             if action == "search":
                 filters = dict(filters or {})
                 scope_filter = _scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
@@ -496,6 +515,8 @@ class PersonalMemory:
                     done = self.store.delete(conn, user_id, memory_id, now, who)
             if not done:
                 raise NotFound(f"memory {memory_id} not found for this user")
+            if action == "delete":
+                self.db.finish_erasures()
             return _reply(action, "success", {"memory_id": memory_id, "history": [
                 e.to_dict() for e in self.store.history(user_id, memory_id)]})
         except ForestError as exc:
@@ -543,6 +564,7 @@ class PersonalMemory:
         user_id = check_user_id(user_id)
         with self.db.transaction() as conn:
             removed = self.store.clear(conn, user_id)
+        self.db.finish_erasures()
         return {"user_id": user_id, "memories_removed": removed}
 
     def user_graph(self, user_id: str) -> dict[str, Any]:
@@ -564,9 +586,7 @@ class _Plan:
     privacy: dict[str, str]
     vector: np.ndarray | None = None
     triples: list[Triple] | None = None
-    old: PersonalMemoryRecord | None = None
-    conflicts: list[tuple[str, str, str]] | None = None
-    context: str | None = None   # what was said just before it: indexed with the text for BM25
+    queue_item: int | None = None   # process_memory input: its queue id (what was said before it is its context)
 
 
 # Words that name the same relation: a question says "wife", a triple says "is married to".
@@ -591,17 +611,28 @@ def check_user_id(user_id: str) -> str:
         raise InvalidInput("user_id is required")
     if not _ID.match(user_id):
         raise InvalidInput("user_id must be 1-200 letters, digits or . : @ / - _")
-    return user_id
+    return _no_secret("user_id", user_id)
+
+
+def _no_secret(name: str, value: str) -> str:
+    """Ids are stored, shown and compared in clear, so one that holds a secret (by its format: a
+    key, a token, a card number) is refused rather than stored or redacted into another id."""
+    if kind := secret_format(value):
+        raise InvalidInput(f"{name} looks like a secret ({kind}): ids are stored in clear, never put a secret in one")
+    return value
 
 
 def _scope(agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
     for name, value in (("agent_id", agent_id), ("run_id", run_id)):
         if value is not None and (not isinstance(value, str) or not _ID.match(value)):
             raise InvalidInput(f"{name} must be 1-200 letters, digits or . : @ / - _")
+        if value is not None:
+            _no_secret(name, value)
     return {"agent_id": agent_id, "run_id": run_id}
 
 
 def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Checked metadata, its text values redacted (a key is an identifier, a value free text)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, dict) or len(metadata) > 20:
@@ -609,7 +640,8 @@ def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in metadata.items():
         if not _METADATA_KEY.match(str(key)) or not isinstance(value, (str, int, float, bool)):
             raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
-    return metadata
+        _no_secret(f"metadata key {key!r}", key)
+    return redact_metadata(metadata)
 
 
 def _top_k(top_k: int) -> int:
@@ -623,9 +655,13 @@ def _keyed(triples) -> list[tuple[str, str, str, str, str]]:
 
 
 def _context(status: str, chunks: list[dict[str, Any]], relations: list[dict[str, str]],
-             elapsed_ms: float) -> dict[str, Any]:
-    return {"status": status, "vector_chunks": chunks, "graph_relations": relations,
-            "metadata": {"retrieval_time_ms": round(elapsed_ms, 1), "has_memory": bool(chunks or relations)}}
+             elapsed_ms: float, not_queued: str | None = None) -> dict[str, Any]:
+    """process_memory's reply; `not_queued`: why the input was not queued (it will not be kept)."""
+    metadata = {"retrieval_time_ms": round(elapsed_ms, 1), "has_memory": bool(chunks or relations),
+                "queued": not_queued is None and status != "disabled"}
+    if not_queued:
+        metadata["error"] = not_queued
+    return {"status": status, "vector_chunks": chunks, "graph_relations": relations, "metadata": metadata}
 
 
 def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _YEAR = r"(?:19|20)\d\d"
 _EN = re.compile(rf"\b(?:(?P<day1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?P<month>{_MONTH})\.?"
                  rf"(?:\s+(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b)?(?:,?\s+(?P<year>{_YEAR}))?\b", re.I)
-_ZH = re.compile(rf"(?:(?P<year>{_YEAR})\s*年)?\s*(?P<month>1[0-2]|0?[1-9])\s*月(?:\s*(?P<day>[12]\d|3[01]|0?[1-9])\s*[日号])?")
+# Starts at a digit: a leading "\s*" would be tried from every blank of a run (quadratic).
+_ZH = re.compile(rf"(?:(?P<year>{_YEAR})\s*年\s*)?(?P<month>1[0-2]|0?[1-9])\s*月(?:\s*(?P<day>[12]\d|3[01]|0?[1-9])\s*[日号])?")
 _BARE_YEAR = re.compile(rf"\b(?:in|of|during|since|from|year)\s+(?P<year>{_YEAR})\b|(?P<zh>{_YEAR})\s*年", re.I)
 
 Period = tuple[int | None, int | None, int | None]

@@ -25,7 +25,8 @@ OFFLINE_FLUSH = "offline:rules (extractive, no LLM)"
 KEEP_SHARE = 0.3        # after compaction the newest messages keep up to this share of the limit
 MAX_FINDINGS = 8
 SUMMARY_CHARS = 800
-_CITATION = re.compile(r"\s*\[(node \d+[^\]]*)\]\s*$")
+# Starts where its blanks start: "\s*" tried from every blank of a run would rescan it (quadratic).
+_CITATION = re.compile(r"(?<!\s)\s*\[(node \d+[^\]]*)\]\s*$")
 
 
 @dataclass

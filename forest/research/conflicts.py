@@ -118,8 +118,11 @@ _METRIC_NAMES = (
     r"psnr|ssim|fid|rmse|mae|mse|correlation|memory(?: usage| footprint)?|(?-i:RTF)|real[- ]time factor")
 _QUALIFIER = r"(?:top-?\d+|macro|micro|weighted|balanced|average|mean|overall|test|validation|dev|held-out)"
 _QUALIFIER_RE = re.compile(_QUALIFIER, re.IGNORECASE)
-_METRIC_EN = re.compile(_L + rf"(?P<qual>(?:{_QUALIFIER}[- ])*)(?P<name>{_METRIC_NAMES})" + _R, re.IGNORECASE)
-_METRIC_GENERIC = re.compile(_L + r"(?P<word>[A-Za-z][A-Za-z0-9-]*)\s+(?P<kind>score|rate)s?" + _R, re.IGNORECASE)
+# At most four qualifiers: unbounded, every qualifier of a long run of them would rescan the rest.
+_METRIC_EN = re.compile(_L + rf"(?P<qual>(?:{_QUALIFIER}[- ]){{0,4}})(?P<name>{_METRIC_NAMES})" + _R, re.IGNORECASE)
+# The word starts where a hyphenated word starts: after each of its hyphens it would rescan the rest.
+_METRIC_GENERIC = re.compile(r"(?<![A-Za-z0-9_-])(?P<word>[A-Za-z][A-Za-z0-9-]*)\s+(?P<kind>score|rate)s?" + _R,
+                             re.IGNORECASE)
 _NOT_METRICS = frozenset(["learning", "dropout", "sampling", "decay", "warmup", "masking", "mask", "frame", "bit"])
 _METRIC_CN = {"准确率": "accuracy", "准确度": "accuracy", "正确率": "accuracy", "精确率": "precision",
               "查准率": "precision", "召回率": "recall", "查全率": "recall", "错误率": "error rate", "误差": "error",
@@ -132,7 +135,7 @@ _CANONICAL = {"acc": "accuracy", "accuracie": "accuracy", "f 1": "f1", "f1 score
               "real time factor": "rtf"}
 # Words before a metric that make it another metric ("joint goal accuracy") unless they only
 # say which of its values is reported ("maximum accuracy").
-_METRIC_MODIFIER = re.compile(r"(?P<words>(?:[A-Za-z][\w-]*\s+){1,2})$")
+_METRIC_MODIFIER = re.compile(r"(?<![\w-])(?P<words>(?:[A-Za-z][\w-]*\s+){1,2})$")
 _NOT_MODIFIERS = frozenset(["maximum", "max", "best", "highest", "lowest", "minimum", "average", "mean", "overall",
                             "absolute", "final", "reported", "our", "its", "their", "the", "an", "a", "of", "and",
                             "with", "in", "on", "by", "is", "was", "has", "had", "achieves", "achieved", "obtains",
@@ -176,15 +179,16 @@ _LINK_BEFORE = re.compile(
     r"value|(?:improv|increas|decreas|declin|reduc|boost|rais)\w*|drop(?:s|ped)?|fell|falls|rose|rises|went|goes|up|"
     r"down|by|to|from|on|in|for|reported|remains|remained|stays|over|more|than|值|为|达到|高达|仅为|达|是|约|仅|提高|"
     r"提升|降低|下降|增加|减少|到|至|了|从|有)*", re.IGNORECASE)
-_LINK_AFTER = re.compile(r"(?:\s|的|in|of)*(?:\s*(?:absolute|relative|token-level|macro|micro)\s*)?", re.IGNORECASE)
-_LINK_CHAIN = re.compile(r"\s*(?:,|,?\s*and|to|vs\.?|versus|/|到|至|和|与|或)\s*", re.IGNORECASE)
+# The qualifier group starts after the blanks the loop took: two blank runs side by side backtrack.
+_LINK_AFTER = re.compile(r"(?:\s|的|in|of)*(?:(?:absolute|relative|token-level|macro|micro)\s*)?", re.IGNORECASE)
+_LINK_CHAIN = re.compile(r"(?<!\s)\s*(?:,(?:\s*and(?![A-Za-z]))?|and|to|vs\.?|versus|/|到|至|和|与|或)\s*", re.IGNORECASE)
 _DELTA_GAP = re.compile(r"(?<![A-Za-z])by(?![A-Za-z])|(?:提高|提升|降低|下降|增加|减少)了?\s*$", re.IGNORECASE)
 _CHANGE_WORDS = re.compile(_L + r"(?:improvements?|gains?|boosts?|drops?|increases?|decreases?|reductions?|declines?|"
                            r"advantages?|margins?)" + _R, re.IGNORECASE)
 _CHANGE_BEFORE = re.compile(_L + r"(?:by|(?:improvements?|gains?|boosts?|drops?|increases?|decreases?|reductions?|"
-                            r"declines?)(?:\s+of)?)\s*(?:about|around|approximately|only|just|over|almost|nearly)?\s*$",
+                            r"declines?)(?:\s+of)?)(?:\s*(?:about|around|approximately|only|just|over|almost|nearly))?\s*$",
                             re.IGNORECASE)
-_SHARE_OF = re.compile(r"\s*of\s+(?:the\s+|all\s+|our\s+)?(?P<noun>[A-Za-z][\w-]*)")
+_SHARE_OF = re.compile(r"(?<!\s)\s*of\s+(?:the\s+|all\s+|our\s+)?(?P<noun>[A-Za-z][\w-]*)")
 _FROM = re.compile(r"(?<![A-Za-z])from\s*$", re.IGNORECASE)
 _LOWER_BOUND = re.compile(r"(?:over|more\s+than|above|at\s+least|greater\s+than|exceed(?:s|ing)?|>|≥|超过|逾)\s*$",
                           re.IGNORECASE)
@@ -203,16 +207,16 @@ _SHOT = re.compile(
     + r"|" + _L + r"(?:with|using|from|on)\s+(?:only\s+|just\s+)?(?P<m>\d+(?:,\d{3})*|a few|few|a handful of)\s+"
     r"(?:labell?ed\s+|annotated\s+|training\s+|in-context\s+)?(?:examples|samples|instances|images|demonstrations|"
     r"labels|shots)" + _R
-    + r"|(?P<c>[小少零])样本|每类\s?(?P<k>\d+)\s?个?(?:标注)?样本|(?P<j>\d+)\s?个(?:标注)?样本", re.IGNORECASE)
+    + r"|(?P<c>[小少零])样本|每类\s?(?P<k>\d+)\s?个?(?:标注)?样本|(?<!\d)(?P<j>\d+)\s?个(?:标注)?样本", re.IGNORECASE)
 _WAY = re.compile(_L + r"(?P<n>\d+)[- ]way" + _R, re.IGNORECASE)
 _MODEL = re.compile(
-    _L + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+)*(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|base|large|small|tiny|medium|xl|xxl))+"
+    _L + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+){0,4}(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|base|large|small|tiny|medium|xl|xxl)){1,4}"
     r"|\d+(?:\.\d+)?[BM](?:\s+param(?:eter)?s|\s+models?)|\d+(?:\.\d+)?\s?(?:billion|million)\s+param(?:eter)?s)" + _R)
 _DATASET = re.compile(
     r"(?<![A-Za-z])(?:[Oo]n|[Ii]n|[Aa]cross)\s+(?:the\s+)?"
     r"(?P<name>(?:[A-Z]|[a-z]+[A-Z])[A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*(?:\s+[A-Z0-9][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)*)"
-    r"|(?P<named>[A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)\s+(?:dataset|benchmark|corpus|data|test\s+set)" + _R
-    + r"|在\s?(?P<cn>[A-Za-z][A-Za-z0-9\-. ]*?|[\u4e00-\u9fff]{1,8}?)\s?(?:数据集|基准|语料库?)?上(?!升)")
+    r"|(?<![A-Za-z0-9_.-])(?P<named>[A-Z][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*)\s+(?:dataset|benchmark|corpus|data|test\s+set)" + _R
+    + r"|在\s?(?P<cn>[A-Za-z][A-Za-z0-9\-. ]{0,40}?|[\u4e00-\u9fff]{1,8}?)\s?(?:数据集|基准|语料库?)?上(?!升)")
 _NOT_DATASETS = frozenset(["the", "a", "an", "we", "its", "table", "tab", "figure", "fig", "section", "sec", "appendix", "eq", "equation", "chapter",
                            "algorithm", "experiment", "experiments", "addition", "contrast", "particular", "general",
                            "practice", "summary", "fact", "short", "sum", "this", "these", "that", "those", "our",
@@ -484,7 +488,7 @@ def _denied(sentence: str, negations: list[tuple[int, int]]) -> tuple[list[str],
                 blanked[end + offset:end + offset + 2] = "  "
             continue
         scope_start = end
-        if cue.lower() in ("none", "neither") and re.match(r"\s+of\b", sentence[end:]):
+        if cue.lower() in ("none", "neither") and re.match(r"(?<!\s)\s+of\b", sentence[end:]):
             auxiliary = _AUXILIARY.search(sentence, end)     # "none of the partitions was biased"
             if auxiliary is None:
                 continue
@@ -574,8 +578,8 @@ def _subject(head: str) -> str:
     return ""
 
 
-_ASIDE = re.compile(r"\s*(?:trained|using|used|with|without|when|compared|on|in|for|given|as|based|after|"
-                    r"interestingly|however|finally|overall|moreover|\w+ly\s*$)", re.IGNORECASE)
+_ASIDE = re.compile(r"(?<!\s)\s*(?:trained|using|used|with|without|when|compared|on|in|for|given|as|based|after|"
+                    r"interestingly|however|finally|overall|moreover|(?<!\w)\w+ly\s*$)", re.IGNORECASE)
 
 
 def _side_words(text: str) -> frozenset[str]:
@@ -767,8 +771,10 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]],
                 head = "speedup"
             return head, frozenset(words), change, end, end + noun.start("words") + length, False
     prefix = sentence[max(0, start - 50):start]
-    valued = re.search(r"(?P<words>(?:[A-Za-z][\w-]*\s+){0,1}[A-Za-z][\w-]*)\s*(?:of|=|:|is|was|were|are|to|at)?"
-                       r"\s*(?:about|around|approximately|only|just|over)?\s*$", prefix)
+    # Each blank run before a word the group takes: side by side, blank runs backtrack.
+    valued = re.search(r"(?<![\w-])(?P<words>(?:[A-Za-z][\w-]*\s+)?[A-Za-z][\w-]*)"
+                       r"(?:\s*(?:of|=|:|is|was|were|are|to|at))?(?:\s*(?:about|around|approximately|only|just|over))?"
+                       r"\s*$", prefix)
     if valued:
         words = [w for w in re.findall(r"[A-Za-z][\w-]*", valued.group("words").lower())
                  if w not in _NOT_MODIFIERS and w not in _GENERIC and len(w) > 1 and w not in _LINK_WORDS

@@ -25,6 +25,7 @@ from forest.db import Database
 from forest.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
 from forest.llm import ClaudeJSON
+from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
 from forest.research.conflicts import Conflict, Statement, detect_conflicts
@@ -373,6 +374,9 @@ class ResearchMemory:
         leaves = [c.node.id for c in state.context if c.node.is_leaf]
         reconciled = [self.reconcile(c.a, c.b, c.detail, model_id, session_id)
                       for c in self.conflicts(model_id, session_id, leaves)[:MAX_RECONCILED_PER_TURN]]
+        # The question is remembered with its secrets redacted, as personal memory is (the loop
+        # itself ran on the question as asked).
+        question = redact(state.question).text
         answer = state.answer or ""
         if reconciled:
             answer += "\n\n" + "\n".join(r.note() for r in reconciled)
@@ -380,8 +384,8 @@ class ResearchMemory:
                      "kept_children": [c["node_id"] for c in step.children if c.get("kept")],
                      "decided_by": step.decision.source}
                     for step in state.steps if step.decision.action == "EXPLORE"]
-        texts = [("ask", f"{state.question}\n→ {answer}",
-                  {"model_id": model_id, "question": state.question, "answered_by": state.answered_by,
+        texts = [("ask", f"{question}\n→ {answer}",
+                  {"model_id": model_id, "question": question, "answered_by": state.answered_by,
                    "explored": explored,
                    "cited": [{"node_id": c.node.id, "citation": c.node.citation} for c in state.cited]})]
         texts += [("reconciliation", r.note(), r.to_dict()) for r in reconciled]
@@ -390,7 +394,7 @@ class ResearchMemory:
         now = self.clock()
         with self.db.transaction() as conn:
             ids = self.store.add_events(conn, model_id, session_id, events, now)
-            for role, content in (("user", state.question), ("assistant", answer)):
+            for role, content in (("user", question), ("assistant", answer)):
                 self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), ids[0], now)
         briefing = self.briefing(model_id, session_id)
         return ResearchTurn(session_id, briefing, reconciled, self.compact_if_due(model_id, session_id), ids)

@@ -1,6 +1,7 @@
 """Fault injection: a writer process is SIGKILLed in the middle of an operation (at a random
 moment, or right after each of its durable writes in turn), then a fresh process opens the store,
-checks that nothing was lost, written twice or left half-written, and runs `forest doctor`
+checks that nothing was lost, written twice or left half-written (for deletions: that nothing
+deleted has a byte of its text left on disk), and runs `forest doctor`
 (repairing if needed). Shared by tests/test_faults.py and bench/bench_faults.py.
 
 Every process here (base store, writer, checker) is forked from a multiprocessing forkserver
@@ -161,36 +162,35 @@ def _personal(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
 
 
 def personal_state(forest: MemoryForest) -> dict[str, Any]:
-    rows = forest.db.query("SELECT input, status, decision FROM personal_write_queue WHERE user_id = ? ORDER BY id",
-                           (USER,))
+    """The memories' texts, and the queue's items in the order they were queued (status, action):
+    a written item keeps its decision, not its input."""
+    rows = forest.db.query("SELECT status, decision FROM personal_write_queue WHERE user_id = ? ORDER BY id", (USER,))
     return {"memories": sorted(m.memory for m in forest.personal.memories(USER)),
-            "queue": [(r["input"], r["status"], r["decision"]) for r in rows]}
+            "queue": [(r["status"], json.loads(r["decision"])["action"] if r["decision"] else None) for r in rows]}
 
 
 def _check_personal(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
     """Before and after a fresh worker drains the queue, no input is stored twice; afterwards every
     acknowledged input was queued once and written once (or discarded by the privacy filter, as
-    in the run that was not killed), and no memory is stored that has no queue item."""
+    in the run that was not killed), and no memory is stored that has no queue item. Item i of
+    the queue is INPUTS[i]: the inputs are queued one after the other."""
     before = personal_state(forest)
-    pending = sum(status == "pending" for _, status, _ in before["queue"])
+    pending = sum(status == "pending" for status, _ in before["queue"])
     doubled = {m for m in before["memories"] if before["memories"].count(m) > 1}
     violations = [f"written twice before draining: {sorted(doubled)}"] if doubled else []
     if not forest.personal.drain(120):
         violations.append("a fresh worker could not drain the queue")
     after = personal_state(forest)
-    expected = {text: json.loads(decision)["action"] for text, _, decision in done["queue"]}
-    queued = [text for text, _, _ in after["queue"]]
-    for text in set(queued):
-        if queued.count(text) > 1:
-            violations.append(f"queued twice: {text!r}")
+    queued = INPUTS[:len(after["queue"])]
+    if len(after["queue"]) > len(INPUTS):
+        violations.append(f"{len(after['queue'])} items queued for {len(INPUTS)} inputs")
     for i in acks:
-        if INPUTS[i] not in queued:
+        if i >= len(after["queue"]):
             violations.append(f"acknowledged input {i} was lost: {INPUTS[i]!r}")
-    for text, status, decision in after["queue"]:
+    for text, (status, action), (_, expected) in zip(queued, after["queue"], done["queue"]):
         stored = after["memories"].count(text)
-        action = json.loads(decision)["action"] if decision else None
-        if status != "done" or action != expected[text]:
-            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected[text]})")
+        if status != "done" or action != expected:
+            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected})")
         if stored != (action == "stored"):
             violations.append(f"{text!r} stored {stored} times after {action}")
     extra = set(after["memories"]) - set(queued) - set(base["memories"])
@@ -226,6 +226,53 @@ def _check_compaction(forest: MemoryForest, base: Any, done: Any, acks: list[int
     return [] if seen in (base, done) else [f"partial compaction: {seen} (base {base}, done {done})"], 0
 
 
+# Made-up words nothing else contains: a memory deleted through the memory tool, a user cleared,
+# an archive deleted.
+ERASED = {"memory": "Qzvorblethian", "user": "Plimbertosh", "archive": "Grutzelvane"}
+CLEARED_USER = "cleo"
+
+
+def _erase_base(forest: MemoryForest, _: Path) -> None:
+    personal = forest.personal
+    personal.memory_tool("add", USER, text=[f"My boat is named {ERASED['memory']}.", "I sail on Sundays."])
+    personal.memory_tool("add", CLEARED_USER, text=[f"I grew up in {ERASED['user']}.", "I like tea."])
+    forest.ingest_text(MODEL, "jazz", topic_text("jazz"))
+    forest.ingest_text(MODEL, "expedition", f"The {ERASED['archive']} expedition mapped the glacier.\n\n"
+                       + topic_text("volcanoes"))
+
+
+def _erase(forest: MemoryForest, _: Path, tell: Callable[..., None]) -> None:
+    boat = next(m.id for m in forest.personal.memories(USER) if ERASED["memory"] in m.memory)
+    forest.personal.memory_tool("delete", USER, memory_id=boat)
+    forest.personal.clear_user_memory(CLEARED_USER)
+    forest.delete_archive(MODEL, next(a.id for a in forest.archives(MODEL) if a.name == "expedition"))
+
+
+def erase_state(forest: MemoryForest) -> dict[str, Any]:
+    """Which of the three is still visible."""
+    return {"memory": any(ERASED["memory"] in m.memory for m in forest.personal.memories(USER)),
+            "user": bool(forest.personal.memories(CLEARED_USER)),
+            "archive": any(a.name == "expedition" for a in forest.archives(MODEL))}
+
+
+def _check_erase(forest: MemoryForest, base: Any, done: Any, acks: list[int]) -> tuple[list[str], int]:
+    """Once a fresh process opened the store and `forest doctor --repair` finished what the kill
+    left (an archive hidden for deletion is deleted), nothing that is no longer visible has a byte
+    of its text left in any file of the data directory; what is still visible is whole."""
+    forest.doctor(repair_drift=True)
+    seen = erase_state(forest)
+    data_dir = Path(forest.settings.data_dir)
+    violations = []
+    for item, visible in seen.items():
+        word = ERASED[item].encode()
+        holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file() and word in p.read_bytes()]
+        if not visible and holding:
+            violations.append(f"deleted {item} still on disk in {holding}")
+    if seen["archive"] and not forest.search(MODEL, "glacier expedition", top_k=3):
+        violations.append("the archive is visible but cannot be searched")
+    return violations, 0
+
+
 OPERATIONS = {op.name: op for op in (
     Operation("ingest", _ingest_base, _ingest, archive_fingerprint, _check_archives),
     Operation("append", _append_base, _append, archive_fingerprint, _check_archives),
@@ -234,6 +281,7 @@ OPERATIONS = {op.name: op for op in (
               lambda forest: forest.personal.store),
     Operation("compaction", _compaction_base, _compaction, compaction_state, _check_compaction,
               lambda forest: forest.research),
+    Operation("erase", _erase_base, _erase, erase_state, _check_erase, lambda forest: forest.personal.store),
 )}
 
 
