@@ -1,11 +1,13 @@
 """Claude through the `anthropic` SDK, for prompts that must answer with one JSON object."""
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable
 from typing import Any
+
+from forest.errors import InvalidInput
+from forest.validation import parse_json
 
 log = logging.getLogger("forest.llm")
 
@@ -64,9 +66,9 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if start < 0 or end <= start:
         raise ValueError(f"reply is not a JSON object: {text[:120]!r}")
     try:
-        value = json.loads(stripped[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"reply is not valid JSON ({exc.msg}): {text[:120]!r}") from None
+        value = parse_json(stripped[start : end + 1], "reply")
+    except InvalidInput as exc:
+        raise ValueError(f"{exc}: {text[:120]!r}") from None
     if not isinstance(value, dict):
         raise ValueError("reply is JSON but not an object")
     return value

@@ -6,7 +6,8 @@ HTTP routes:  /mcp (MCP streamable HTTP)  ·  POST /tools/<name> (REST, JSON; GE
 
 Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
 route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
-are refused. Errors are JSON with a message, never a traceback.
+are refused; a POST body must be declared application/json and nest at most MAX_JSON_DEPTH deep.
+Errors are JSON with a message, never a traceback.
 """
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forest.errors import ConfigError, ForestError, NotFound
+from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
 from forest.tools import ForestTools, UnknownId
+from forest.validation import parse_json
 
 log = logging.getLogger("forest.server")
 
@@ -246,13 +248,15 @@ class _Rest:
         name = request.path_params["name"]
         if name not in ForestTools.NAMES:
             return _error(404, f"no tool named {name!r}; see /openapi.json")
-        if request.method == "GET" and name not in ForestTools.READ_ONLY:
-            return _error(405, f"{name} has side effects (writes or model calls): call it with POST and a JSON body")
+        # GET (and HEAD, which Starlette routes with it) only reads: a tool that writes or calls a
+        # model runs on POST alone.
+        if request.method != "POST" and name not in ForestTools.READ_ONLY:
+            return _error(405, f"{name} has side effects (writes or model calls): call it with POST and a JSON body",
+                          allow="POST")
         if request.method == "POST":
-            try:
-                args = await request.json()
-            except ValueError:
-                return _error(400, "the body must be a JSON object of arguments")
+            args, problem = await _json_body(request)
+            if problem:
+                return problem
             if not isinstance(args, dict):
                 return _error(400, "the body must be a JSON object of arguments")
         else:
@@ -292,10 +296,9 @@ class _Rest:
             {"id": m, "object": "model", "created": 0, "owned_by": "memory-forest"} for m in ids]})
 
     async def chat(self, request: Request) -> Response:
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "the body must be JSON")
+        body, problem = await _json_body(request)
+        if problem:
+            return problem
         model_id, question, problem = _chat_request(body)
         if problem:
             self.calls.add(tool=CHAT_ROUTE, model_id=model_id or None, ok=False, ms=0.0, error=problem)
@@ -318,6 +321,19 @@ class _Rest:
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
             "memory_forest": extra})
+
+
+async def _json_body(request: Request) -> tuple[Any, Response | None]:
+    """The request's JSON body, or the error response to send instead. The body must be declared
+    application/json: a browser sends that from another page only after a CORS preflight, which
+    this server never grants, while a text/plain or form post needs none."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        return None, _error(415, "send the body as JSON, with Content-Type: application/json")
+    try:
+        return parse_json(await request.body(), "the body"), None
+    except InvalidInput as exc:
+        return None, _error(400, str(exc))
 
 
 def _chat_request(body: Any) -> tuple[str, str, str | None]:
@@ -364,8 +380,9 @@ def _tool_message(error: ToolError) -> str:
     return str(cause) if isinstance(cause, ToolError) else str(error)
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, allow: str | None = None) -> JSONResponse:
+    """The JSON error reply; `allow` lists the methods a 405 names (HEAD gets no body to read)."""
+    return JSONResponse({"error": message}, status_code=status, headers={"Allow": allow} if allow else None)
 
 
 class ThreadServer:

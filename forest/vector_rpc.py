@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.validation import parse_json
 from forest.vectors import VectorStore, VectorStoreError
 
 log = logging.getLogger("forest.vector_rpc")
@@ -144,7 +145,7 @@ class VectorRPCServer:
         if method not in METHODS or not 0 <= length <= MAX_BODY_BYTES:
             return 400, {"error": f"bad vector request {method!r} of {length} bytes", "kind": "InvalidInput"}
         try:
-            body = json.loads(request.rfile.read(length))
+            body = parse_json(request.rfile.read(length), "the vector request")
             store = self._stores(str(body["embedder"]), int(body["dim"]))
             return 200, {"result": _dispatch(store, method, body.get("args") or {})}
         except ForestError as exc:
