@@ -256,7 +256,7 @@ class MemoryForest:
     def _refuse_duplicate(self, model_id: str, document: Document) -> None:
         fingerprint = _fingerprint(document)
         for archive in self.store.archives(model_id):
-            if any(d.get("sha256") == fingerprint for d in archive.settings.get("documents", [])):
+            if any(d.get("sha256") == fingerprint for d in archive.documents):
                 raise InvalidInput(f"{document.name!r} is already in archive {archive.id} ({archive.name}): "
                                    "the same text was not added again")
 
@@ -318,12 +318,15 @@ class MemoryForest:
                               archive_id, with_vectors)
 
     def import_archive(self, model_id: str, document: Any, name: str | None = None) -> Archive:
-        """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid."""
-        from forest.archive_io import import_archive
+        """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid.
+        Checking and embedding happen before the writer lock is taken, so other writers wait only
+        for the write itself."""
+        from forest.archive_io import prepare_import, write_import
 
+        model_id = check_model_id(model_id)
+        prepared = prepare_import(document, self.embedder, self.settings.max_document_chars, name)
         with self._build_lock:
-            archive_id = import_archive(self.store, self.vectors, self.embedder, check_model_id(model_id),
-                                        document, name)
+            archive_id = write_import(self.store, self.vectors, model_id, prepared)
         return self.store.archive(model_id, archive_id)
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
