@@ -5,11 +5,12 @@ Chroma's embedded PersistentClient is not safe across processes. The first proce
 data directory's embedded store takes an exclusive flock on `<data_dir>/chroma.owner` and writes
 into it (mode 0600) its pid, its command and the loopback port and random token of its vector
 endpoint (forest.vector_rpc). Every other process that needs vectors finds the lock held and
-forwards its calls to the owner (OwnerVectorStore), the way a docker CLI talks to its daemon:
-Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store and is
-refused when another process does. The kernel drops an flock when its process dies, however it
-dies, so a killed owner leaves nothing stale: the next process finds the lock free, takes over
-and rewrites the file.
+forwards its calls to the owner (vector_rpc.FollowedStore), the way a docker CLI talks to its
+daemon: Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store
+and is refused when another process does. The kernel drops an flock when its process dies, however
+it dies, so an owner that exits leaves nothing stale: the next process finds the lock free, takes
+over and rewrites the file, and a process that was forwarding to it does the same and goes on
+(two commands started together both finish, whichever exits first).
 
 SQLite is multi-process safe on its own (WAL). What it cannot see is the gap in appends and joins
 between writing vectors under reserved ids and committing their rows; `WriterLock` makes writers
@@ -175,16 +176,21 @@ def _read_owner(path: Path) -> OwnerInfo | None:
 
 def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool = False) -> VectorStore:
     """The embedded store when this process owns it (taking ownership if the directory is free),
-    else the owner's store over its endpoint; Chroma is imported only in the first case.
+    else the owner's store over its endpoint (FollowedStore); Chroma is imported only in the
+    first case.
 
     `use_snapshots` is for short commands: the store they own answers reads (theirs and other
     processes') from current vector snapshots and opens Chroma only for what those do not hold
     (forest.vector_snapshot); a long-running owner searches Chroma's index."""
     held = acquire(chroma_path, use_snapshots)
     if isinstance(held, OwnerInfo):
-        from forest.vector_rpc import OwnerVectorStore
+        from forest.vector_rpc import FollowedStore
 
-        return OwnerVectorStore(held.port, held.token, embedder_name, dim, held.describe())
+        return FollowedStore(chroma_path, embedder_name, dim, use_snapshots, held)
+    return owned_store(held, embedder_name, dim)
+
+
+def owned_store(held: Ownership, embedder_name: str, dim: int) -> ChromaVectorStore:
     from forest.vectors import ChromaVectorStore
 
     try:
