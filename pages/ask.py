@@ -9,6 +9,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.agent import AgentState
+from forest.text import safe_markdown
 from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
@@ -94,7 +95,7 @@ with main_col:
     if state.steps:
         st.subheader("Steps")
     for step in state.steps:
-        st.markdown(f"**{step.number}.** {step_sentence(step, state.threshold)}")
+        st.markdown(f"**{step.number}.** {safe_markdown(step_sentence(step, state.threshold))}")
         with st.expander(f"Step {step.number}: {step.decision.action} as the policy's JSON"
                          + (", and every child's relevance" if step.children else "")):
             st.json(step.decision.to_seed_json())
@@ -105,9 +106,9 @@ with main_col:
 
     if state.done:
         st.subheader("Answer")
-        st.markdown(numbered_answer(state, cites, lambda c: cite_link(c.node_id)))
+        st.markdown(safe_markdown(numbered_answer(state, cites, lambda c: cite_link(c.node_id))))
         if cites:
-            st.markdown("**Sources**\n\n" + sources_markdown(cites, lambda c: cite_link(c.node_id)))
+            st.markdown("**Sources**\n\n" + safe_markdown(sources_markdown(cites, lambda c: cite_link(c.node_id))))
         st.caption(f"Answered by {decided_by(state.answered_by or '')}. Click a citation to see it on its page.")
         left, right = st.columns(2)
         left.download_button("Transcript (JSON)", json.dumps(state.to_dict(), ensure_ascii=False, indent=1),
@@ -125,7 +126,7 @@ with main_col:
         if turn is not None:
             st.caption(f"Remembered in session {turn.session_id!r} ({len(turn.event_ids)} events).")
             for verdict in turn.conflicts:
-                st.warning(f"{verdict.note()} — see the Reconcile page for the side-by-side.")
+                st.warning(f"{safe_markdown(verdict.note())} — see the Reconcile page for the side-by-side.")
             if turn.compaction:
                 c = turn.compaction
                 st.info(f"The session was compacted: {len(c.compacted_message_ids)} messages summarized, "

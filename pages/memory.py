@@ -6,6 +6,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.personal.graph_view import graph_html
+from forest.text import safe_markdown
 from pages.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
@@ -62,9 +63,9 @@ if memories_tab.open:
         records = personal.memories(user_id)
         st.caption(f"{len(records)} memories")
         for record in reversed(records):
-            with st.expander(f"#{record.id} · {record.memory[:90]}"):
-                st.markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
-                            f"`{json.dumps(record.metadata, ensure_ascii=False)}`")
+            with st.expander(safe_markdown(f"#{record.id} · {record.memory[:90]}")):
+                st.markdown(safe_markdown(f"scope: agent `{record.agent_id}`, run `{record.run_id}` · metadata "
+                                          f"`{json.dumps(record.metadata, ensure_ascii=False)}`"))
                 st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
                              hide_index=True)
                 if confirmed(f"Delete memory #{record.id}", f"“{record.memory[:200]}” is forgotten.",

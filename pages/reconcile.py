@@ -4,6 +4,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.research.reconcile import Reconciliation
+from forest.text import safe_markdown
 from pages.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
@@ -51,16 +52,16 @@ verdict: Reconciliation | None = st.session_state.get("verdict")
 if verdict is not None:
     st.subheader("Verdict")
     (st.success if verdict.reviewed_by.startswith("claude") else st.warning)(f"Reviewed by: {verdict.reviewed_by}")
-    st.caption(f"Detected: {verdict.detected}")
-    st.markdown(f"**Merged conclusion.** {verdict.merged_conclusion}")
+    st.caption(f"Detected: {safe_markdown(verdict.detected)}")
+    st.markdown(f"**Merged conclusion.** {safe_markdown(verdict.merged_conclusion)}")
     if verdict.boundary_conditions:
-        st.markdown("**Boundary conditions**\n" + "\n".join(f"- {b}" for b in verdict.boundary_conditions))
+        st.markdown("**Boundary conditions**\n" + "\n".join(f"- {safe_markdown(b)}" for b in verdict.boundary_conditions))
     for column, side, conditions in zip(st.columns(2), (verdict.a, verdict.b),
                                         (verdict.conditions_a, verdict.conditions_b)):
         with column:
-            st.markdown(f"**{side.key}** · {side.source}" + (f" · {side.citation}" if side.citation else ""))
-            st.markdown(f"> {side.text[:1200]}")
-            st.markdown("Conditions: " + (", ".join(conditions) or "none found"))
+            st.markdown(safe_markdown(f"**{side.key}** · {side.source}" + (f" · {side.citation}" if side.citation else "")))
+            st.markdown(f"> {safe_markdown(side.text[:1200])}")
+            st.markdown("Conditions: " + safe_markdown(", ".join(conditions) or "none found"))
     with st.expander("Side-by-side details (rules)"):
         st.json(verdict.comparison)
     if not verdict.conflict_found:

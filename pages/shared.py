@@ -11,6 +11,7 @@ import streamlit as st
 from forest import ForestError, MemoryForest
 from forest.jobs import IngestQueue
 from forest.server import ThreadServer
+from forest.text import safe_markdown
 from ingest import SUPPORTED_SUFFIXES
 from pages import through_app
 
@@ -139,7 +140,7 @@ def notify(text: str, *, failed: bool = False) -> None:
 
 def show_notices() -> None:
     for text, icon in st.session_state.pop("notices", []):
-        st.toast(text, icon=icon, duration="long")
+        st.toast(safe_markdown(text), icon=icon, duration="long")
 
 
 def confirmed(label: str, consequence: str, key: str) -> bool:
@@ -147,7 +148,7 @@ def confirmed(label: str, consequence: str, key: str) -> bool:
     and only its "Yes" button acts. A button holds for one run, so no confirmation carries over to the
     next item; `key` names the item."""
     with st.popover(label, icon=":material/delete:"):
-        st.markdown(consequence)
+        st.markdown(safe_markdown(consequence))
         return st.button(f"Yes, {label[0].lower()}{label[1:]}", key=key, type="primary")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError
+from forest.text import safe_markdown
 from forest.tree_view import Overlay, overlay_for, vis_data, vis_network_css, vis_network_js
 from pages.reading import show_source
 from pages.shared import get_forest, page_start
@@ -34,7 +35,7 @@ with replay_col:
     merge_node = next((n for n in nodes if n.merge_order == upto), None)
     if merge_node is not None:
         similarity = merge_node.merge_similarity
-        st.caption(f"merge {upto}: {merge_node.name}, "
+        st.caption(f"merge {upto}: {safe_markdown(merge_node.name)}, "
                    + (f"similarity {similarity:.2f}" if similarity is not None else "archives joined"))
 
 agent = st.session_state.get("agent")   # the Ask page's run, if it asked about this forest
@@ -54,7 +55,7 @@ if query.strip():
     walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
     overlay = overlay_for(nodes, [h.node.id for h in hits], lcas, walked)
     ancestors = ", ".join(by_id[i].name for i in lcas) or "none"
-    query_col.caption(f"{len(hits)} hits (red); their common ancestor: {ancestors} (gold)"
+    query_col.caption(f"{len(hits)} hits (red); their common ancestor: {safe_markdown(ancestors)} (gold)"
                       + ("; the agent's path from the Ask page (purple)" if walked else
                          "; ask it on the Ask page to see the agent's path"))
 
@@ -83,15 +84,15 @@ with details:
                             format_func=lambda i: " · ".join(filter(None, (by_id[i].name, by_id[i].citation))))
     node = by_id[selected]
     with st.container(key="tree-detail", border=True):
-        st.subheader(node.name)
-        st.caption(" · ".join(part for part in (
+        st.subheader(safe_markdown(node.name))
+        st.caption(safe_markdown(" · ".join(part for part in (
             node.citation, f"{node.leaf_count} passages" if not node.is_leaf else node.chunk_kind,
             f"depth {node.depth}", f"merged at {node.merge_similarity:.2f}" if node.merge_similarity is not None else "",
-            f"node {node.id}") if part))
+            f"node {node.id}") if part)))
         if node.is_leaf:
             st.text(node.content[:1200] + ("…" if len(node.content) > 1200 else ""))
         else:
-            st.markdown(f"{node.summary}  \n*summary by {node.summary_source}*")
+            st.markdown(safe_markdown(f"{node.summary}  \n*summary by {node.summary_source}*"))
         if st.button("Show on the page", key="tree-open-source"):
             source_dialog(node.id)
         children = sorted((n for n in nodes if n.parent_id == node.id), key=lambda c: c.first_leaf or 0)
