@@ -102,10 +102,11 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorRep
 
 
 def _checked_settings(db: Database) -> dict[int, tuple[dict[str, Any], list[str]]]:
-    """Every archive's settings as checked on import (archive_io.checked_settings)."""
+    """Every ready archive's settings as checked on import (archive_io.checked_settings); a build
+    in progress has no leaves yet."""
     checked = {}
     for row in db.query("SELECT a.id, a.settings, (SELECT COUNT(*) FROM memory_nodes n WHERE n.archive_id = a.id "
-                        "AND n.node_type = 'LEAF_CHUNK') AS leaves FROM archives a"):
+                        "AND n.node_type = 'LEAF_CHUNK') AS leaves FROM archives a WHERE a.status = 'ready'"):
         try:
             settings = json.loads(row["settings"] or "{}")
         except ValueError:

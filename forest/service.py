@@ -167,6 +167,8 @@ class MemoryForest:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the document's title, else its file name. With allow_duplicate=False, a
         document whose text an archive of `model_id` already holds is refused (InvalidInput)."""
+        from forest.build import all_or_nothing
+
         model_id = check_model_id(model_id)
         name = (name or document.title or document.name or "").strip()
         if not name:
@@ -175,14 +177,32 @@ class MemoryForest:
         progress = progress or _no_progress
         chunks = self._chunks(document, run, progress)
         params = _build_params(run)
+        entry = _document_entry(document, 0, len(chunks))
+        kept = self.sources.name_for(document.source)  # named now, copied with the write
+        if kept:
+            entry["file"] = kept
         recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                     "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
-                    "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
-        with self._build_lock, self._kept_source(document, recorded["documents"][0]):
-            if not allow_duplicate:
-                self._refuse_duplicate(model_id, document)
-            archive_id = self.store.create_archive(model_id, name, document.source, recorded)
-            self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
+                    "embedder": self.embedder.name, "documents": [entry]}
+        if not allow_duplicate:
+            self._refuse_duplicate(model_id, document)  # before the summaries are paid for
+        # 'building': hidden from readers, and left alone by doctor while this process lives. The
+        # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
+        # holds up no delete, import or doctor; the lock is held for the write alone.
+        archive_id = self.store.create_archive(model_id, name, document.source, recorded)
+        builder = self._builder
+        try:
+            with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
+                growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
+                with self._build_lock:
+                    if not allow_duplicate:
+                        self._refuse_duplicate(model_id, document)
+                    self.sources.keep(document.source)
+                    builder.write(archive_id, model_id, growth, written_ids, progress)
+        except BaseException:
+            with self._build_lock:  # a delete prunes under it too
+                self.sources.prune(self.store.kept_files())
+            raise
         return self.store.archive(model_id, archive_id)
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,

@@ -18,8 +18,8 @@ class SourceFiles:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def keep(self, source: str | None) -> str | None:
-        """Copy `source` into the store if it is a PDF on disk; the kept file's name, else None."""
+    def name_for(self, source: str | None) -> str | None:
+        """The name `source` is kept under if it is a PDF on disk (its SHA-256), else None."""
         path = Path(source) if source else None
         if path is None or path.suffix.lower() not in KEPT_SUFFIXES or not path.is_file():
             return None
@@ -27,7 +27,14 @@ class SourceFiles:
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        name = digest.hexdigest() + path.suffix.lower()
+        return digest.hexdigest() + path.suffix.lower()
+
+    def keep(self, source: str | None) -> str | None:
+        """Copy `source` into the store if it is a PDF on disk; the kept file's name, else None."""
+        name = self.name_for(source)
+        if name is None:
+            return None
+        path = Path(source)
         target = self.root / name
         if not target.exists():
             self.root.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("forest")
 
 PUBLISH_WAIT_SECONDS = 10.0  # an owner publishes its endpoint right after taking the lock
+# A writer holds the writer lock for its writes: seconds for a build or an import (their summaries
+# and vectors are made before), longer for an append or a rebuild that summarizes with Claude.
+WRITER_WAIT_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,7 @@ class Ownership:
         self._stores_lock = threading.Lock()
         self._released = False
         self._server = VectorRPCServer(self._store, str(chroma_path)).start()
-        command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python"
-        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": command[:120], "port": self._server.port,
+        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": _command(), "port": self._server.port,
                   "token": self._server.token}
         os.fchmod(fd, 0o600)  # the token is a credential
         os.ftruncate(fd, 0)
@@ -106,6 +108,11 @@ class Ownership:
                 store.close()
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
+
+
+def _command() -> str:
+    """This process as a person would name it: "forest ingest paper.pdf"."""
+    return (" ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python")[:120]
 
 
 _owned: dict[Path, Ownership] = {}
@@ -229,21 +236,35 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self, wait: bool = True) -> bool:
-        """Take the lock, waiting for the writer that holds it; without `wait`, False if one does."""
-        if not self._thread_lock.acquire(blocking=wait):
+        """Take the lock, waiting for the writer that holds it (a ForestError naming that writer
+        after WRITER_WAIT_SECONDS); without `wait`, False if one does."""
+        limit = WRITER_WAIT_SECONDS
+        if not (self._thread_lock.acquire(timeout=limit) if wait else self._thread_lock.acquire(blocking=False)):
+            if wait:
+                raise self._busy("another thread of this process", limit)
             return False
         fd = None
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not wait:
-                    os.close(fd)
-                    self._thread_lock.release()
-                    return False
-                log.warning("waiting for another process writing to %s to finish", self._path.parent)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline, warned = time.monotonic() + limit, False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        os.close(fd)
+                        self._thread_lock.release()
+                        return False
+                    if time.monotonic() > deadline:
+                        raise self._busy(os.pread(fd, 200, 0).decode("utf-8", "replace") or "another process",
+                                         limit) from None
+                    if not warned:
+                        log.warning("waiting for another process writing to %s to finish", self._path.parent)
+                        warned = True
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)  # who holds it, for the message of a writer that gives up waiting
+            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode("utf-8"), 0)
         except BaseException:
             if fd is not None:
                 os.close(fd)
@@ -251,6 +272,10 @@ class WriterLock:
             raise
         self._fd = fd
         return True
+
+    def _busy(self, holder: str, waited: float) -> ForestError:
+        return ForestError(f"another writer ({holder}) has held the store at {self._path.parent} for over "
+                           f"{waited:.0f} s; nothing was changed: try again once it is done")
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

