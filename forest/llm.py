@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,11 @@ from forest.errors import InvalidInput
 from forest.validation import parse_json
 
 log = logging.getLogger("forest.llm")
+
+# One time budget for a call, its retries included: below the personal write queue's lease (600 s),
+# so a write waiting on Claude never outlives its claim. The SDK retries nothing itself: its
+# retries nested in these made 6 attempts of llm_timeout_seconds each.
+CALL_BUDGET_SECONDS = 150.0
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
@@ -28,19 +34,25 @@ class ClaudeJSON:
         self.model = model
         self.retries = retries
         # base_url None lets the SDK read ANTHROPIC_BASE_URL (how tests reach a local server).
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout,
-                                           max_retries=1)
+        self.timeout = timeout
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
 
     def ask(self, prompt: str, validate: Callable[[dict[str, Any]], str | None],
             max_tokens: int = 1024) -> dict[str, Any]:
-        """`validate` returns None when the reply is acceptable, else what is wrong with it."""
+        """`validate` returns None when the reply is acceptable, else what is wrong with it. The
+        attempts share CALL_BUDGET_SECONDS: each may take llm_timeout_seconds, or what is left."""
         import anthropic
 
+        deadline = time.monotonic() + CALL_BUDGET_SECONDS
         problem = "no attempt made"
         for attempt in range(self.retries + 1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem += f" (the call's {CALL_BUDGET_SECONDS:.0f} s are spent)"
+                break
             try:
                 message = self._client.messages.create(
-                    model=self.model, max_tokens=max_tokens,
+                    model=self.model, max_tokens=max_tokens, timeout=min(self.timeout, left),
                     messages=[{"role": "user", "content": prompt}])
             except anthropic.APIError as exc:
                 problem = f"API error: {exc}"
