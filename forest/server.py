@@ -137,12 +137,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MIN_TOKEN_CHARS = 24
+MIN_TOKEN_DISTINCT = 12
+TOKEN_ADVICE = 'make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`'
+
+
+def check_public_token(token: str | None, host: str) -> None:
+    """A server bound off loopback answers anyone who can reach it and holds the token: the token
+    must be one nobody guesses (long, and not a word or a repeated pattern)."""
+    if not token:
+        raise ConfigError(f"binding {host} (not loopback) needs an API token: set FOREST_API_TOKEN ({TOKEN_ADVICE})")
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+        raise ConfigError(f"binding {host} (not loopback) needs a strong API token: FOREST_API_TOKEN must have at "
+                          f"least {MIN_TOKEN_CHARS} characters, {MIN_TOKEN_DISTINCT} of them different "
+                          f"({TOKEN_ADVICE})")
+
+
 def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | None = None,
                    calls: CallLog | None = None) -> Any:
     """MCP, REST and OpenAI routes in one ASGI app, behind the token and size gate."""
     token = token or forest.settings.api_token
-    if not is_loopback(host) and not token:
-        raise ConfigError(f"binding {host} (not loopback) needs an API token: set FOREST_API_TOKEN")
+    if not is_loopback(host):
+        check_public_token(token, host)
     calls = calls or CallLog()
     mcp = build_mcp(forest, calls)
     security = (TransportSecuritySettings(enable_dns_rebinding_protection=False) if not is_loopback(host)
@@ -159,9 +175,6 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
     ])
     app.state.calls = calls
     return _Gate(app, token, is_loopback(host))
-
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class _Gate:
@@ -192,8 +205,8 @@ class _Gate:
         if _cross_site(headers):
             return await _error(403, "cross-site browser requests are refused")(scope, receive, send)
         if self.loopback and not self.token and not (
-                _host_of(headers.get("host", "")) in LOOPBACK_HOSTS
-                and _host_of(headers.get("origin", "").split("://")[-1] or "localhost") in LOOPBACK_HOSTS):
+                _names_loopback(headers.get("host", ""))
+                and _names_loopback(headers.get("origin", "").split("://")[-1] or "localhost")):
             return await _error(403, "only loopback hosts and origins may call this server")(scope, receive, send)
         length = headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
@@ -229,11 +242,12 @@ def _cross_site(headers: dict[str, str]) -> bool:
     return headers.get("sec-fetch-site", "").lower() == "cross-site" or headers.get("origin", "") == "null"
 
 
-def _host_of(netloc: str) -> str:
+def _names_loopback(netloc: str) -> bool:
+    """Whether a Host or Origin names this machine: localhost or a loopback address (127.0.0.2 as
+    well as 127.0.0.1), never a name that DNS could point here."""
     netloc = netloc.strip().lower()
-    if netloc.startswith("["):
-        return netloc.split("]")[0] + "]"
-    return netloc.split(":")[0]
+    host = netloc[1:].split("]")[0] if netloc.startswith("[") else netloc.split(":")[0]
+    return host == "localhost" or (bool(host) and is_loopback(host))
 
 
 class _Rest:

@@ -20,6 +20,7 @@ from forest.server import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_a
 from forest.tools import ForestTools
 
 FOREST = str(Path(sys.executable).parent / "forest")
+TOKEN = "k7Qe2-Rz9xPwLm4NvB8cY1tH"  # what secrets.token_urlsafe makes: long, nothing repeated
 
 
 @pytest.fixture(scope="module")
@@ -314,7 +315,10 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
     forest.ingest_text("alice", "notes", topic_text("jazz"))
     with pytest.raises(ConfigError, match="FOREST_API_TOKEN"):
         build_http_app(forest, host="0.0.0.0")
-    server = ThreadServer(forest, host="0.0.0.0", port=free_port(), token="s3cret").start()
+    for weak in ("x", "s3cret", "a" * 40, "abab" * 10):  # a public bind used to take any token at all
+        with pytest.raises(ConfigError, match="strong API token: FOREST_API_TOKEN must have at least 24 characters"):
+            build_http_app(forest, host="0.0.0.0", token=weak)
+    server = ThreadServer(forest, host="0.0.0.0", port=free_port(), token=TOKEN).start()
     try:
         url = f"http://127.0.0.1:{server.port}"
         with httpx.Client(base_url=url) as http:
@@ -323,10 +327,10 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
                 assert http.get(path).status_code == 401
                 assert http.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
             ok = http.get("/tools/list_archives", params={"model_id": "alice"},
-                          headers={"Authorization": "Bearer s3cret"})
+                          headers={"Authorization": f"Bearer {TOKEN}"})
             assert ok.status_code == 200
             assert http.post("/mcp", json={}).status_code == 401
-        client = openai.OpenAI(base_url=url + "/v1", api_key="s3cret")
+        client = openai.OpenAI(base_url=url + "/v1", api_key=TOKEN)
         assert client.chat.completions.create(model="alice", messages=[{"role": "user", "content": "bebop?"}])
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=url + "/v1", api_key="wrong").models.list()
@@ -334,7 +338,7 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
         async def calls(session):
             return await session.call_tool("list_archives", {"model_id": "alice"})
 
-        listed = asyncio.run(_mcp_session(url + "/mcp", calls, headers={"Authorization": "Bearer s3cret"}))
+        listed = asyncio.run(_mcp_session(url + "/mcp", calls, headers={"Authorization": f"Bearer {TOKEN}"}))
         assert [a["name"] for a in listed.structured_content["archives"]] == ["notes"]
     finally:
         server.stop()
@@ -388,3 +392,38 @@ def test_the_vector_endpoint_answers_deep_json_with_a_clear_error(tmp_path):
             400, {"error": "the vector request nests deeper than 64 levels", "kind": "InvalidInput"})
     finally:
         owned.release()
+
+
+def test_serve_on_a_public_address_refuses_a_weak_token(tmp_path):
+    done = subprocess.run([FOREST, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+                          env=forest_env(tmp_path / "store", FOREST_API_TOKEN="x"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("forest: binding 0.0.0.0 (not loopback) needs a strong API token"), done.stderr
+
+
+def test_a_server_on_another_loopback_address_answers_its_own_host(tmp_path, embedder):
+    """`--host 127.0.0.2` answered 403 to every request naming it (only 127.0.0.1, localhost and
+    [::1] were taken for loopback); a name DNS could rebind is still refused."""
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=tmp_path / "store", embedder=embedder)
+    forest.ingest_text("alice", "notes", topic_text("jazz"))
+    server = ThreadServer(forest, host="127.0.0.2", port=free_port()).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            listed = http.get("/tools/list_archives", params={"model_id": "alice"})
+            assert listed.status_code == 200 and [a["name"] for a in listed.json()["archives"]] == ["notes"]
+            assert http.post("/tools/list_archives", json={"model_id": "alice"},
+                             headers={"origin": server.url}).status_code == 200
+            assert http.get("/tools/list_archives", params={"model_id": "alice"},
+                            headers={"host": "rebound.example:80"}).status_code == 403
+
+        async def calls(session):
+            return await session.call_tool("list_archives", {"model_id": "alice"})
+
+        listed = asyncio.run(_mcp_session(server.url + "/mcp", calls))
+        assert [a["name"] for a in listed.structured_content["archives"]] == ["notes"]
+    finally:
+        server.stop()
+        forest.close()
