@@ -20,6 +20,9 @@ from forest.errors import ConfigError, ForestError
 from forest.vector_snapshot import Snapshot, SnapshotFiles
 
 log = logging.getLogger("forest")
+# Chroma shares one system per path within a process: two clients made (or closed) at once, the
+# owner's own store and the one serving another process, tear it down under each other.
+_CLIENTS = threading.Lock()
 
 
 class VectorStoreError(ForestError):
@@ -111,7 +114,8 @@ class ChromaVectorStore(VectorStore):
                         raise ForestError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from None
                 else:
                     Path(self.location).mkdir(parents=True, exist_ok=True)
-                    client = chromadb.PersistentClient(path=self.location, settings=settings)
+                    with _CLIENTS:
+                        client = chromadb.PersistentClient(path=self.location, settings=settings)
                 self.max_batch = int(client.get_max_batch_size())
                 self._client = client
             return self._client
@@ -128,7 +132,8 @@ class ChromaVectorStore(VectorStore):
                 self._take_snapshots()
             with self._lock:
                 self._collections.clear()
-            client.close()
+            with _CLIENTS:
+                client.close()
         if self._on_close:
             self._on_close()
 
