@@ -80,7 +80,9 @@ def write_together(rounds: int, count: int) -> list[str]:
         print(f"{number:<6} {count:>7} {len(done.errors):>6} {len(done.archives):>5}/{count:<2} "
               f"{'healthy' if done.healthy else 'REPAIR':>7} {done.found:>3}/{count} {done.seconds:>5.1f}s", flush=True)
         if not done.whole:
-            violations.append(f"writers round {number}: {done}")
+            said = done.errors[0].splitlines()[-1] if done.errors else "no command failed"
+            violations.append(f"writers round {number}: archives {sorted(done.archives)} of {sorted(done.wanted)}, "
+                              f"doctor {'healthy' if done.healthy else 'finds a repair'}; {said}")
     whole = rounds - len(violations)
     print(f"{whole} of {rounds} rounds whole ({count} `forest ingest` started together on one store each)")
     return violations
