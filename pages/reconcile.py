@@ -1,68 +1,115 @@
-"""Reconcile: conflicts between papers, proposed by detection over a question's
-passages or picked by hand, reviewed (Claude, or the offline side-by-side), saved as findings."""
+"""Reconcile: conflicts between papers, proposed by detection over a question's passages or chosen
+by searching for two passages, reviewed (Claude, or the offline rules), saved as findings. A verdict
+belongs to the search and the picks it was made from: a new search or pick clears it."""
 import streamlit as st
 
 from forest import ForestError
+from forest.research.conflicts import Statement, source_label
 from forest.research.reconcile import Reconciliation
-from forest.text import safe_markdown
+from forest.text import safe_markdown, truncate
 from pages.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
 research = forest.research
 model_id = page_start(forest, "Reconcile")
 session = pick_session(forest, model_id)
+PASSAGE_HITS = 8
 
-propose_tab, pick_tab = st.tabs(["Detect in a question's passages", "Pick two passages"])
+# What was found and decided belongs to one model_id and session: switching either starts afresh.
+if st.session_state.get("reconcile_scope") != (model_id, session):
+    for key in ("conflicts", "verdict", "hits_a", "hits_b"):
+        st.session_state.pop(key, None)
+    st.session_state["reconcile_scope"] = (model_id, session)
+
+
+def clear_verdict() -> None:
+    st.session_state.pop("verdict", None)
+
+
+def passage_search(column, side: str) -> Statement | None:
+    """A query box and the passages it finds; the one picked."""
+    with column:
+        with st.form(f"search_{side}"):
+            query = st.text_input(f"Passage {side}: search the papers",
+                                  placeholder="e.g. how many question/answer pairs SearchQA contains")
+            searched = st.form_submit_button(f"Search for passage {side}")
+        if searched:
+            clear_verdict()
+            try:
+                hits = forest.search(model_id, query, top_k=PASSAGE_HITS, mode="hybrid")
+                found = research.passages(model_id, [h.node.id for h in hits if h.node.is_leaf], strict=False)
+                st.session_state[f"hits_{side}"] = found
+                if not found:
+                    st.info("No passage found for that query.")
+            except ForestError as exc:
+                st.error(str(exc))
+        found: list[Statement] = st.session_state.get(f"hits_{side}", [])
+        if not found:
+            return None
+        chosen = st.radio(f"Passage {side}", range(len(found)), key=f"pick_{side}", on_change=clear_verdict,
+                          format_func=lambda n: safe_markdown(f"{source_label(found[n])}: "
+                                                              f"{truncate(found[n].text, 300)}"))
+        return found[chosen]
+
+
+propose_tab, pick_tab = st.tabs(["Find conflicts for a question", "Compare two passages"])
 with propose_tab:
     with st.form("detect"):
-        question = st.text_input("Question", value=st.session_state.get("reconcile_question", ""))
+        question = st.text_input("Question", value=st.session_state.get("reconcile_question", ""),
+                                 help="the passages this question gathers are compared with each other and "
+                                      "with the session's findings")
         detect = st.form_submit_button("Find conflicts", type="primary")
     if detect:
+        clear_verdict()
         try:
             st.session_state["conflicts"] = forest.question_conflicts(model_id, session, question)
             st.session_state["reconcile_question"] = question
         except ForestError as exc:
+            st.session_state.pop("conflicts", None)
             st.error(str(exc))
     conflicts = st.session_state.get("conflicts", [])
-    if detect and not conflicts:
+    if detect and "conflicts" in st.session_state and not conflicts:
         st.info("No likely conflict among these passages and this session's findings.")
     if conflicts:
-        st.dataframe([{"#": n, "a": c.a.key, "b": c.b.key, "kind": c.kind,
-                       "same topic": round(c.topic_similarity, 3), "what disagrees": c.detail}
-                      for n, c in enumerate(conflicts)], hide_index=True)
-        chosen = st.selectbox("Conflict", range(len(conflicts)),
-                              format_func=lambda n: f"#{n}: {conflicts[n].a.key} vs {conflicts[n].b.key}")
+        st.dataframe([{"#": n, "first": source_label(c.a), "second": source_label(c.b), "kind": c.kind,
+                       "what disagrees": c.detail} for n, c in enumerate(conflicts)], hide_index=True)
+        chosen = st.selectbox("Conflict", range(len(conflicts)), on_change=clear_verdict,
+                              format_func=lambda n: f"#{n}: {source_label(conflicts[n].a)} vs "
+                                                    f"{source_label(conflicts[n].b)}")
         if st.button("Reconcile this pair", type="primary"):
             c = conflicts[chosen]
             st.session_state["verdict"] = research.reconcile(c.a, c.b, c.detail, model_id, session)
 
 with pick_tab:
-    with st.form("pick"):
-        left, right = st.columns(2)
-        node_a = left.number_input("Passage A (node id)", min_value=1, step=1)
-        node_b = right.number_input("Passage B (node id)", min_value=1, step=1, value=2)
-        picked = st.form_submit_button("Reconcile", type="primary")
-    if picked:
-        try:
-            st.session_state["verdict"] = research.reconcile_nodes(model_id, int(node_a), int(node_b), session)
-        except ForestError as exc:
-            st.error(str(exc))
+    st.caption("Search for each passage, pick one from the results, then compare the two.")
+    left, right = st.columns(2)
+    passage_a, passage_b = passage_search(left, "A"), passage_search(right, "B")
+    if passage_a and passage_b:
+        if st.button("Reconcile the two passages", type="primary"):
+            try:
+                st.session_state["verdict"] = research.reconcile_pair(passage_a, passage_b, model_id, session)
+            except ForestError as exc:
+                st.error(str(exc))
 
 verdict: Reconciliation | None = st.session_state.get("verdict")
 if verdict is not None:
     st.subheader("Verdict")
-    (st.success if verdict.reviewed_by.startswith("claude") else st.warning)(f"Reviewed by: {verdict.reviewed_by}")
-    st.caption(f"Detected: {safe_markdown(verdict.detected)}")
-    st.markdown(f"**Merged conclusion.** {safe_markdown(verdict.merged_conclusion)}")
+    reviewer = (st.success if verdict.reviewed_by.startswith("claude") else st.warning)
+    reviewer(f"Reviewed by: {verdict.reviewed_by}")
+    st.markdown(safe_markdown(verdict.merged_conclusion))
     if verdict.boundary_conditions:
-        st.markdown("**Boundary conditions**\n" + "\n".join(f"- {safe_markdown(b)}" for b in verdict.boundary_conditions))
-    for column, side, conditions in zip(st.columns(2), (verdict.a, verdict.b),
-                                        (verdict.conditions_a, verdict.conditions_b)):
+        st.markdown("**Conditions that may explain it**\n"
+                    + "\n".join(f"- {safe_markdown(b)}" for b in verdict.boundary_conditions))
+    disagreement = verdict.comparison.get("conflict") or {}
+    for column, side, sentence in zip(st.columns(2), (verdict.a, verdict.b),
+                                      (disagreement.get("a_sentence"), disagreement.get("b_sentence"))):
         with column:
-            st.markdown(safe_markdown(f"**{side.key}** · {side.source}" + (f" · {side.citation}" if side.citation else "")))
-            st.markdown(f"> {safe_markdown(side.text[:1200])}")
-            st.markdown("Conditions: " + safe_markdown(", ".join(conditions) or "none found"))
-    with st.expander("Side-by-side details (rules)"):
+            st.markdown(f"**{safe_markdown(source_label(side))}**")
+            if sentence:
+                st.markdown(f"> {safe_markdown(sentence)}")
+            with st.expander("Whole passage"):
+                st.markdown(safe_markdown(side.text))
+    with st.expander("What the rules read (measures, conditions)"):
         st.json(verdict.comparison)
     if not verdict.conflict_found:
         st.info("No conflict between these passages, so there is no finding to save.")

@@ -108,7 +108,8 @@ with knowledge_tab:
         with st.expander(safe_markdown(f"{entry.topic} (version {entry.version})")):
             for version in research.knowledge(model_id, entry.topic, with_history=True):
                 status = "in force" if version.superseded_at is None else f"superseded {version.to_dict()['superseded_at']}"
-                st.markdown(f"**v{version.version}** ({status}): {safe_markdown(version.conclusion)}")
+                st.markdown(f"**v{version.version}** ({status}): "
+                            f"{safe_markdown(version.conclusion)}")
 
 with directives_tab:
     st.caption(f"{research.core_path} — injected first into every prompt of every session.")

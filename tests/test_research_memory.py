@@ -202,11 +202,11 @@ def test_a_session_turn_reconciles_conflicting_papers(make_forest, tmp_path):
     assert state.done and turn.conflicts, "the two papers contradict each other and no conflict was found"
     verdict = turn.conflicts[0]
     assert "not reviewed by an LLM" in verdict.reviewed_by
-    assert {verdict.a.source, verdict.b.source} == {f"archive {a.id}" for a in forest.archives("ann")}
+    assert {verdict.a.source, verdict.b.source} == {"Paper A", "Paper B"}    # the papers, not "archive 2"
     kinds = [e.kind for e in forest.research.store.events("ann", session_id="s1")]
     assert kinds[0] == "question" and "answer" in kinds and "reconciliation" in kinds
     assert [m.role for m in forest.research.messages("ann", "s1")] == ["user", "assistant"]
-    assert "Conflict between" in forest.research.messages("ann", "s1")[1].content
+    assert "Conflict between Paper" in forest.research.messages("ann", "s1")[1].content
 
 
 def test_new_passages_are_checked_against_the_sessions_findings(make_forest, tmp_path):

@@ -150,7 +150,7 @@ def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):
     assert len(pairs) == 1 and pairs["kind"].iloc[0] in ("negation", "direction", "numbers")
     app = button(app, "Reconcile this pair").click().run()
     assert any("not reviewed by an LLM" in w.value for w in app.warning)
-    assert any(m.value.startswith("**Merged conclusion.**") for m in app.markdown)
+    assert any(m.value.startswith("They contradict each other. Paper") for m in app.markdown)
     app = button(app, "Save as finding").click().run()
     assert any("Saved to the findings" in s.value for s in app.success)
     saved = MemoryForest(data_dir=workbench).research.workspace("reader", "default")

@@ -158,13 +158,13 @@ def test_a_verdict_without_a_conflict_cannot_be_saved_as_a_finding(workbench):
     forest = MemoryForest(data_dir=workbench, chunk_size=300)
     forest.ingest_text("reader", "jazz", topic_text("jazz"))
     forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
-    leaves = [n.id for a in forest.archives("reader") for n in forest.tree("reader", a.id) if n.is_leaf]
     forest.close()
     app = open_app().switch_page("pages/reconcile.py").run()
-    next(n for n in app.number_input if n.label.startswith("Passage A")).set_value(leaves[0])
-    next(n for n in app.number_input if n.label.startswith("Passage B")).set_value(leaves[-1])
-    app = button(app, "Reconcile").click().run()
-    assert any(m.value.startswith("**Merged conclusion.** No contradiction found") for m in app.markdown)
+    for side, query in (("A", "jazz"), ("B", "volcanoes")):
+        next(t for t in app.text_input if t.label == f"Passage {side}: search the papers").set_value(query)
+        app = button(app, f"Search for passage {side}").click().run()
+    app = button(app, "Reconcile the two passages").click().run()
+    assert any(m.value.startswith("The offline rules find no contradiction between jazz") for m in app.markdown)
     assert any("no finding to save" in i.value for i in app.info)
     assert "Save as finding" not in [b.label for b in app.button]
 

@@ -38,6 +38,7 @@ from forest.research.memory_store import (
     WorkspaceItem,
 )
 from forest.research.reconcile import Reconciliation, Reconciler
+from forest.records import Archive, MemoryNode
 from forest.store import ForestStore
 from forest.text import estimate_tokens, tokenize, truncate
 from forest.validation import check_model_id, check_query, check_session_id, check_text
@@ -53,6 +54,7 @@ MAX_MESSAGE_CHARS = 100_000
 MAX_CORE_CHARS = 20_000
 KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
 MAX_RECONCILED_PER_TURN = 3    # each may be a Claude call
+FINDINGS_SOURCE = "your finding"   # one source for all findings: checked against passages, not each other
 
 
 @dataclass
@@ -322,8 +324,9 @@ class ResearchMemory:
             raise NotFound(f"node {missing[0]} not found for this model_id")
         node_ids = [i for i in node_ids if i in nodes]
         stored = self.vectors.get_vectors(model_id, list(nodes))
-        return [Statement(f"node:{i}", nodes[i].content, f"archive {nodes[i].archive_id}", nodes[i].citation,
-                          _vector(stored.get(i))) for i in dict.fromkeys(node_ids)]
+        archives = {a.id: a for a in self.forest_store.archives(model_id)}
+        return [Statement(f"node:{i}", nodes[i].content, _document(archives.get(nodes[i].archive_id), nodes[i]),
+                          nodes[i].citation, _vector(stored.get(i))) for i in dict.fromkeys(node_ids)]
 
     def conflicts(self, model_id: str, session_id: str | None, node_ids: list[int]) -> list[Conflict]:
         """Likely conflicts among the given passages (from different documents) and between them
@@ -332,16 +335,23 @@ class ResearchMemory:
         if session_id is not None:
             findings = [i for i in self.workspace(model_id, session_id) if i.kind == "finding"]
             vectors = self._finding_vectors(model_id, session_id, findings)
-            # One source for all findings: they are checked against the passages, not each other.
-            statements += [Statement(f"finding:{i.id}", i.text, "workspace", i.source, _vector(vectors.get(i.id)))
+            statements += [Statement(f"finding:{i.id}", i.text, FINDINGS_SOURCE, i.source, _vector(vectors.get(i.id)))
                            for i in findings]
         return detect_conflicts(statements, calibrate=self.embedder.calibrate)
 
     def reconcile_nodes(self, model_id: str, node_a: int, node_b: int, session_id: str | None = None) -> Reconciliation:
-        """Reconcile two passages chosen by hand (the Reconcile page, the reconcile_passages tool)."""
+        """Reconcile two passages given by node id (the reconcile_passages tool)."""
         if node_a == node_b:
             raise InvalidInput("pick two different passages to reconcile")
         a, b = self.passages(model_id, [node_a, node_b])
+        return self.reconcile_pair(a, b, model_id, session_id)
+
+    def reconcile_pair(self, a: Statement, b: Statement, model_id: str,
+                       session_id: str | None = None) -> Reconciliation:
+        """Reconcile two passages (statements of `passages`) picked by hand: what the rules detect
+        between them goes with them to the reviewer."""
+        if a.key == b.key:
+            raise InvalidInput("pick two different passages to reconcile")
         found = detect_conflicts([a, b], calibrate=self.embedder.calibrate)
         detected = found[0].detail if found else "no conflict detected by the rules; compared on request"
         return self.reconcile(a, b, detected, model_id, session_id)
@@ -405,6 +415,12 @@ class ResearchMemory:
 def topic_key(topic: str) -> str:
     """Topics compare by their words: case, spacing and punctuation do not make a new topic."""
     return " ".join(tokenize(topic))
+
+
+def _document(archive: Archive | None, node: MemoryNode) -> str:
+    """What a passage's source is called in verdicts: its paper's title (or file name); passages of
+    one document are never compared with each other."""
+    return archive.document_title(node.first_leaf) if archive else f"archive {node.archive_id}"
 
 
 def _vector(vector: Any) -> tuple[float, ...] | None:

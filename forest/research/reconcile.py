@@ -10,7 +10,7 @@ from typing import Any
 
 from forest.llm import ClaudeJSON, LLMError
 from forest.prompts import reconciliation_prompt
-from forest.research.conflicts import Statement, side_by_side
+from forest.research.conflicts import Statement, side_by_side, source_label
 from forest.text import truncate
 
 log = logging.getLogger("forest.research")
@@ -40,7 +40,7 @@ class Reconciliation:
 
     def note(self) -> str:
         """One line for an answer or a finding."""
-        return (f"Conflict between {self.a.key} and {self.b.key} ({self.reviewed_by}): "
+        return (f"Conflict between {source_label(self.a)} and {source_label(self.b)} ({self.reviewed_by}): "
                 f"{truncate(self.merged_conclusion, 600)}")
 
     def to_dict(self) -> dict[str, Any]:
