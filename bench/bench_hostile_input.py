@@ -105,7 +105,12 @@ def http(folder: Path) -> None:
                      lambda: client.post("/tools/add_research_note", content=json.dumps(note),
                                          headers={"content-type": "text/plain"}))):
                 started = time.perf_counter()
-                reply = send()
+                try:
+                    reply = send()
+                except httpx.HTTPError as exc:  # the server dropped the connection
+                    print(ROW.format(case, "no reply", f"{time.perf_counter() - started:.2f} s",
+                                     f"{type(exc).__name__}: {exc}"), flush=True)
+                    continue
                 said = reply.text.strip().splitlines()[0][:70] if reply.text.strip() else "(no body)"
                 print(ROW.format(case, f"HTTP {reply.status_code}", f"{time.perf_counter() - started:.2f} s", said),
                       flush=True)
