@@ -160,18 +160,21 @@ class ArchiveBuilder:
         self.embedder = embedder
         self.summarizer = summarizer
 
-    def build(self, archive_id: int, model_id: str, chunks: list[Chunk], outline: DocumentOutline,
-              params: BuildParams, progress: ProgressFn) -> None:
-        """Fill the 'building' archive `archive_id`; on any failure remove everything written."""
-        with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
-            leaves, leaf_vectors = self.new_leaves(chunks, outline, 0, params, progress)
-            growth = self.grow(leaves, [DocumentUnits(outline, list(range(len(leaves))))], leaf_vectors,
-                               params, progress)
-            rows, _, merges = growth.rows()
-            progress(Progress("store", 0, len(rows), "writing nodes"))
-            write_archive(self.store, self.vectors, archive_id, model_id, rows, growth.new_vectors, written_ids,
-                          merges)
-            progress(Progress("store", len(rows), len(rows), "ready"))
+    def plan_document(self, chunks: list[Chunk], outline: DocumentOutline, params: BuildParams,
+                      progress: ProgressFn) -> Growth:
+        """A new document's tree: its leaves summarized and embedded, merged, its summary nodes
+        summarized and embedded. Nothing is stored, so no writer waits meanwhile."""
+        leaves, leaf_vectors = self.new_leaves(chunks, outline, 0, params, progress)
+        return self.grow(leaves, [DocumentUnits(outline, list(range(len(leaves))))], leaf_vectors, params, progress)
+
+    def write(self, archive_id: int, model_id: str, growth: Growth, written_ids: list[int],
+              progress: ProgressFn) -> None:
+        """Store a planned document in the 'building' archive `archive_id` (hold the writer lock,
+        inside all_or_nothing)."""
+        rows, _, merges = growth.rows()
+        progress(Progress("store", 0, len(rows), "writing nodes"))
+        write_archive(self.store, self.vectors, archive_id, model_id, rows, growth.new_vectors, written_ids, merges)
+        progress(Progress("store", len(rows), len(rows), "ready"))
 
     def new_leaves(self, chunks: list[Chunk], outline: DocumentOutline, first_leaf: int, params: BuildParams,
                    progress: ProgressFn) -> tuple[list[Root], np.ndarray]:

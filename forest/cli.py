@@ -283,23 +283,22 @@ def _cmd_tree(forest, args) -> int:
     for n in rows:
         by_parent.setdefault(n["parent_id"], []).append(n)
 
+    def line(node: dict) -> str:
+        indent, pages = "  " * node["depth"], f" ({node['citation']})" if node["citation"] else ""
+        if node["leaf_index"] is not None:
+            return f"{indent}[{node['id']}] leaf {node['leaf_index']}{pages}: {node['summary'][:90]}"
+        merged = "joined archives" if node["merge_similarity"] is None else f"merged at {node['merge_similarity']:.2f}"
+        return (f"{indent}[{node['id']}] {node['title'] or '(untitled)'}{pages}, "
+                f"{counted(node['leaf_count'], 'leaf', 'leaves')}, {merged}\n{indent}    {node['summary'][:160]}")
+
     def text(_rows) -> str:
+        # Depth first with a stack, not recursion: an imported tree can be thousands of levels deep.
         lines: list[str] = []
-
-        def walk(node: dict) -> None:
-            indent, pages = "  " * node["depth"], f" ({node['citation']})" if node["citation"] else ""
-            if node["leaf_index"] is not None:
-                lines.append(f"{indent}[{node['id']}] leaf {node['leaf_index']}{pages}: {node['summary'][:90]}")
-            else:
-                merged = ("joined archives" if node["merge_similarity"] is None
-                          else f"merged at {node['merge_similarity']:.2f}")
-                lines.append(f"{indent}[{node['id']}] {node['title'] or '(untitled)'}{pages}, "
-                             f"{counted(node['leaf_count'], 'leaf', 'leaves')}, {merged}\n{indent}    {node['summary'][:160]}")
-            for child in sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"]):
-                walk(child)
-
-        for root in sorted(by_parent.get(None, []), key=lambda c: c["first_leaf"]):
-            walk(root)
+        stack = sorted(by_parent.get(None, []), key=lambda c: c["first_leaf"], reverse=True)
+        while stack:
+            node = stack.pop()
+            lines.append(line(node))
+            stack.extend(sorted(by_parent.get(node["id"], []), key=lambda c: c["first_leaf"], reverse=True))
         return "\n".join(lines) + "\n"
 
     return _emit(args, rows, text)
@@ -346,15 +345,10 @@ def _cmd_export(forest, args) -> int:
 
 def _cmd_import(forest, args) -> int:
     from forest.archive_io import MAX_IMPORT_BYTES, read_export
+    from forest.files import read_limited
 
-    path = Path(args.file)
-    try:
-        if path.stat().st_size > MAX_IMPORT_BYTES:  # refused before reading it into memory
-            raise ForestError(f"{path.name} is {path.stat().st_size:,} bytes; imports are limited to "
-                              f"{MAX_IMPORT_BYTES:,}")
-        document = read_export(path.read_bytes(), path.name)
-    except FileNotFoundError:
-        raise ForestError(f"{args.file}: no such file") from None
+    raw = read_limited(args.file, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
+    document = read_export(raw, Path(args.file).name)
     archive = forest.import_archive(args.model_id, document, name=args.name).to_dict()
     return _emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
 
@@ -378,6 +372,8 @@ def _cmd_doctor(forest, args) -> int:
                  *(f"nodes without a vector ({m}): {len(ids)}" for m, ids in r["missing_vectors"].items()),
                  f"nodes with a wrong path or depth: {len(r['bad_paths'])}" if r["bad_paths"] else "",
                  *(f"readable by other users: {entry}" for entry in r["loose_permissions"]),
+                 *(f"archive {a} has malformed settings: {'; '.join(problems)}"
+                   for a, problems in r["bad_settings"].items()),
                  "repaired" if r["repaired"] else "run `forest doctor --repair` to fix"]
         return "\n".join(line for line in lines if line) + "\n"
 

@@ -18,6 +18,7 @@ from forest.errors import ConfigError
 
 DEFAULT_DATA_DIR = Path("data") / "store"
 CHUNKERS = ("paragraph", "recursive")
+MIN_CHUNK_SIZE = 50
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ class Settings:
     def __post_init__(self) -> None:
         if self.tree_max_children < 2:
             raise ConfigError(f"tree_max_children must be at least 2, got {self.tree_max_children}")
-        if self.chunk_size < 50:
-            raise ConfigError(f"chunk_size must be at least 50 characters, got {self.chunk_size}")
+        if self.chunk_size < MIN_CHUNK_SIZE:
+            raise ConfigError(f"chunk_size must be at least {MIN_CHUNK_SIZE} characters, got {self.chunk_size}")
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ConfigError("chunk_overlap must be between 0 and chunk_size - 1")
         if self.chunker not in CHUNKERS:

@@ -2,18 +2,19 @@
 
 Checks: unfinished builds whose builder is gone, vectors without a node, nodes of ready
 archives without a vector, paths or depths that disagree with the parent_id adjacency list, and
-files or directories of the data directory that other users may read (forest.private_files).
+files or directories of the data directory that other users may read (forest.private_files), and
+archive settings that are not as a build writes them (imported before imports were checked).
 It also reports the personal memory write queue (depth, retries, the newest error).
 """
 from __future__ import annotations
 
 import json
-
 import os
 import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from forest.archive_io import checked_settings
 from forest.build import embedding_text, stored_leaf_context, vector_metadata
 from forest.db import Database
 from forest.embedders import Embedder
@@ -32,6 +33,7 @@ class DoctorReport:
     bad_paths: list[int] = field(default_factory=list)               # node ids
     # "path mode" of what other users may read or enter under the data directory
     loose_permissions: list[str] = field(default_factory=list)
+    bad_settings: dict[int, list[str]] = field(default_factory=dict)  # archive id -> what is wrong
     repaired: bool = False
     # The personal memory write queue (information: its failures retry by themselves).
     write_queue: dict[str, Any] = field(default_factory=dict)
@@ -39,7 +41,7 @@ class DoctorReport:
     @property
     def healthy(self) -> bool:
         return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
-                    or self.loose_permissions)
+                    or self.loose_permissions or self.bad_settings)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
@@ -97,9 +99,26 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorRep
         expected = _expected_path(node_id, nodes)
         if expected is None or (row["path"], row["depth"]) != expected:
             report.bad_paths.append(node_id)
+    report.bad_settings = {archive_id: problems for archive_id, (_, problems) in _checked_settings(db).items()
+                           if problems}
     report.write_queue = PersonalStore(db).queue_health()
     report.loose_permissions = [f"{path} {mode:04o}" for path, mode in loose_modes(db.path.parent)]
     return report
+
+
+def _checked_settings(db: Database) -> dict[int, tuple[dict[str, Any], list[str]]]:
+    """Every ready archive's settings as checked on import (archive_io.checked_settings); a build
+    in progress has no leaves yet."""
+    checked = {}
+    for row in db.query("SELECT a.id, a.settings, (SELECT COUNT(*) FROM memory_nodes n WHERE n.archive_id = a.id "
+                        "AND n.node_type = 'LEAF_CHUNK') AS leaves FROM archives a WHERE a.status = 'ready'"):
+        try:
+            settings = json.loads(row["settings"] or "{}")
+        except ValueError:
+            checked[row["id"]] = ({}, ["the settings are not JSON"])
+        else:
+            checked[row["id"]] = checked_settings(settings, row["leaves"])
+    return checked
 
 
 def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | None:
@@ -132,6 +151,11 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
         _rebuild_paths(db)
     if report.loose_permissions:
         tighten(db.path.parent)
+    if report.bad_settings:
+        fixed = _checked_settings(db)
+        with db.transaction() as conn:
+            conn.executemany("UPDATE archives SET settings = ? WHERE id = ?",
+                             [(json.dumps(fixed[i][0]), i) for i in report.bad_settings if i in fixed])
     report.repaired = True
 
 

@@ -47,7 +47,7 @@ def append_to_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, c
     """`document_entry` describes the new document; its leaf range is filled in here. The new
     document merges inside its own outline first; its roots then merge with the stored roots."""
     store, vectors = builder.store, builder.vectors
-    settings = store.archive(model_id, archive_id).settings
+    archive = store.archive(model_id, archive_id)
     nodes = store.archive_nodes(model_id, archive_id)
     roots = _stored_roots(nodes, vectors, model_id)
     first_leaf = max(n.last_leaf for n in nodes) + 1
@@ -61,7 +61,7 @@ def append_to_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, c
     rows, adoptions, merges = growth.rows()
     progress(Progress("store", 0, len(rows), "writing nodes"))
     _write_growth(store, vectors, model_id, archive_id, rows, growth.new_vectors, adoptions, expect=expect,
-                  merges=merges, settings={**settings, "documents": [*settings.get("documents", []), document_entry]})
+                  merges=merges, settings={**archive.settings, "documents": [*archive.documents, document_entry]})
     progress(Progress("store", len(rows), len(rows), "ready"))
 
 
@@ -126,7 +126,7 @@ def join_archives(store: ForestStore, vectors: VectorStore, embedder: Embedder, 
         expect[archive.id] = (sum(n.is_leaf for n in nodes), frozenset(n.id for n in archive_roots))
         roots += [(root, shift) for root in archive_roots]
         merges += store.last_merge_order(archive.id)
-        for entry in archive.settings.get("documents") or [{"name": archive.name, "first_leaf": 0,
+        for entry in archive.documents or [{"name": archive.name, "first_leaf": 0,
                                                              "last_leaf": archive.leaves - 1}]:
             documents.append({**entry, "first_leaf": entry["first_leaf"] + shift,
                               "last_leaf": entry["last_leaf"] + shift})
@@ -175,7 +175,7 @@ def rebuild_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, par
                   leaf.leaf_index, {"section": leaf.section, "page_start": leaf.page_start,
                                     "page_end": leaf.page_end, "chunk_kind": leaf.chunk_kind},
                   node_id=leaf.id, char_start=leaf.char_start, headings=tuple(leaf.headings)) for leaf in leaves]
-    entries = archive.settings.get("documents") or [{"first_leaf": 0, "last_leaf": len(leaves) - 1}]
+    entries = archive.documents or [{"first_leaf": 0, "last_leaf": len(leaves) - 1}]
     documents = []
     for entry in entries:
         held = [i for i, unit in enumerate(units) if entry["first_leaf"] <= unit.first_leaf <= entry["last_leaf"]]

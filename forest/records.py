@@ -127,11 +127,17 @@ class Archive:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def documents(self) -> list[dict[str, Any]]:
+        """The archive's document entries (settings["documents"]) that are objects: an archive
+        imported before imports were checked may hold others (`forest doctor` reports them)."""
+        entries = self.settings.get("documents")
+        return [entry for entry in entries if isinstance(entry, dict)] if isinstance(entries, list) else []
+
     def document_at(self, leaf_index: int | None) -> dict[str, Any]:
         """The entry of the document holding that leaf (name, title, source, pages, kept file);
         an archive joined from others holds several."""
-        return document_entry(self.settings.get("documents") or [], leaf_index) or \
-            {"name": self.name, "source": self.source}
+        return document_entry(self.documents, leaf_index) or {"name": self.name, "source": self.source}
 
     def document_title(self, leaf_index: int | None) -> str:
         return entry_title(self.document_at(leaf_index)) or self.name

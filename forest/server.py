@@ -6,7 +6,8 @@ HTTP routes:  /mcp (MCP streamable HTTP)  ·  POST /tools/<name> (REST, JSON; GE
 
 Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
 route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
-are refused. Errors are JSON with a message, never a traceback.
+are refused; a POST body must be declared application/json and nest at most MAX_JSON_DEPTH deep.
+Errors are JSON with a message, never a traceback.
 """
 from __future__ import annotations
 
@@ -34,9 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forest.errors import ConfigError, ForestError, NotFound
+from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
 from forest.tools import ForestTools, UnknownId
+from forest.validation import parse_json
 
 log = logging.getLogger("forest.server")
 
@@ -135,12 +137,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MIN_TOKEN_CHARS = 24
+MIN_TOKEN_DISTINCT = 12
+TOKEN_ADVICE = 'make one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`'
+
+
+def check_public_token(token: str | None, host: str) -> None:
+    """A server bound off loopback answers anyone who can reach it and holds the token: the token
+    must be one nobody guesses (long, and not a word or a repeated pattern)."""
+    if not token:
+        raise ConfigError(f"binding {host} (not loopback) needs an API token: set FOREST_API_TOKEN ({TOKEN_ADVICE})")
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+        raise ConfigError(f"binding {host} (not loopback) needs a strong API token: FOREST_API_TOKEN must have at "
+                          f"least {MIN_TOKEN_CHARS} characters, {MIN_TOKEN_DISTINCT} of them different "
+                          f"({TOKEN_ADVICE})")
+
+
 def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | None = None,
                    calls: CallLog | None = None) -> Any:
     """MCP, REST and OpenAI routes in one ASGI app, behind the token and size gate."""
     token = token or forest.settings.api_token
-    if not is_loopback(host) and not token:
-        raise ConfigError(f"binding {host} (not loopback) needs an API token: set FOREST_API_TOKEN")
+    if not is_loopback(host):
+        check_public_token(token, host)
     calls = calls or CallLog()
     mcp = build_mcp(forest, calls)
     security = (TransportSecuritySettings(enable_dns_rebinding_protection=False) if not is_loopback(host)
@@ -157,9 +175,6 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
     ])
     app.state.calls = calls
     return _Gate(app, token, is_loopback(host))
-
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 class _Gate:
@@ -190,8 +205,8 @@ class _Gate:
         if _cross_site(headers):
             return await _error(403, "cross-site browser requests are refused")(scope, receive, send)
         if self.loopback and not self.token and not (
-                _host_of(headers.get("host", "")) in LOOPBACK_HOSTS
-                and _host_of(headers.get("origin", "").split("://")[-1] or "localhost") in LOOPBACK_HOSTS):
+                _names_loopback(headers.get("host", ""))
+                and _names_loopback(headers.get("origin", "").split("://")[-1] or "localhost")):
             return await _error(403, "only loopback hosts and origins may call this server")(scope, receive, send)
         length = headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
@@ -227,11 +242,12 @@ def _cross_site(headers: dict[str, str]) -> bool:
     return headers.get("sec-fetch-site", "").lower() == "cross-site" or headers.get("origin", "") == "null"
 
 
-def _host_of(netloc: str) -> str:
+def _names_loopback(netloc: str) -> bool:
+    """Whether a Host or Origin names this machine: localhost or a loopback address (127.0.0.2 as
+    well as 127.0.0.1), never a name that DNS could point here."""
     netloc = netloc.strip().lower()
-    if netloc.startswith("["):
-        return netloc.split("]")[0] + "]"
-    return netloc.split(":")[0]
+    host = netloc[1:].split("]")[0] if netloc.startswith("[") else netloc.split(":")[0]
+    return host == "localhost" or (bool(host) and is_loopback(host))
 
 
 class _Rest:
@@ -246,13 +262,15 @@ class _Rest:
         name = request.path_params["name"]
         if name not in ForestTools.NAMES:
             return _error(404, f"no tool named {name!r}; see /openapi.json")
-        if request.method == "GET" and name not in ForestTools.READ_ONLY:
-            return _error(405, f"{name} has side effects (writes or model calls): call it with POST and a JSON body")
+        # GET (and HEAD, which Starlette routes with it) only reads: a tool that writes or calls a
+        # model runs on POST alone.
+        if request.method != "POST" and name not in ForestTools.READ_ONLY:
+            return _error(405, f"{name} has side effects (writes or model calls): call it with POST and a JSON body",
+                          allow="POST")
         if request.method == "POST":
-            try:
-                args = await request.json()
-            except ValueError:
-                return _error(400, "the body must be a JSON object of arguments")
+            args, problem = await _json_body(request)
+            if problem:
+                return problem
             if not isinstance(args, dict):
                 return _error(400, "the body must be a JSON object of arguments")
         else:
@@ -292,10 +310,9 @@ class _Rest:
             {"id": m, "object": "model", "created": 0, "owned_by": "memory-forest"} for m in ids]})
 
     async def chat(self, request: Request) -> Response:
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "the body must be JSON")
+        body, problem = await _json_body(request)
+        if problem:
+            return problem
         model_id, question, problem = _chat_request(body)
         if problem:
             self.calls.add(tool=CHAT_ROUTE, model_id=model_id or None, ok=False, ms=0.0, error=problem)
@@ -318,6 +335,19 @@ class _Rest:
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
             "memory_forest": extra})
+
+
+async def _json_body(request: Request) -> tuple[Any, Response | None]:
+    """The request's JSON body, or the error response to send instead. The body must be declared
+    application/json: a browser sends that from another page only after a CORS preflight, which
+    this server never grants, while a text/plain or form post needs none."""
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        return None, _error(415, "send the body as JSON, with Content-Type: application/json")
+    try:
+        return parse_json(await request.body(), "the body"), None
+    except InvalidInput as exc:
+        return None, _error(400, str(exc))
 
 
 def _chat_request(body: Any) -> tuple[str, str, str | None]:
@@ -364,8 +394,9 @@ def _tool_message(error: ToolError) -> str:
     return str(cause) if isinstance(cause, ToolError) else str(error)
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, allow: str | None = None) -> JSONResponse:
+    """The JSON error reply; `allow` lists the methods a 405 names (HEAD gets no body to read)."""
+    return JSONResponse({"error": message}, status_code=status, headers={"Allow": allow} if allow else None)
 
 
 class ThreadServer:

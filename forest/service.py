@@ -169,24 +169,38 @@ class MemoryForest:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the document's title, else its file name. With allow_duplicate=False, a
         document whose text an archive of `model_id` already holds is refused (InvalidInput)."""
-        model_id = check_model_id(model_id)
-        name = (name or document.title or document.name or "").strip()
-        if not name:
-            raise InvalidInput("the archive needs a name")
+        from forest.build import all_or_nothing
+
         with self._kept_source(document) as keep:
+            model_id = check_model_id(model_id)
+            name = (name or document.title or document.name or "").strip()
+            if not name:
+                raise InvalidInput("the archive needs a name")
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
             progress = progress or _no_progress
             chunks = self._chunks(document, run, progress)
             params = _build_params(run)
+            entry = _document_entry(document, 0, len(chunks))
+            kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
+            if kept:
+                entry["file"] = kept
             recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                         "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
-                        "embedder": self.embedder.name, "documents": [_document_entry(document, 0, len(chunks))]}
-            with self._build_lock:
-                keep(recorded["documents"][0])
-                if not allow_duplicate:
-                    self._refuse_duplicate(model_id, document)
-                archive_id = self.store.create_archive(model_id, name, document.source, recorded)
-                self._builder.build(archive_id, model_id, chunks, _outline(document, chunks), params, progress)
+                        "embedder": self.embedder.name, "documents": [entry]}
+            if not allow_duplicate:
+                self._refuse_duplicate(model_id, document)  # before the summaries are paid for
+            # 'building': hidden from readers, and left alone by doctor while this process lives. The
+            # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
+            # holds up no delete, import or doctor; the lock is held for the write alone.
+            archive_id = self.store.create_archive(model_id, name, document.source, recorded)
+            builder = self._builder
+            with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
+                growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
+                with self._build_lock:
+                    if not allow_duplicate:
+                        self._refuse_duplicate(model_id, document)
+                    keep()
+                    builder.write(archive_id, model_id, growth, written_ids, progress)
         return self.store.archive(model_id, archive_id)
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
@@ -213,7 +227,9 @@ class MemoryForest:
             chunks = self._chunks(document, run, progress)
             entry = _document_entry(document, 0, len(chunks))
             with self._build_lock:
-                keep(entry)
+                kept = keep()
+                if kept:
+                    entry["file"] = kept
                 if not allow_duplicate:
                     self._refuse_duplicate(model_id, document)
                 append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
@@ -241,16 +257,15 @@ class MemoryForest:
         return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
 
     @contextmanager
-    def _kept_source(self, document: Document) -> Iterator[Callable[[dict[str, Any]], None]]:
-        """One build of `document`: `keep(entry)`, called under the build lock (prunes run under
-        it), names the document's PDF in the store in `entry`: the copy read_file kept, else one
-        made now. Afterwards read_file's hold on the copy ends, and if the build failed the copy
-        goes again unless an archive names it."""
-        def keep(entry: dict[str, Any]) -> None:
-            kept = document.kept_file if document.kept_file and self.sources.has(document.kept_file) \
-                else self.sources.keep(document.source)
-            if kept:
-                entry["file"] = kept
+    def _kept_source(self, document: Document) -> Iterator[Callable[[], str | None]]:
+        """One build of `document`: `keep()`, called under the build lock (prunes run under it),
+        makes sure the store holds the document's PDF and names it: the copy read_file kept, else
+        one made now. Afterwards read_file's hold on the copy ends, and if the build failed the
+        copy goes again unless an archive names it."""
+        def keep() -> str | None:
+            if document.kept_file and self.sources.has(document.kept_file):
+                return document.kept_file
+            return self.sources.keep(document.source)
 
         try:
             yield keep
@@ -271,7 +286,7 @@ class MemoryForest:
     def _refuse_duplicate(self, model_id: str, document: Document) -> None:
         fingerprint = _fingerprint(document)
         for archive in self.store.archives(model_id):
-            if any(d.get("sha256") == fingerprint for d in archive.settings.get("documents", [])):
+            if any(d.get("sha256") == fingerprint for d in archive.documents):
                 raise InvalidInput(f"{document.name!r} is already in archive {archive.id} ({archive.name}): "
                                    "the same text was not added again")
 
@@ -336,12 +351,15 @@ class MemoryForest:
                               archive_id, with_vectors)
 
     def import_archive(self, model_id: str, document: Any, name: str | None = None) -> Archive:
-        """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid."""
-        from forest.archive_io import import_archive
+        """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid.
+        Checking and embedding happen before the writer lock is taken, so other writers wait only
+        for the write itself."""
+        from forest.archive_io import prepare_import, write_import
 
+        model_id = check_model_id(model_id)
+        prepared = prepare_import(document, self.embedder, self.settings.max_document_chars, name)
         with self._build_lock:
-            archive_id = import_archive(self.store, self.vectors, self.embedder, check_model_id(model_id),
-                                        document, name)
+            archive_id = write_import(self.store, self.vectors, model_id, prepared)
         return self.store.archive(model_id, archive_id)
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:

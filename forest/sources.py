@@ -26,9 +26,8 @@ class SourceFiles:
         self._held: Counter[str] = Counter()   # kept for a build still to come
         self._lock = threading.Lock()          # a keep and a prune never interleave
 
-    def keep(self, source: str | None, hold: bool = False) -> str | None:
-        """Copy `source` into the store if it is a PDF on disk; the kept file's name, else None.
-        With `hold`, prune spares the file until `release`."""
+    def name_for(self, source: str | None) -> str | None:
+        """The name `source` is kept under if it is a PDF on disk (its SHA-256), else None."""
         path = Path(source) if source else None
         if path is None or path.suffix.lower() not in KEPT_SUFFIXES or not path.is_file():
             return None
@@ -36,7 +35,15 @@ class SourceFiles:
         with path.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-        name = digest.hexdigest() + path.suffix.lower()
+        return digest.hexdigest() + path.suffix.lower()
+
+    def keep(self, source: str | None, hold: bool = False) -> str | None:
+        """Copy `source` into the store if it is a PDF on disk; the kept file's name, else None.
+        With `hold`, prune spares the file until `release`."""
+        name = self.name_for(source)
+        if name is None:
+            return None
+        path = Path(source)
         target = self.root / name
         with self._lock:
             if not target.exists():

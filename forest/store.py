@@ -118,10 +118,12 @@ class ForestStore:
             "SELECT id, model_id, name, status, builder_pid, builder_host, updated_at FROM archives ORDER BY id")]
 
     def kept_files(self) -> set[str]:
-        """The kept source files (forest.sources) that archives of any model_id and status name."""
+        """The kept source files (forest.sources) that archives of any model_id and status name.
+        Entries that are not objects (an archive imported before imports were checked) name none."""
         return {r[0] for r in self.db.query(
             "SELECT DISTINCT json_extract(d.value, '$.file') FROM archives, json_each(archives.settings, '$.documents') d "
-            "WHERE json_extract(d.value, '$.file') IS NOT NULL")}
+            "WHERE json_valid(archives.settings) AND json_type(archives.settings, '$.documents') = 'array' "
+            "AND d.type = 'object' AND json_extract(d.value, '$.file') IS NOT NULL")}
 
     def model_ids(self) -> list[str]:
         return [r[0] for r in self.db.query(

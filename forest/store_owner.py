@@ -5,11 +5,12 @@ Chroma's embedded PersistentClient is not safe across processes. The first proce
 data directory's embedded store takes an exclusive flock on `<data_dir>/chroma.owner` and writes
 into it (mode 0600) its pid, its command and the loopback port and random token of its vector
 endpoint (forest.vector_rpc). Every other process that needs vectors finds the lock held and
-forwards its calls to the owner (OwnerVectorStore), the way a docker CLI talks to its daemon:
-Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store and is
-refused when another process does. The kernel drops an flock when its process dies, however it
-dies, so a killed owner leaves nothing stale: the next process finds the lock free, takes over
-and rewrites the file.
+forwards its calls to the owner (vector_rpc.FollowedStore), the way a docker CLI talks to its
+daemon: Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store
+and is refused when another process does. The kernel drops an flock when its process dies, however
+it dies, so an owner that exits leaves nothing stale: the next process finds the lock free, takes
+over and rewrites the file, and a process that was forwarding to it does the same and goes on
+(two commands started together both finish, whichever exits first).
 
 SQLite is multi-process safe on its own (WAL). What it cannot see is the gap in appends and joins
 between writing vectors under reserved ids and committing their rows; `WriterLock` makes writers
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("forest")
 
 PUBLISH_WAIT_SECONDS = 10.0  # an owner publishes its endpoint right after taking the lock
+# A writer holds the writer lock for its writes: seconds for a build or an import (their summaries
+# and vectors are made before), longer for an append or a rebuild that summarizes with Claude.
+WRITER_WAIT_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,7 @@ class Ownership:
         self._stores_lock = threading.Lock()
         self._released = False
         self._server = VectorRPCServer(self._store, str(chroma_path)).start()
-        command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python"
-        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": command[:120], "port": self._server.port,
+        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": _command(), "port": self._server.port,
                   "token": self._server.token}
         os.fchmod(fd, 0o600)  # the token is a credential
         os.ftruncate(fd, 0)
@@ -106,6 +109,11 @@ class Ownership:
                 store.close()
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
+
+
+def _command() -> str:
+    """This process as a person would name it: "forest ingest paper.pdf"."""
+    return (" ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python")[:120]
 
 
 _owned: dict[Path, Ownership] = {}
@@ -176,16 +184,21 @@ def _read_owner(path: Path) -> OwnerInfo | None:
 
 def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool = False) -> VectorStore:
     """The embedded store when this process owns it (taking ownership if the directory is free),
-    else the owner's store over its endpoint; Chroma is imported only in the first case.
+    else the owner's store over its endpoint (FollowedStore); Chroma is imported only in the
+    first case.
 
     `use_snapshots` is for short commands: the store they own answers reads (theirs and other
     processes') from current vector snapshots and opens Chroma only for what those do not hold
     (forest.vector_snapshot); a long-running owner searches Chroma's index."""
     held = acquire(chroma_path, use_snapshots)
     if isinstance(held, OwnerInfo):
-        from forest.vector_rpc import OwnerVectorStore
+        from forest.vector_rpc import FollowedStore
 
-        return OwnerVectorStore(held.port, held.token, embedder_name, dim, held.describe())
+        return FollowedStore(chroma_path, embedder_name, dim, use_snapshots, held)
+    return owned_store(held, embedder_name, dim)
+
+
+def owned_store(held: Ownership, embedder_name: str, dim: int) -> ChromaVectorStore:
     from forest.vectors import ChromaVectorStore
 
     try:
@@ -224,21 +237,35 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self, wait: bool = True) -> bool:
-        """Take the lock, waiting for the writer that holds it; without `wait`, False if one does."""
-        if not self._thread_lock.acquire(blocking=wait):
+        """Take the lock, waiting for the writer that holds it (a ForestError naming that writer
+        after WRITER_WAIT_SECONDS); without `wait`, False if one does."""
+        limit = WRITER_WAIT_SECONDS
+        if not (self._thread_lock.acquire(timeout=limit) if wait else self._thread_lock.acquire(blocking=False)):
+            if wait:
+                raise self._busy("another thread of this process", limit)
             return False
         fd = None
         try:
             fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not wait:
-                    os.close(fd)
-                    self._thread_lock.release()
-                    return False
-                log.warning("waiting for another process writing to %s to finish", self._path.parent)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            deadline, warned = time.monotonic() + limit, False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        os.close(fd)
+                        self._thread_lock.release()
+                        return False
+                    if time.monotonic() > deadline:
+                        raise self._busy(os.pread(fd, 200, 0).decode("utf-8", "replace") or "another process",
+                                         limit) from None
+                    if not warned:
+                        log.warning("waiting for another process writing to %s to finish", self._path.parent)
+                        warned = True
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)  # who holds it, for the message of a writer that gives up waiting
+            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode("utf-8"), 0)
         except BaseException:
             if fd is not None:
                 os.close(fd)
@@ -246,6 +273,10 @@ class WriterLock:
             raise
         self._fd = fd
         return True
+
+    def _busy(self, holder: str, waited: float) -> ForestError:
+        return ForestError(f"another writer ({holder}) has held the store at {self._path.parent} for over "
+                           f"{waited:.0f} s; nothing was changed: try again once it is done")
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

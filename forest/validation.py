@@ -1,12 +1,19 @@
 """Checks every face's input goes through before it reaches the engine (one clear message each)."""
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from forest.errors import InvalidInput
 
 MAX_MODEL_ID = 200
 MAX_QUERY_CHARS = 4000
 MAX_SESSION_ID = 100
 MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1..MAX_ID
+# Nesting of any JSON a face receives (tool arguments, chats, vector calls, exports, model replies):
+# far beyond what any of them needs (an export is 4 deep), and far below the interpreter's recursion
+# limit, so no later json.dumps or walk of the value can hit it either.
+MAX_JSON_DEPTH = 64
 
 
 def in_id_range(value: int) -> bool:
@@ -47,3 +54,35 @@ def check_text(text: str, what: str, limit: int) -> str:
     if len(text) > limit:
         raise InvalidInput(f"the {what} has {len(text):,} characters, over the limit of {limit:,}")
     return text.strip()
+
+
+def parse_json(raw: bytes | str, what: str) -> Any:
+    """`raw` parsed as standard JSON (no NaN or Infinity) nested at most MAX_JSON_DEPTH deep;
+    InvalidInput naming `what` otherwise."""
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{what} is not JSON ({exc})") from None
+    if _deeper_than(value, MAX_JSON_DEPTH):
+        raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InvalidInput(f"{name} is not a JSON number")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -5,7 +5,10 @@ Wire: `POST /<method>` for the seven VectorStore methods, a JSON body
 {"embedder", "dim", "args"}, `Authorization: Bearer <token>`; arrays travel as base64 float32.
 The reply is {"result": ...} or {"error": message, "kind": error class}: never a traceback.
 Every method is idempotent (upserts, deletes and metadata updates can be repeated), so large
-writes are sent in batches. Imports no Chroma: a forwarding process skips its ~1 s import.
+writes are sent in batches, and a call the owner did not answer can be repeated elsewhere:
+FollowedStore, what a process that does not own the store uses, takes the store over (or
+follows the new owner) when the owner exits. Imports no Chroma: a forwarding process skips its
+~1 s import.
 """
 from __future__ import annotations
 
@@ -15,14 +18,20 @@ import json
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.validation import parse_json
 from forest.vectors import VectorStore, VectorStoreError
+
+if TYPE_CHECKING:
+    from forest.store_owner import OwnerInfo
 
 log = logging.getLogger("forest.vector_rpc")
 
@@ -31,6 +40,7 @@ MAX_BODY_BYTES = 64_000_000
 BATCH = 2048           # vectors or ids per request: ~4 MB of 384-d vectors
 TIMEOUT_SECONDS = 300  # one batch; an owner that hangs longer is reported, not waited for
 SHUTDOWN_POLL_SECONDS = 0.02
+TAKEOVER_WAIT_SECONDS = 30.0  # an owner whose endpoint stopped answering unlocks once Chroma is closed
 METHODS = ("upsert", "query", "get_vectors", "update_metadata", "delete", "ids", "model_ids")
 _ERRORS: dict[str, type[ForestError]] = {cls.__name__: cls for cls in
                                          (ForestError, InvalidInput, NotFound, ConfigError, VectorStoreError)}
@@ -144,7 +154,7 @@ class VectorRPCServer:
         if method not in METHODS or not 0 <= length <= MAX_BODY_BYTES:
             return 400, {"error": f"bad vector request {method!r} of {length} bytes", "kind": "InvalidInput"}
         try:
-            body = json.loads(request.rfile.read(length))
+            body = parse_json(request.rfile.read(length), "the vector request")
             store = self._stores(str(body["embedder"]), int(body["dim"]))
             return 200, {"result": _dispatch(store, method, body.get("args") or {})}
         except ForestError as exc:
@@ -156,6 +166,10 @@ class VectorRPCServer:
             log.exception("vector %s for another process failed", method)
             return 500, {"error": f"the vector store at {self._location} failed: {type(exc).__name__}: {exc}",
                          "kind": "VectorStoreError"}
+
+
+class OwnerGone(VectorStoreError):
+    """The owner's endpoint did not answer (refused, reset, timed out): it may have exited."""
 
 
 class OwnerVectorStore(VectorStore):
@@ -177,10 +191,10 @@ class OwnerVectorStore(VectorStore):
             response = conn.getresponse()
             status, data = response.status, response.read()
         except (OSError, http.client.HTTPException) as exc:
-            raise VectorStoreError(
+            raise OwnerGone(
                 f"the process that owns the vector store ({self.owner}) stopped answering: "
-                f"{type(exc).__name__}: {exc}; run the command again (it takes the store over if that "
-                "process has exited; `forest doctor` reports anything left half-written)") from None
+                f"{type(exc).__name__}: {exc}; if it is hung, stop it and run the command again "
+                "(`forest doctor` reports anything left half-written)") from None
         finally:
             conn.close()
         try:
@@ -227,3 +241,78 @@ class OwnerVectorStore(VectorStore):
 
     def model_ids(self) -> list[str]:
         return list(self._call("model_ids"))
+
+
+class FollowedStore(VectorStore):
+    """The embedded store while another process owns it: every call goes to the owner's endpoint.
+    When the owner exits (a command that was writing beside this one finished first), its
+    endpoint stops answering: this process takes the store over, or follows the process that did,
+    and repeats the call (every call is idempotent). An owner still holding the lock after
+    TAKEOVER_WAIT_SECONDS is hung, not gone: its error is raised."""
+
+    def __init__(self, chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool,
+                 owner: OwnerInfo) -> None:
+        self._chroma_path, self._use_snapshots = Path(chroma_path), use_snapshots
+        self.embedder_name, self.dim = embedder_name, dim
+        self._owner = owner
+        self._backend = self._through(owner)
+        self._switch_lock = threading.Lock()
+
+    @property
+    def location(self) -> str:
+        return self._backend.location
+
+    def _through(self, owner: OwnerInfo) -> VectorStore:
+        return OwnerVectorStore(owner.port, owner.token, self.embedder_name, self.dim, owner.describe())
+
+    def _run(self, method: str, *args: Any) -> Any:
+        while True:
+            backend = self._backend
+            try:
+                return getattr(backend, method)(*args)
+            except OwnerGone as gone:
+                with self._switch_lock:
+                    if self._backend is backend:  # another thread may have switched already
+                        self._backend = self._successor(gone)
+
+    def _successor(self, gone: Exception) -> VectorStore:
+        """The store this process now owns, or the endpoint of the process that took it over."""
+        from forest.store_owner import Ownership, acquire, owned_store
+
+        deadline = time.monotonic() + TAKEOVER_WAIT_SECONDS
+        while True:
+            held = acquire(self._chroma_path, self._use_snapshots)
+            if isinstance(held, Ownership):
+                log.info("the process that owned %s exited; this one took the store over", self._chroma_path)
+                return owned_store(held, self.embedder_name, self.dim)
+            if held != self._owner:
+                self._owner = held
+                return self._through(held)
+            if time.monotonic() > deadline:
+                raise gone
+            time.sleep(0.05)  # the owner is closing Chroma before it unlocks
+
+    def upsert(self, model_id: str, ids: Sequence[int], vectors: np.ndarray,
+               metadatas: Sequence[dict[str, Any]]) -> None:
+        self._run("upsert", model_id, ids, vectors, metadatas)
+
+    def query(self, model_id: str, vector: np.ndarray, top_k: int) -> list[tuple[int, float]]:
+        return self._run("query", model_id, vector, top_k)
+
+    def get_vectors(self, model_id: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
+        return self._run("get_vectors", model_id, ids)
+
+    def update_metadata(self, model_id: str, ids: Sequence[int], metadatas: Sequence[dict[str, Any]]) -> None:
+        self._run("update_metadata", model_id, ids, metadatas)
+
+    def delete(self, model_id: str, ids: Sequence[int]) -> None:
+        self._run("delete", model_id, ids)
+
+    def ids(self, model_id: str) -> list[int]:
+        return self._run("ids", model_id)
+
+    def model_ids(self) -> list[str]:
+        return self._run("model_ids")
+
+    def close(self) -> None:
+        self._backend.close()  # a store taken over releases this process's ownership

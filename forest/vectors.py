@@ -21,6 +21,9 @@ from forest.private_files import make_private_dir, tighten
 from forest.vector_snapshot import Snapshot, SnapshotFiles
 
 log = logging.getLogger("forest")
+# Chroma shares one system per path within a process: two clients made (or closed) at once, the
+# owner's own store and the one serving another process, tear it down under each other.
+_CLIENTS = threading.Lock()
 
 
 class VectorStoreError(ForestError):
@@ -112,7 +115,8 @@ class ChromaVectorStore(VectorStore):
                         raise ForestError(f"cannot reach the Chroma server at {host}:{port}: {exc}") from None
                 else:
                     make_private_dir(self.location)
-                    client = chromadb.PersistentClient(path=self.location, settings=settings)
+                    with _CLIENTS:
+                        client = chromadb.PersistentClient(path=self.location, settings=settings)
                     tighten(self.location)
                 self.max_batch = int(client.get_max_batch_size())
                 self._client = client
@@ -130,7 +134,8 @@ class ChromaVectorStore(VectorStore):
                 self._take_snapshots()
             with self._lock:
                 self._collections.clear()
-            client.close()
+            with _CLIENTS:
+                client.close()
             self._tighten()
         if self._on_close:
             self._on_close()

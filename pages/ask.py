@@ -8,7 +8,7 @@ import json
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted
+from forest.text import counted, safe_markdown
 from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
@@ -79,15 +79,15 @@ st.html(STICKY)
 main_col, source_col = st.columns([1.1, 1])
 with main_col:
     st.subheader(state.question)
-    st.markdown(numbered_answer(state, cites, lambda c: cite_link(c.node_id)))
+    st.markdown(safe_markdown(numbered_answer(state, cites, lambda c: cite_link(c.node_id))))
     if cites:
-        st.markdown("**Sources**\n\n" + sources_markdown(cites, lambda c: cite_link(c.node_id)))
+        st.markdown("**Sources**\n\n" + safe_markdown(sources_markdown(cites, lambda c: cite_link(c.node_id))))
     st.caption(f"Answered by {decided_by(state.answered_by or '')}, asking {asked_over}. "
                "Click a citation to see it on its page.")
     if turn is not None:
         st.caption(f"Remembered in session {turn.session_id!r} ({counted(len(turn.event_ids), 'event')}).")
         for verdict in turn.conflicts:
-            st.warning(f"{verdict.note()} — see the Reconcile page for the side-by-side.")
+            st.warning(f"{safe_markdown(verdict.note())} — see the Reconcile page for the side-by-side.")
         if turn.compaction:
             c = turn.compaction
             st.info(f"The session was compacted: {len(c.compacted_message_ids)} messages summarized, "
@@ -95,7 +95,7 @@ with main_col:
 
     with st.expander(f"How the agent got there ({len(state.steps)} steps)"):
         for step in state.steps:
-            st.markdown(f"**{step.number}.** {step_sentence(step, state.threshold)}")
+            st.markdown(f"**{step.number}.** {safe_markdown(step_sentence(step, state.threshold))}")
         st.caption("What the agent had in view at the end, best first. Select a row to see its passage.")
         st.dataframe([{"node": c.node.id, "kind": "passage" if c.node.is_leaf else "section",
                        "name": c.node.name, "pages": c.node.citation, "score": round(c.score, 3),

@@ -8,6 +8,7 @@ import streamlit as st
 from forest import ForestError
 from forest.archive_io import read_export
 from forest.jobs import FINISHED
+from forest.text import safe_markdown
 from ingest import SUPPORTED_SUFFIXES
 from pages.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
@@ -54,11 +55,11 @@ def show_jobs() -> None:
                 st.caption(" → ".join(job.stages_seen))
                 st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
-            st.error(job.error)
+            st.error(safe_markdown(job.error))
         elif job.status == "done":
-            st.success(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready")
+            st.success(safe_markdown(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready"))
         else:
-            st.caption(f"{job.name}: queued")
+            st.caption(safe_markdown(f"{job.name}: queued"))
     finished = [j.id for j in jobs if j.status in FINISHED]
     if finished and st.button("Clear these messages", key="clear_jobs"):
         queue.dismiss(finished)
@@ -126,7 +127,7 @@ with merge:
         except ForestError as exc:
             st.error(str(exc))
     for similarity, left, right in st.session_state.get("similar_pairs", []):
-        st.caption(f"{similarity:.2f} · {left} + {right}")
+        st.caption(safe_markdown(f"{similarity:.2f} · {left} + {right}"))
     joining = [by_id[names[j]] for j in st.multiselect("Join these under one super-root", list(names),
                                                        key="join_choice")]
     if len(joining) >= 2 and confirmed(

@@ -6,7 +6,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.personal.graph_view import graph_html
-from forest.text import counted, truncate
+from forest.text import counted, safe_markdown, truncate
 from pages.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
@@ -63,14 +63,14 @@ if memories_tab.open:
         records = personal.memories(user_id)
         st.caption(counted(len(records), "memory"))
         for record in reversed(records):
-            with st.expander(f"#{record.id} · {truncate(record.memory, 90)}"):
+            with st.expander(safe_markdown(f"#{record.id} · {truncate(record.memory, 90)}")):
                 # Only what is set: most memories belong to the user alone, with no metadata.
                 scope = [f"{what} `{value}`" for what, value in (("agent", record.agent_id), ("run", record.run_id))
                          if value]
                 if record.metadata:
                     scope.append(f"metadata `{json.dumps(record.metadata, ensure_ascii=False)}`")
                 if scope:
-                    st.markdown(" · ".join(scope))
+                    st.markdown(safe_markdown(" · ".join(scope)))
                 st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
                              hide_index=True)
                 if confirmed(f"Delete memory #{record.id}", f"“{truncate(record.memory, 200)}” is forgotten.",

@@ -10,7 +10,7 @@ import streamlit as st
 
 from forest import ForestError, MemoryForest
 from forest.page_preview import RenderedPage, SourcePreview, render_page
-from forest.text import counted
+from forest.text import counted, safe_markdown
 from forest.transcript import link_markers
 
 # Catches clicks on "#cite-<node id>" links anywhere in the page (an answer's numbered citations,
@@ -112,7 +112,8 @@ def show_source(forest: MemoryForest, model_id: str, node_id: int, key: str, hei
         st.error(f"The source of node {node_id} cannot be shown: {exc}")
         return
     with st.container(key=f"{key}-source"):
-        st.markdown(f"**{preview.document}** · {preview.citation or 'no page or section'} · node {node_id}")
+        st.markdown(safe_markdown(f"**{preview.document}** · {preview.citation or 'no page or section'} "
+                                  f"· node {node_id}"))
         if preview.pdf is None:
             _section(preview)
         else:
@@ -123,7 +124,8 @@ def _section(preview: SourcePreview) -> None:
     if preview.page_start is not None:
         st.caption("The PDF is not in this store (an archive imported or built before files were kept): "
                    "the passage is shown in its section's text.")
-    st.caption(f"§{preview.section}" if preview.section else "The passage among its neighbours (no headings).")
+    st.caption(safe_markdown(f"§{preview.section}") if preview.section
+               else "The passage among its neighbours (no headings).")
     body = "".join(f'<p class="{"cited" if cited else ""}">{html.escape(text)}</p>' for text, cited in preview.passages)
     st.html(f'{PASSAGE_CSS}<div class="forest-section">{body}</div>')
 

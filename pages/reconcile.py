@@ -6,7 +6,7 @@ import streamlit as st
 from forest import ForestError
 from forest.research.conflicts import Statement, source_label
 from forest.research.reconcile import Reconciliation
-from forest.text import truncate
+from forest.text import safe_markdown, truncate
 from pages.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
@@ -47,7 +47,8 @@ def passage_search(column, side: str) -> Statement | None:
         if not found:
             return None
         chosen = st.radio(f"Passage {side}", range(len(found)), key=f"pick_{side}", on_change=clear_verdict,
-                          format_func=lambda n: f"{source_label(found[n])}: {truncate(found[n].text, 300)}")
+                          format_func=lambda n: safe_markdown(f"{source_label(found[n])}: "
+                                                              f"{truncate(found[n].text, 300)}"))
         return found[chosen]
 
 
@@ -95,18 +96,19 @@ if verdict is not None:
     st.subheader("Verdict")
     reviewer = (st.success if verdict.reviewed_by.startswith("claude") else st.warning)
     reviewer(f"Reviewed by: {verdict.reviewed_by}")
-    st.markdown(verdict.merged_conclusion)
+    st.markdown(safe_markdown(verdict.merged_conclusion))
     if verdict.boundary_conditions:
-        st.markdown("**Conditions that may explain it**\n" + "\n".join(f"- {b}" for b in verdict.boundary_conditions))
+        st.markdown("**Conditions that may explain it**\n"
+                    + "\n".join(f"- {safe_markdown(b)}" for b in verdict.boundary_conditions))
     disagreement = verdict.comparison.get("conflict") or {}
     for column, side, sentence in zip(st.columns(2), (verdict.a, verdict.b),
                                       (disagreement.get("a_sentence"), disagreement.get("b_sentence"))):
         with column:
-            st.markdown(f"**{source_label(side)}**")
+            st.markdown(f"**{safe_markdown(source_label(side))}**")
             if sentence:
-                st.markdown(f"> {sentence}")
+                st.markdown(f"> {safe_markdown(sentence)}")
             with st.expander("Whole passage"):
-                st.write(side.text)
+                st.markdown(safe_markdown(side.text))
     with st.expander("What the rules read (measures, conditions)"):
         st.json(verdict.comparison)
     if not verdict.conflict_found:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted, truncate
+from forest.text import counted, safe_markdown, truncate
 from pages.reading import citation_clicks, linked_citations, show_source
 from pages.shared import confirmed, get_forest, notify, page_start, pick_session
 
@@ -133,10 +133,10 @@ with knowledge_tab:
                     success=f"Updated the knowledge on {topic.strip()!r}.")
             st.rerun()
     for entry in research.knowledge(model_id):
-        with st.expander(f"{entry.topic} (version {entry.version})"):
+        with st.expander(safe_markdown(f"{entry.topic} (version {entry.version})")):
             for version in research.knowledge(model_id, entry.topic, with_history=True):
                 status = "in force" if version.superseded_at is None else f"superseded {version.to_dict()['superseded_at']}"
-                st.markdown(f"**v{version.version}** ({status}): {cited(version.conclusion)}")
+                st.markdown(f"**v{version.version}** ({status}): {safe_markdown(cited(version.conclusion))}")
 
 with directives_tab:
     st.caption(f"{research.core_path} — injected first into every prompt of every session.")
@@ -156,4 +156,4 @@ with conversation_tab:
     for message in live:
         with st.chat_message("assistant" if message.role != "user" else "user"):
             st.markdown(("**Summary of earlier messages.** " if message.role == "summary" else "")
-                        + cited(message.content))
+                        + safe_markdown(cited(message.content)))

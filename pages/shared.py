@@ -12,6 +12,7 @@ import streamlit as st
 from forest import ForestError, MemoryForest
 from forest.jobs import IngestQueue
 from forest.server import ThreadServer
+from forest.text import safe_markdown
 from forest.validation import check_model_id
 from ingest import SUPPORTED_SUFFIXES
 from pages import through_app
@@ -184,7 +185,7 @@ def notify(text: str, *, failed: bool = False) -> None:
 
 def show_notices() -> None:
     for text, icon in st.session_state.pop("notices", []):
-        st.toast(text, icon=icon, duration="long")
+        st.toast(safe_markdown(text), icon=icon, duration="long")
 
 
 def confirmed(label: str, consequence: str, key: str) -> bool:
@@ -198,7 +199,7 @@ def confirmed(label: str, consequence: str, key: str) -> bool:
         st.session_state[opened] = False
 
     with st.popover(label, icon=":material/delete:", key=opened, on_change="rerun"):
-        st.markdown(consequence)
+        st.markdown(safe_markdown(consequence))
         return st.button(f"Yes, {label[0].lower()}{label[1:]}", key=key, type="primary", on_click=close)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError
+from forest.text import safe_markdown
 from forest.tree_view import Overlay, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
 from pages.reading import show_source
 from pages.shared import get_forest, page_start
@@ -40,7 +41,7 @@ if history:
     step = next((s for s in history if s.merge_order == upto), None)
     said = describe_merge(step, last, nodes) if step is not None else "Before the first merge: every passage is a tree " \
         "of its own."
-    st.caption(f"{MERGE_SAID}  \n**{said}**")
+    st.caption(f"{MERGE_SAID}  \n**{safe_markdown(said)}**")
 
 agent = st.session_state.get("agent")   # the Ask page's run, if it asked about this forest
 asked = agent.question if agent is not None and agent.model_id == model_id else ""
@@ -57,7 +58,7 @@ if query.strip():
     walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
     overlay = overlay_for(nodes, [h.node.id for r in mine for h in r.hits],
                           [r.node.id for r in mine if r.kind == "lca"], walked)
-    query_col.caption(describe_overlay(nodes, overlay, upto)
+    query_col.caption(safe_markdown(describe_overlay(nodes, overlay, upto))
                       + ("; the agent's path from the Ask page (purple)" if walked else
                          "; ask it on the Ask page to see the agent's path"))
 
@@ -98,17 +99,17 @@ with details:
                             format_func=lambda i: " · ".join(filter(None, (by_id[i].name, by_id[i].citation))))
     node = by_id[selected]
     with st.container(key="tree-detail", border=True):
-        st.subheader(node.name, anchor=False)
-        st.caption(" · ".join(part for part in (
+        st.subheader(safe_markdown(node.name), anchor=False)
+        st.caption(safe_markdown(" · ".join(part for part in (
             node.citation, f"{node.leaf_count} passages" if not node.is_leaf else node.chunk_kind,
             f"depth {node.depth}", f"merged at {node.merge_similarity:.2f}" if node.merge_similarity is not None else "",
-            f"node {node.id}") if part))
+            f"node {node.id}") if part)))
         if upto is not None and not node.is_leaf and (node.merge_order or 0) > upto:
             st.info(f"Made by merge {node.merge_order}: not in the drawing at merge {upto}.")
         if node.is_leaf:
             st.text(node.content[:1200] + ("…" if len(node.content) > 1200 else ""))
         else:
-            st.markdown(f"{node.summary}  \n*summary by {node.summary_source}*")
+            st.markdown(safe_markdown(f"{node.summary}  \n*summary by {node.summary_source}*"))
         if st.button("Show on the page", key="tree-open-source"):
             source_dialog(node.id)
         children = sorted((n for n in nodes if n.parent_id == node.id), key=lambda c: c.first_leaf or 0)

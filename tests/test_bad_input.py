@@ -1,4 +1,8 @@
 """Bad input: one clear error, and nothing stored (no archive row, node or vector)."""
+import os
+import re
+from pathlib import Path
+
 import pytest
 
 from conftest import assert_store_empty, topic_text
@@ -49,6 +53,33 @@ def test_bad_files_are_refused(forest, tmp_path, name, content, message):
         forest.ingest_file(path, "m")
     with pytest.raises(InvalidInput, match="no such file"):
         forest.ingest_file(tmp_path / "missing.txt", "m")
+    assert_store_empty(forest)
+
+
+@pytest.mark.parametrize("encoding, marked", [("utf-16", True), ("utf-16-be", False), ("utf-16-le", False),
+                                               ("utf-32", True)])
+def test_utf16_and_utf32_text_files_are_read(forest, tmp_path, encoding, marked):
+    """A UTF-16 file (what Windows' editors save as "Unicode") used to be called binary: its zero
+    bytes were taken for a binary file's. With or without a byte order mark it is read as text."""
+    text = "# Bebop\n\nCharlie Parker played bebop in New York. Café culture, naïve chords, 爵士乐.\n"
+    raw = text.encode(encoding)
+    assert raw.startswith((b"\xff\xfe", b"\xfe\xff")) == marked
+    path = tmp_path / "notes.md"
+    path.write_bytes(raw)
+    archive = forest.ingest_file(path, "m")
+    leaf = next(n for n in forest.tree("m", archive.id) if n.is_leaf)
+    assert leaf.content == text.split("\n\n", 1)[1].strip()
+
+
+def test_what_is_not_a_regular_file_is_named(forest, tmp_path):
+    """A directory or a named pipe given to ingest used to be "no such file"."""
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    (tmp_path / "folder.md").mkdir()
+    for path, kind in ((fifo, "a named pipe (FIFO)"), (tmp_path / "folder.md", "a directory"),
+                       (Path("/dev/zero"), "a character device")):
+        with pytest.raises(InvalidInput, match=re.escape(f"{path} is {kind}, not a file")):
+            forest.ingest_file(path, "m")
     assert_store_empty(forest)
 
 

@@ -120,10 +120,16 @@ class Http:
     json: Args | None = None
     content: bytes | None = None
     params: dict[str, str] | None = None
+    method: str = "GET"  # with params; HEAD's reply has no body: the cell shows its Allow header
+    content_type: str = "application/json"
 
     def run(self, face: Face) -> Seen:
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        headers = {"content-type": self.content_type, "accept": "application/json, text/event-stream"}
         with httpx.Client(base_url=face.url, timeout=120) as http:
+            if self.method == "HEAD":
+                reply = http.head(self.path, params=self.params)
+                assert reply.status_code == self.status and not reply.content, reply
+                return Seen(f"HTTP {reply.status_code}", f"no body (HEAD); Allow: {reply.headers['allow']}")
             if self.params is not None:
                 reply = http.get(self.path, params=self.params)
             elif self.json is not None:
@@ -276,6 +282,12 @@ CORRUPT_PDF = random.Random(14).randbytes(4096)
 NOT_JSON = b"{this is not json"
 WRONG_FORMAT = _export([{"ref": 1, "node_type": "LEAF_CHUNK"}], fmt="some-other-tool")
 TOO_MANY = _export([{"ref": i} for i in range(MAX_IMPORT_NODES + 1)])
+NESTED = b"[" * 1000 + b"]" * 1000
+_LEAF = {"ref": 1, "parent_ref": None, "node_type": "LEAF_CHUNK", "summary": "s", "summary_source": "test",
+         "leaf_index": 0, "first_leaf": 0, "last_leaf": 0}
+LONG_EXPORT = _export([{**_LEAF, "content": "word " * (LIMIT // 5 + 1)}])
+CRAFTED = json.dumps({**json.loads(_export([{**_LEAF, "content": "Bebop is fast jazz."}])),
+                      "archive": {"name": "crafted", "settings": {"documents": ["x"]}}}).encode()
 LONG_QUERY = "q" * 4001
 TOO_LONG_ID = "x" * 201
 CONTROL_ID = "bad\tid"
@@ -341,8 +353,8 @@ CELLS: dict[str, dict[str, Cell]] = {
     },
     "malformed JSON body": {
         "MCP": Http("/mcp", "Parse error", content=b"{not json"),
-        "REST": Http("/tools/add_document", "must be a JSON object", content=b"{not json"),
-        "OpenAI": Http("/v1/chat/completions", "must be JSON", content=b"{not json"),
+        "REST": Http("/tools/add_document", "the body is not JSON", content=b"{not json"),
+        "OpenAI": Http("/v1/chat/completions", "the body is not JSON", content=b"{not json"),
     },
     "wrong JSON types": {
         "MCP": Mcp("retrieve_memory", {"model_id": 5, "query": ["bebop"]}, "model_id: Input should be a valid string"),
@@ -360,8 +372,8 @@ CELLS: dict[str, dict[str, Cell]] = {
         "OpenAI": Http("/v1/chat/completions", "over the limit of 4,000", json=_chat(LONG_QUERY)),
     },
     "archive import: not JSON": {
-        "CLI": Cli(("import", "{not_json}", "--model-id", "alice"), "not a JSON export"),
-        "workbench": ImportFile("notes.json", NOT_JSON, "not a JSON export"),
+        "CLI": Cli(("import", "{not_json}", "--model-id", "alice"), "notes.json is not JSON"),
+        "workbench": ImportFile("notes.json", NOT_JSON, "notes.json is not JSON"),
     },
     "archive import: another format": {
         "CLI": Cli(("import", "{wrong_format}", "--model-id", "alice"), "not a Memory Forest archive export"),
@@ -370,6 +382,36 @@ CELLS: dict[str, dict[str, Cell]] = {
     f"archive import: over {MAX_IMPORT_NODES:,} nodes": {
         "CLI": Cli(("import", "{too_many}", "--model-id", "alice"), "imports are limited to 100,000"),
         "workbench": ImportFile("huge.json", TOO_MANY, "imports are limited to 100,000"),
+    },
+    "JSON nested 1,000 deep": {
+        "CLI": Cli(("import", "{nested}", "--model-id", "alice"), "nested.json nests deeper than 64 levels"),
+        "MCP": Http("/mcp", "Parse error: recursion limit exceeded", content=NESTED),
+        "REST": Http("/tools/list_archives", "the body nests deeper than 64 levels", content=NESTED),
+        "OpenAI": Http("/v1/chat/completions", "the body nests deeper than 64 levels", content=NESTED),
+        "workbench": ImportFile("nested.json", NESTED, "nested.json nests deeper than 64 levels"),
+    },
+    "POST body sent as text/plain (no CORS preflight)": {
+        "REST": Http("/tools/add_document", "Content-Type: application/json", 415,
+                     content=json.dumps(_add()).encode(), content_type="text/plain"),
+        "OpenAI": Http("/v1/chat/completions", "Content-Type: application/json", 415,
+                       content=json.dumps(_chat("Who played bebop?")).encode(), content_type="text/plain"),
+    },
+    "HEAD of a tool that writes": {
+        "REST": Http("/tools/add_document", "Allow: POST", 405, params=_add(model_id="carol"), method="HEAD"),
+    },
+    "ingest: a named pipe (FIFO) instead of a file": {
+        "CLI": Cli(("ingest", "{fifo}", "--model-id", "alice"), "is a named pipe (FIFO), not a file"),
+    },
+    "archive import: /dev/zero": {
+        "CLI": Cli(("import", "/dev/zero", "--model-id", "alice"), "/dev/zero is a character device, not a file"),
+    },
+    f"archive import: passages over max_document_chars ({LIMIT:,})": {
+        "CLI": Cli(("import", "{long_export}", "--model-id", "alice"), "over the limit of 20,000"),
+        "workbench": ImportFile("long.json", LONG_EXPORT, "over the limit of 20,000"),
+    },
+    "archive import: crafted settings (documents [\"x\"])": {
+        "CLI": Cli(("import", "{crafted}", "--model-id", "alice"), "documents entry 1 must be an object"),
+        "workbench": ImportFile("crafted.json", CRAFTED, "documents entry 1 must be an object"),
     },
     "personal memory: empty input": {
         "CLI": Cli(("personal", "process", "   ", "--user-id", "ann"), "the input is empty"),
@@ -413,10 +455,13 @@ def files(tmp_path_factory) -> dict[str, Path]:
     contents = {"good": ("jazz.md", topic_text("jazz").encode()), "blank": ("blank.txt", BLANK),
                 "docx": ("notes.docx", b"PK\x03\x04" + CORRUPT_PDF), "pdf": ("broken.pdf", CORRUPT_PDF),
                 "big": ("big.txt", BIG), "not_json": ("notes.json", NOT_JSON),
-                "wrong_format": ("other.json", WRONG_FORMAT), "too_many": ("huge.json", TOO_MANY)}
+                "wrong_format": ("other.json", WRONG_FORMAT), "too_many": ("huge.json", TOO_MANY),
+                "nested": ("nested.json", NESTED), "long_export": ("long.json", LONG_EXPORT),
+                "crafted": ("crafted.json", CRAFTED)}
     for name, content in contents.values():
         (folder / name).write_bytes(content)
-    return {key: folder / name for key, (name, _) in contents.items()}
+    os.mkfifo(folder / "pipe.md")
+    return {"fifo": folder / "pipe.md", **{key: folder / name for key, (name, _) in contents.items()}}
 
 
 @pytest.fixture(scope="module")

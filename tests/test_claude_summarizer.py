@@ -78,3 +78,24 @@ def test_ingest_with_an_api_key_uses_claude_for_every_summary(make_forest, monke
     assert all(n.summary.startswith("CLAUDE: ") and len(n.summary) <= (200 if n.is_leaf else 400) for n in nodes)
     assert all(n.title for n in nodes if not n.is_leaf)
     assert len(fake.requests) == len(nodes)
+
+
+def test_one_time_budget_bounds_a_call_and_its_retries(monkeypatch):
+    """Claude hangs on every request: the call gives up within its budget (the SDK's own retries
+    nested in ours used to allow (retries + 1) x 2 attempts of the full timeout: 6 x 60 s by
+    default, longer than the personal write queue's lease)."""
+    import time
+
+    import pytest
+
+    from forest import llm
+
+    monkeypatch.setattr(llm, "CALL_BUDGET_SECONDS", 5.0)
+    with FakeAnthropic() as fake:
+        fake.hang = lambda prompt: True
+        client = ClaudeJSON("test-key", "claude-test", retries=5, base_url=fake.url, timeout=2.0)
+        started = time.monotonic()
+        with pytest.raises(llm.LLMError, match="5 s are spent"):
+            client.ask("a prompt", lambda reply: None)
+        spent = time.monotonic() - started
+    assert 4.5 <= spent < 7.5 and 3 <= fake.held <= 4  # 2-second attempts until 5 s are spent, the last cut short

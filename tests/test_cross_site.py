@@ -79,11 +79,13 @@ def test_a_page_on_another_site_cannot_call_the_tools(browser, tmp_path, embedde
         _visit(browser, "127.0.0.2", server.url)  # another site: 127.0.0.2 is not 127.0.0.1's site
         assert server.calls.latest() == []
 
-        # Control: the same page from a same-site loopback origin reaches the read-only tool and the POST;
-        # GET of a tool with side effects is still refused (405), so ask_memory never runs.
+        # Control: the same page from a same-site loopback origin reaches the read-only tool; GET of a
+        # tool with side effects is refused (405), so ask_memory never runs, and so is the text/plain
+        # POST (415): only a JSON body runs a tool, and a browser sends one from a page on another
+        # port only after a CORS preflight, which the server never grants.
         _visit(browser, "127.0.0.1", server.url)
         called = {c["tool"] for c in server.calls.latest()}
-        assert called == {"list_archives", "add_research_note"}, called
+        assert called == {"list_archives"}, called
     finally:
         server.stop()
         forest.close()

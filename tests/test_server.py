@@ -1,6 +1,7 @@
 """The tools served for agents, through real clients: the MCP SDK over streamable HTTP (thread
 server) and stdio (a `forest serve` subprocess), REST with httpx, and the `openai` client."""
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from forest.server import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_a
 from forest.tools import ForestTools
 
 FOREST = str(Path(sys.executable).parent / "forest")
+TOKEN = "k7Qe2-Rz9xPwLm4NvB8cY1tH"  # what secrets.token_urlsafe makes: long, nothing repeated
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +236,8 @@ def test_rest_parity_openapi_and_errors(served):
         fuzzy = http.get("/tools/search_memory", params={"model_id": "alice", "query": "x", "mode": "fuzzy"})
         assert fuzzy.status_code == 400 and "search mode" in fuzzy.json()["error"]
         assert http.get("/tools/no_such_tool").status_code == 404
-        assert http.post("/tools/list_archives", content=b"not json").status_code == 400
+        assert http.post("/tools/list_archives", content=b"not json",
+                         headers={"content-type": "application/json"}).status_code == 400
         schema = http.get("/openapi.json").json()
         assert {f"/tools/{name}" for name in ForestTools.NAMES} <= set(schema["paths"])
         params = {p["name"] for p in schema["paths"]["/tools/explore_memory_node"]["get"]["parameters"]}
@@ -312,7 +315,10 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
     forest.ingest_text("alice", "notes", topic_text("jazz"))
     with pytest.raises(ConfigError, match="FOREST_API_TOKEN"):
         build_http_app(forest, host="0.0.0.0")
-    server = ThreadServer(forest, host="0.0.0.0", port=free_port(), token="s3cret").start()
+    for weak in ("x", "s3cret", "a" * 40, "abab" * 10):  # a public bind used to take any token at all
+        with pytest.raises(ConfigError, match="strong API token: FOREST_API_TOKEN must have at least 24 characters"):
+            build_http_app(forest, host="0.0.0.0", token=weak)
+    server = ThreadServer(forest, host="0.0.0.0", port=free_port(), token=TOKEN).start()
     try:
         url = f"http://127.0.0.1:{server.port}"
         with httpx.Client(base_url=url) as http:
@@ -321,10 +327,10 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
                 assert http.get(path).status_code == 401
                 assert http.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
             ok = http.get("/tools/list_archives", params={"model_id": "alice"},
-                          headers={"Authorization": "Bearer s3cret"})
+                          headers={"Authorization": f"Bearer {TOKEN}"})
             assert ok.status_code == 200
             assert http.post("/mcp", json={}).status_code == 401
-        client = openai.OpenAI(base_url=url + "/v1", api_key="s3cret")
+        client = openai.OpenAI(base_url=url + "/v1", api_key=TOKEN)
         assert client.chat.completions.create(model="alice", messages=[{"role": "user", "content": "bebop?"}])
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=url + "/v1", api_key="wrong").models.list()
@@ -332,7 +338,91 @@ def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
         async def calls(session):
             return await session.call_tool("list_archives", {"model_id": "alice"})
 
-        listed = asyncio.run(_mcp_session(url + "/mcp", calls, headers={"Authorization": "Bearer s3cret"}))
+        listed = asyncio.run(_mcp_session(url + "/mcp", calls, headers={"Authorization": f"Bearer {TOKEN}"}))
+        assert [a["name"] for a in listed.structured_content["archives"]] == ["notes"]
+    finally:
+        server.stop()
+        forest.close()
+
+
+def test_rest_bodies_are_json_of_bounded_depth_and_only_post_runs_a_writing_tool(served, caplog):
+    """JSON nested 1,000 deep used to give "500 Internal Server Error" as plain text and a
+    RecursionError traceback in the log; HEAD ran tools that write (Starlette routes HEAD with GET:
+    `curl -I .../tools/clear_user_memory?user_id=u` erased the user's memories); a text/plain POST,
+    which a page on another loopback port may send without a CORS preflight, ran any tool."""
+    server, forest, *_ = served
+    forest.personal.memory_tool("add", "ursula", text="I play the oboe.")
+    archives = {m: len(forest.archives(m)) for m in ("alice", "bob", "dave")}
+    nested = "[" * 1000 + "]" * 1000
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        for route in ("/tools/list_archives", "/tools/add_document", CHAT_ROUTE):
+            reply = http.post(route, content=nested, headers={"content-type": "application/json"})
+            assert reply.status_code == 400 and reply.json() == {"error": "the body nests deeper than 64 levels"}
+        for name, params in (("clear_user_memory", {"user_id": "ursula"}),
+                             ("add_document", {"model_id": "dave", "name": "x", "text": "Bebop is fast jazz."})):
+            reply = http.head(f"/tools/{name}", params=params)
+            assert reply.status_code == 405
+        assert http.head("/tools/list_archives", params={"model_id": "alice"}).status_code == 200  # reads only
+        for route, body in (("/tools/add_document", {"model_id": "dave", "name": "x", "text": "Bebop is jazz."}),
+                            (CHAT_ROUTE, {"model": "alice", "messages": [{"role": "user", "content": "bebop?"}]})):
+            for media_type in ("text/plain", "application/x-www-form-urlencoded", None):
+                reply = http.post(route, content=json.dumps(body),
+                                  headers={"content-type": media_type} if media_type else {})
+                assert reply.status_code == 415 and "Content-Type: application/json" in reply.json()["error"]
+        assert http.post("/tools/list_archives", json={"model_id": "alice"},
+                         headers={"content-type": "application/json; charset=utf-8"}).status_code == 200
+    assert [m.memory for m in forest.personal.memories("ursula")] == ["I play the oboe."]
+    assert {m: len(forest.archives(m)) for m in archives} == archives
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+
+
+def test_the_vector_endpoint_answers_deep_json_with_a_clear_error(tmp_path):
+    """The endpoint another process reaches the vector store through answered 500 to deep JSON."""
+    import http.client
+
+    from forest.store_owner import acquire
+
+    owned = acquire(tmp_path / "chroma")
+    try:
+        port, token = owned._server.port, owned._server.token
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("POST", "/ids", ("[" * 1000 + "]" * 1000).encode(), {"Authorization": f"Bearer {token}"})
+        reply = connection.getresponse()
+        assert (reply.status, json.loads(reply.read())) == (
+            400, {"error": "the vector request nests deeper than 64 levels", "kind": "InvalidInput"})
+    finally:
+        owned.release()
+
+
+def test_serve_on_a_public_address_refuses_a_weak_token(tmp_path):
+    done = subprocess.run([FOREST, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
+                          env=forest_env(tmp_path / "store", FOREST_API_TOKEN="x"), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("forest: binding 0.0.0.0 (not loopback) needs a strong API token"), done.stderr
+
+
+def test_a_server_on_another_loopback_address_answers_its_own_host(tmp_path, embedder):
+    """`--host 127.0.0.2` answered 403 to every request naming it (only 127.0.0.1, localhost and
+    [::1] were taken for loopback); a name DNS could rebind is still refused."""
+    from forest import MemoryForest
+
+    forest = MemoryForest(data_dir=tmp_path / "store", embedder=embedder)
+    forest.ingest_text("alice", "notes", topic_text("jazz"))
+    server = ThreadServer(forest, host="127.0.0.2", port=free_port()).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            listed = http.get("/tools/list_archives", params={"model_id": "alice"})
+            assert listed.status_code == 200 and [a["name"] for a in listed.json()["archives"]] == ["notes"]
+            assert http.post("/tools/list_archives", json={"model_id": "alice"},
+                             headers={"origin": server.url}).status_code == 200
+            assert http.get("/tools/list_archives", params={"model_id": "alice"},
+                            headers={"host": "rebound.example:80"}).status_code == 403
+
+        async def calls(session):
+            return await session.call_tool("list_archives", {"model_id": "alice"})
+
+        listed = asyncio.run(_mcp_session(server.url + "/mcp", calls))
         assert [a["name"] for a in listed.structured_content["archives"]] == ["notes"]
     finally:
         server.stop()
