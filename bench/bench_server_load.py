@@ -7,7 +7,7 @@ the load stays under 2 s.
 Setup: the first --papers QASPER dev papers with questions (../shared/eval/qasper-dev) are
 ingested into a temporary store (about 10 s a paper) under model_id "bench"; then this process
 lets go of the store and `streamlit run app.py` opens it (an embedded store serves one process),
-with its agent endpoint (forest.server.ThreadServer, started on the first script run) on a free
+with its agent endpoint (forest.serving.http.ThreadServer, started on the first script run) on a free
 loopback port: the clients call the very endpoint the workbench embeds, in the process that also
 renders its pages. The clients run in a separate process (spawned: one asyncio loop, one
 mcp.client.ClientSession per client), so their CPU time is not charged to the server's GIL;

@@ -34,10 +34,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from forest.config import load_settings
-from forest.leaf_text import leaf_chunks
-from forest.page_preview import render_page
+from forest.tree.leaves import leaf_chunks
+from forest.views.page_preview import render_page
 from forest.service import MemoryForest
-from ingest import load_document
+from forest.ingest import load_document
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = sorted((ROOT.parent / "shared" / "eval" / "pdfs").glob("*.pdf"))

@@ -43,12 +43,12 @@ import numpy as np
 from eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
-from forest import components
-from forest.agent import OfflinePolicy
+from forest.models import registry as components
+from forest.recall.agent import OfflinePolicy
 from forest.config import load_settings
 from forest.service import MemoryForest
 from forest.text import content_terms, split_sentences, tokenize
-from ingest import load_document
+from forest.ingest import load_document
 
 FLAT_PASSAGES = 3
 MARKER = re.compile(r"\s*\[node \d+[^\]]*\]")

@@ -24,12 +24,12 @@ from eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_p
                          ngram_hit, paper_arguments, per_paper_model_id, words)
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
-from forest import components
-from forest.agent import EXPLORE
+from forest.models import registry as components
+from forest.recall.agent import EXPLORE
 from forest.config import load_settings
 from forest.service import MemoryForest
 from forest.text import estimate_tokens
-from ingest import load_document
+from forest.ingest import load_document
 
 
 def main() -> None:

@@ -138,7 +138,7 @@ def check(paper: dict, labeller: types.SimpleNamespace | None = None) -> list[di
 
 
 def labeller_at(ref: str) -> types.SimpleNamespace:
-    """The group labeller of forest/extractive.py as it was at `ref` (from git history), to run in
+    """The group labeller of forest/models/extractive.py as it was at `ref` (from git history), to run in
     this process: `stats(leaf texts)` and `label(text, stats)`."""
     source = subprocess.run(["git", "-C", str(BENCH.parent), "show", f"{ref}:forest/extractive.py"],
                             check=True, capture_output=True, text=True).stdout

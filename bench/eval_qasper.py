@@ -43,8 +43,8 @@ from tqdm import tqdm
 
 from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
 from forest.records import LEAF
-from forest.retrieval import fill_budget, reciprocal_rank_fusion
-from forest import components
+from forest.recall.retrieval import fill_budget, reciprocal_rank_fusion
+from forest.models import registry as components
 from forest.config import load_settings
 from forest.service import MemoryForest
 from forest.text import content_terms, estimate_tokens, tokenize
@@ -147,7 +147,7 @@ class Leaf:
 
 
 def pack(ranked: np.ndarray, leaves: list[Leaf], budget: int) -> list[Leaf]:
-    """The forest's own rule (forest.retrieval.fill_budget) over a ranking of leaf indexes."""
+    """The forest's own rule (forest.recall.retrieval.fill_budget) over a ranking of leaf indexes."""
     return fill_budget([leaves[i] for i in ranked], lambda leaf: leaf.tokens, budget)[0]
 
 
@@ -477,7 +477,7 @@ def compare(forest: MemoryForest, data: Path, papers: list[str], questions: list
     BM25 (over the 1,000-char chunks) in both protocols. A question is a hit when some gold
     paragraph of some annotator has half its word 5-grams in the context (ngram_hit); McNemar
     pairs these hits."""
-    from ingest import load_document
+    from forest.ingest import load_document
 
     gold = {p: terms(p) for q in questions for ev in q.annotators for p in ev}
     documents = {p: load_document(data / "papers" / f"{p}.txt") for p in papers}

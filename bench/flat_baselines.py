@@ -2,7 +2,7 @@
 
 A flat system is a chunker plus the text each chunk is embedded from; it ranks every chunk in
 scope by cosine with the question (or by BM25) and packs the budget with the forest's own rule
-(forest.retrieval.fill_budget). Embeddings go through one EmbeddingCache per run, so a text is
+(forest.recall.retrieval.fill_budget). Embeddings go through one EmbeddingCache per run, so a text is
 embedded once however many systems share it.
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forest.document import Document
-from forest.embedders import Embedder
-from forest.leaf_text import embed_text, leaf_chunks
-from forest.retrieval import fill_budget, reciprocal_rank_fusion
+from forest.ingest.document import Document
+from forest.models.embedders import Embedder
+from forest.tree.leaves import embed_text, leaf_chunks
+from forest.recall.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.text import content_terms, estimate_tokens, term_coverage
 
 

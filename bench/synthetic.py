@@ -6,8 +6,8 @@ import hashlib
 
 import numpy as np
 
-from forest.embedders import Embedder
-from forest.summarizers import Summary, Summarizer
+from forest.models.embedders import Embedder
+from forest.models.summarizers import Summary, Summarizer
 
 DIM = 384
 

@@ -56,7 +56,7 @@ def title_and_abstract(path: Path, document) -> str:
 def measure(paths: list[Path]) -> list[dict]:
     from forest.service import MemoryForest
     from forest.text import content_terms
-    from ingest import load_document
+    from forest.ingest import load_document
 
     rows = []
     with tempfile.TemporaryDirectory() as data_dir:

@@ -42,7 +42,7 @@ class Settings:
     # Seconds one Claude request may take before it is abandoned (and retried once by the SDK).
     llm_timeout_seconds: float = 60.0
     summary_max_chars: int = 200
-    # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.leaf_text),
+    # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.tree.leaves),
     # "recursive" is langchain's character splitter with chunk_overlap. Leaves are embedded with
     # their document title and heading path (measured on QASPER: README, bench/eval_qasper.py).
     chunker: str = "paragraph"

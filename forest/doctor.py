@@ -2,7 +2,7 @@
 
 Checks: unfinished builds whose builder is gone, vectors without a node, nodes of ready
 archives without a vector, paths or depths that disagree with the parent_id adjacency list, and
-files or directories of the data directory that other users may read (forest.private_files), and
+files or directories of the data directory that other users may read (forest.storage.private_files), and
 archive settings that are not as a build writes them (imported before imports were checked).
 It also reports the personal memory write queue (depth, retries, the newest error).
 """
@@ -14,15 +14,15 @@ import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from forest.archive_io import checked_settings
-from forest.build import embedding_text, stored_leaf_context, vector_metadata
-from forest.db import Database
-from forest.embedders import Embedder
-from forest.paths import child_path
+from forest.tree.archive_io import checked_settings
+from forest.tree.build import embedding_text, stored_leaf_context, vector_metadata
+from forest.storage.db import Database
+from forest.models.embedders import Embedder
+from forest.storage.paths import child_path
 from forest.personal.memory_store import PersonalStore
-from forest.private_files import loose_modes, tighten
-from forest.store import ForestStore
-from forest.vectors import VectorStore
+from forest.storage.private_files import loose_modes, tighten
+from forest.storage.archives import ForestStore
+from forest.storage.vectors import VectorStore
 
 
 @dataclass

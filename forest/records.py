@@ -6,8 +6,9 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from forest.document import cite
 
+# Between the contents of the leaves a summary node holds, when its full text is asked for.
+SEPARATOR = "\n---\n"
 LEAF = "LEAF_CHUNK"
 SUMMARY = "SUMMARY_NODE"
 
@@ -196,3 +197,12 @@ class ContextResult:
         return {"question": self.question, "budget_tokens": self.budget_tokens,
                 "used_tokens": self.used_tokens, "explored": self.explored,
                 "leaves": [leaf.to_dict() for leaf in self.leaves]}
+
+def cite(page_start: int | None, page_end: int | None, section: str | None) -> str:
+    """'p. 7, §3.2 Model' / 'pp. 7-8' / '§Introduction' / '' — how answers point at the source."""
+    parts = []
+    if page_start is not None:
+        parts.append(f"p. {page_start}" if page_end in (None, page_start) else f"pp. {page_start}-{page_end}")
+    if section:
+        parts.append(f"§{section}")
+    return ", ".join(parts)

@@ -14,9 +14,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forest import components
+from forest.models import registry as components
 from forest.config import Settings, load_settings
-from forest.db import Database
+from forest.storage.db import Database
 from forest.errors import ConfigError, InvalidInput
 from forest.records import (
     Archive,
@@ -26,32 +26,32 @@ from forest.records import (
     Representative,
     ScoredNode,
 )
-from forest.store import ForestStore
+from forest.storage.archives import ForestStore
 from forest.text import counted
-from forest.store_owner import WriterLock
+from forest.storage.ownership import WriterLock
 from forest.validation import check_model_id, check_query
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
 # imported by the methods that use them, so a CLI command loads only what it runs.
 if TYPE_CHECKING:
-    from forest.agent import AgentLoop, AgentState
-    from forest.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
-    from forest.chunking import Chunk
+    from forest.recall.agent import AgentLoop, AgentState
+    from forest.tree.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
+    from forest.tree.chunking import Chunk
     from forest.doctor import DoctorReport
-    from forest.document import Document
-    from forest.embedders import Embedder
-    from forest.grow import ArchivePair
-    from forest.outline import DocumentOutline
-    from forest.page_preview import SourcePreview
+    from forest.ingest.document import Document
+    from forest.models.embedders import Embedder
+    from forest.tree.grow import ArchivePair
+    from forest.tree.outline import DocumentOutline
+    from forest.views.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
-    from forest.rerankers import Reranker
+    from forest.models.rerankers import Reranker
     from forest.research.conflicts import Conflict
     from forest.research.memory import ResearchMemory, ResearchTurn
-    from forest.retrieval import Retriever
-    from forest.sources import SourceFiles
-    from forest.store_owner import Ownership
-    from forest.summarizers import Summarizer
-    from forest.vectors import VectorStore
+    from forest.recall.retrieval import Retriever
+    from forest.storage.source_files import SourceFiles
+    from forest.storage.ownership import Ownership
+    from forest.models.summarizers import Summarizer
+    from forest.storage.vectors import VectorStore
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 
@@ -64,9 +64,9 @@ class MemoryForest:
     def __init__(self, settings: Settings | None = None, *, embedder: Embedder | None = None,
                  reranker: Reranker | None = None, summarizer: Summarizer | None = None,
                  vectors: VectorStore | None = None, vector_snapshots: bool = False, **overrides: Any) -> None:
-        """Parts not given are built from the settings on first use (see forest.components).
+        """Parts not given are built from the settings on first use (see forest.models.registry).
         `vector_snapshots`: a short command's engine, which reads the embedded store's vectors from
-        snapshots when it can (see forest.store_owner.open_embedded)."""
+        snapshots when it can (see forest.storage.ownership.open_embedded)."""
         self.settings = (settings or load_settings()).replace(**overrides)
         for name, part in (("embedder", embedder), ("reranker", reranker), ("summarizer", summarizer),
                            ("vectors", vectors)):
@@ -74,7 +74,7 @@ class MemoryForest:
                 self.__dict__[name] = part  # takes precedence over the cached_property
         self.db = Database(self.settings.sqlite_path)
         self.store = ForestStore(self.db)
-        # Writers of this data directory take turns with every other process's (forest.store_owner).
+        # Writers of this data directory take turns with every other process's (forest.storage.ownership).
         self._build_lock = WriterLock(self.settings.data_dir)
         self._init_lock = threading.Lock()
         self._made_vectors = vectors is None  # a store the caller passed in is the caller's to close
@@ -106,10 +106,12 @@ class MemoryForest:
 
     @cached_property
     def agent(self) -> AgentLoop:
-        from forest.agent import AgentLoop
+        from forest.recall.agent import AgentLoop, ClaudePolicy, OfflinePolicy
 
+        # The agent loop's decision maker: Claude when a key is set, else the deterministic policy.
         with self._init_lock:
-            return AgentLoop(self, components.make_policy(self.settings))
+            llm = components.make_llm(self.settings)
+            return AgentLoop(self, ClaudePolicy(llm) if llm else OfflinePolicy())
 
     @cached_property
     def research(self) -> ResearchMemory:
@@ -133,13 +135,13 @@ class MemoryForest:
     @cached_property
     def sources(self) -> SourceFiles:
         """The original PDFs, kept so citations can open their pages."""
-        from forest.sources import SourceFiles
+        from forest.storage.source_files import SourceFiles
 
         return SourceFiles(self.settings.sources_path)
 
     @cached_property
     def retriever(self) -> Retriever:
-        from forest.retrieval import Retriever
+        from forest.recall.retrieval import Retriever
 
         return Retriever(self.store, self.vectors, self.embedder, self.reranker,
                          self.settings.hybrid_vector_weight, self.settings.hybrid_fusion)
@@ -148,7 +150,7 @@ class MemoryForest:
     def ingest_text(self, model_id: str, name: str, text: str, *, source: str | None = None,
                     **options: Any) -> Archive:
         """Build one archive from text or Markdown (headings become sections)."""
-        from ingest import text_document
+        from forest.ingest import text_document
 
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(f"document {name!r} is empty: there is nothing to remember")
@@ -169,7 +171,7 @@ class MemoryForest:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the document's title, else its file name. With allow_duplicate=False, a
         document whose text an archive of `model_id` already holds is refused (InvalidInput)."""
-        from forest.build import all_or_nothing
+        from forest.tree.build import all_or_nothing
 
         with self._kept_source(document) as keep:
             model_id = check_model_id(model_id)
@@ -205,15 +207,15 @@ class MemoryForest:
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
                     progress: ProgressFn | None = None) -> Archive:
-        """Add a document to an existing archive without rebuilding it (see forest.grow)."""
+        """Add a document to an existing archive without rebuilding it (see forest.tree.grow)."""
         model_id = check_model_id(model_id)
         self.store.archive(model_id, archive_id)
         return self.append_document(model_id, archive_id, self.read_file(path, progress), progress=progress)
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
                         progress: ProgressFn | None = None, allow_duplicate: bool = True) -> Archive:
-        """Add `document` to an archive (see forest.grow); allow_duplicate as in ingest_document."""
-        from forest.grow import append_to_archive
+        """Add `document` to an archive (see forest.tree.grow); allow_duplicate as in ingest_document."""
+        from forest.tree.grow import append_to_archive
 
         with self._kept_source(document) as keep:
             model_id = check_model_id(model_id)
@@ -237,8 +239,8 @@ class MemoryForest:
         return self.store.archive(model_id, archive_id)
 
     def rebuild_archive(self, model_id: str, archive_id: int, *, progress: ProgressFn | None = None) -> Archive:
-        """Re-plan an archive's tree over its stored leaves and vectors (see forest.grow)."""
-        from forest.grow import rebuild_archive
+        """Re-plan an archive's tree over its stored leaves and vectors (see forest.tree.grow)."""
+        from forest.tree.grow import rebuild_archive
 
         model_id = check_model_id(model_id)
         archive = self.store.archive(model_id, archive_id)
@@ -252,7 +254,7 @@ class MemoryForest:
 
     @property
     def _builder(self) -> ArchiveBuilder:
-        from forest.build import ArchiveBuilder
+        from forest.tree.build import ArchiveBuilder
 
         return ArchiveBuilder(self.store, self.vectors, self.embedder, self.summarizer)
 
@@ -294,8 +296,8 @@ class MemoryForest:
         """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
         into the store at once (Document.kept_file, held until its build starts), so the caller may
         delete the file before the build and its citations still open their pages."""
-        from forest.build import Progress
-        from ingest import load_document
+        from forest.tree.build import Progress
+        from forest.ingest import load_document
 
         report = progress or _no_progress
         document = load_document(path, max_bytes=int(self.settings.max_file_mb * 1_000_000),
@@ -322,8 +324,8 @@ class MemoryForest:
 
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
-        from forest.build import Progress
-        from forest.leaf_text import leaf_chunks
+        from forest.tree.build import Progress
+        from forest.tree.leaves import leaf_chunks
 
         if not document.passages or not document.text.strip():
             raise InvalidInput(f"document {document.name!r} is empty: there is nothing to remember")
@@ -345,7 +347,7 @@ class MemoryForest:
 
     def export_archive(self, model_id: str, archive_id: int, with_vectors: bool = False) -> dict[str, Any]:
         """One JSON-ready document holding the archive (and, on request, its vectors)."""
-        from forest.archive_io import export_archive
+        from forest.tree.archive_io import export_archive
 
         return export_archive(self.store, self.vectors, self.embedder.name, check_model_id(model_id),
                               archive_id, with_vectors)
@@ -354,7 +356,7 @@ class MemoryForest:
         """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid.
         Checking and embedding happen before the writer lock is taken, so other writers wait only
         for the write itself."""
-        from forest.archive_io import prepare_import, write_import
+        from forest.tree.archive_io import prepare_import, write_import
 
         model_id = check_model_id(model_id)
         prepared = prepare_import(document, self.embedder, self.settings.max_document_chars, name)
@@ -364,7 +366,7 @@ class MemoryForest:
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
-        from forest.grow import similar_archives
+        from forest.tree.grow import similar_archives
 
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
@@ -372,7 +374,7 @@ class MemoryForest:
 
     def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:
         """Put the trees of several archives under one new super-root, in the first archive."""
-        from forest.grow import join_archives
+        from forest.tree.grow import join_archives
 
         model_id = check_model_id(model_id)
         with self._build_lock:
@@ -399,9 +401,9 @@ class MemoryForest:
         return self.store.with_text(model_id, node) if full_text else node
 
     def source_preview(self, model_id: str, node_id: int) -> SourcePreview:
-        """Where a node was read: its PDF pages with the passage located (forest.page_preview
+        """Where a node was read: its PDF pages with the passage located (forest.views.page_preview
         renders them), or its section's text for text documents."""
-        from forest.page_preview import source_preview
+        from forest.views.page_preview import source_preview
 
         return source_preview(self.store, self.sources, check_model_id(model_id), node_id)
 
@@ -485,7 +487,7 @@ class MemoryForest:
     def own_store(self) -> None:
         """Servers call this before serving: they must own the embedded vector store, and are refused
         (a ForestError naming `chroma run`) when another process does. Nothing to own with a Chroma server."""
-        from forest.store_owner import claim_for_server
+        from forest.storage.ownership import claim_for_server
 
         if self._ownership is None:
             self._ownership = claim_for_server(self.settings)
@@ -538,13 +540,13 @@ class MemoryForest:
 
 
 def _build_params(run: Settings) -> BuildParams:
-    from forest.build import BuildParams
+    from forest.tree.build import BuildParams
 
     return BuildParams(run.merge_threshold, run.max_node_chars, run.embed_batch_size, run.tree_max_children)
 
 
 def _outline(document: Document, chunks: list[Chunk]) -> DocumentOutline:
-    from forest.outline import DocumentOutline
+    from forest.tree.outline import DocumentOutline
 
     return DocumentOutline(document.title or document.name, [c.heading_path for c in chunks])
 

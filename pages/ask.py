@@ -9,7 +9,7 @@ import streamlit as st
 
 from forest import ForestError
 from forest.text import counted, safe_markdown
-from forest.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
+from forest.views.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from pages.reading import cite_link, citation_clicks, show_source
 from pages.shared import get_forest, page_start, pick_session

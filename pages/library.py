@@ -6,10 +6,10 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError
-from forest.archive_io import read_export
-from forest.jobs import FINISHED
+from forest.tree.archive_io import read_export
+from forest.serving.jobs import FINISHED
 from forest.text import safe_markdown
-from ingest import SUPPORTED_SUFFIXES
+from forest.ingest import SUPPORTED_SUFFIXES
 from pages.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()

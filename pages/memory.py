@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 from forest import ForestError
-from forest.personal.graph_view import graph_html
+from forest.views.graph_view import graph_html
 from forest.text import counted, safe_markdown, truncate
 from pages.shared import confirmed, get_forest, notify, page_header
 

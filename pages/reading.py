@@ -1,6 +1,6 @@
 """What a citation opens, for the Ask and Forest pages: the cited PDF page rendered with the passage's
 lines highlighted, with page navigation; or a text document's section with the passage marked.
-The locating and rendering are forest.page_preview's; this module only displays."""
+The locating and rendering are forest.views.page_preview's; this module only displays."""
 from __future__ import annotations
 
 import base64
@@ -9,9 +9,9 @@ import html
 import streamlit as st
 
 from forest import ForestError, MemoryForest
-from forest.page_preview import RenderedPage, SourcePreview, render_page
+from forest.views.page_preview import RenderedPage, SourcePreview, render_page
 from forest.text import counted, safe_markdown
-from forest.transcript import link_markers
+from forest.views.transcript import link_markers
 
 # Catches clicks on "#cite-<node id>" links anywhere in the page (an answer's numbered citations,
 # its source list) and hands the node id to Python; a plain link would start a new session.

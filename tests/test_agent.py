@@ -7,9 +7,9 @@ import pytest
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
-from forest.agent import (ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, OFFLINE_LABEL, AgentLoop, AgentState,
+from forest.recall.agent import (ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, OFFLINE_LABEL, AgentLoop, AgentState,
                           ClaudePolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.records import LEAF, SUMMARY, MemoryNode, ScoredNode
 from forest.text import s_stem
 

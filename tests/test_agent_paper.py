@@ -10,10 +10,10 @@ import pytest
 
 from conftest import SHARED_EVAL
 from forest import MemoryForest, load_settings
-from forest.agent import ANSWER, EXPLORE, MAX_EXPLORES, OFFLINE_LABEL
-from forest.references import is_reference_node
+from forest.recall.agent import ANSWER, EXPLORE, MAX_EXPLORES, OFFLINE_LABEL
+from forest.recall.references import is_reference_node
 from forest.text import split_sentences
-from forest.transcript import step_sentence
+from forest.views.transcript import step_sentence
 
 PAPER = SHARED_EVAL / "pdfs" / "1705.07830.pdf"
 OTHER = SHARED_EVAL / "pdfs" / "1909.00754.pdf"

@@ -37,9 +37,9 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT, forest_env, free_port, run_like_a_running_server, topic_text
 from test_workbench import use_model_id
 from forest import MemoryForest, NotFound
-from forest.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
-from forest.jobs import IngestQueue
-from forest.server import MAX_BODY_BYTES, ThreadServer
+from forest.tree.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
+from forest.serving.jobs import IngestQueue
+from forest.serving.http import MAX_BODY_BYTES, ThreadServer
 
 FOREST = str(Path(sys.executable).parent / "forest")
 FACES = ("CLI", "MCP", "REST", "OpenAI", "workbench")

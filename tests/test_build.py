@@ -6,9 +6,9 @@ import pytest
 
 from conftest import topic_text
 from forest.records import LEAF, SUMMARY
-from forest.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL
-from forest.tree_builder import SEPARATOR
-from ingest import text_document
+from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL
+from forest.records import SEPARATOR
+from forest.ingest import text_document
 
 
 def assert_tree_invariants(forest, model_id, archive_id, text):

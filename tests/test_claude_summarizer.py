@@ -4,9 +4,9 @@ import logging
 
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
-from forest.llm import ClaudeJSON
-from forest.extractive import TermStats
-from forest.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, ClaudeSummarizer, NodeBrief
+from forest.models.llm import ClaudeJSON
+from forest.models.extractive import TermStats
+from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, ClaudeSummarizer, NodeBrief
 
 
 def summarizer_for(fake, retries=2):
@@ -88,7 +88,7 @@ def test_one_time_budget_bounds_a_call_and_its_retries(monkeypatch):
 
     import pytest
 
-    from forest import llm
+    from forest.models import llm
 
     monkeypatch.setattr(llm, "CALL_BUDGET_SECONDS", 5.0)
     with FakeAnthropic() as fake:

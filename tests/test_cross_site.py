@@ -71,7 +71,7 @@ def _visit(driver, page_host: str, api: str) -> None:
 
 def test_a_page_on_another_site_cannot_call_the_tools(browser, tmp_path, embedder):
     from forest import MemoryForest
-    from forest.server import ThreadServer
+    from forest.serving.http import ThreadServer
 
     forest = MemoryForest(data_dir=tmp_path / "store", embedder=embedder)
     server = ThreadServer(forest, port=free_port()).start()

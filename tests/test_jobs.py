@@ -3,7 +3,7 @@ import json
 import time
 
 from conftest import assert_store_empty, topic_text
-from forest.jobs import IngestQueue
+from forest.serving.jobs import IngestQueue
 
 
 def wait(queue, seconds=120):

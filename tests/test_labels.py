@@ -2,7 +2,7 @@
 it, never a citation's name or year, no two siblings alike; a reference list named by its place."""
 import re
 
-from forest.extractive import TermStats, group_labels
+from forest.models.extractive import TermStats, group_labels
 
 DISCOURSE = ("Discourse parsing finds the relations between clauses. Early discourse parsing relied on "
              "connectives such as because (Peterson et al., 1988). Marcu and Echihabi (2002) trained a discourse "

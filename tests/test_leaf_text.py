@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from forest.document import CAPTION, Document, Heading, Passage
-from forest.leaf_text import chunk_paragraphs, embed_text, split_long
-from forest.outline import heading_paths
+from forest.ingest.document import CAPTION, Document, Heading, Passage
+from forest.tree.leaves import chunk_paragraphs, embed_text, split_long
+from forest.tree.outline import heading_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from flat_baselines import mcnemar_exact  # noqa: E402

@@ -7,9 +7,9 @@ import threading
 import numpy as np
 
 from conftest import topic_text
-from forest import embedders
-from forest.db import Database
-from forest.migrations import LATEST_VERSION
+from forest.models import embedders
+from forest.storage.db import Database
+from forest.storage.migrations import LATEST_VERSION
 from keyword_embedder import KeywordEmbedder
 
 

@@ -5,8 +5,8 @@ import pytest
 
 from conftest import topic_text
 from forest import ConfigError, MemoryForest, load_settings
-from forest.components import make_reranker
-from forest.rerankers import Candidate, CrossEncoderReranker
+from forest.models.registry import make_reranker
+from forest.models.rerankers import Candidate, CrossEncoderReranker
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_EVAL, topic_text
-from forest.outline import document_lead, heading_paths
-from forest.document import Heading
-from forest.tree_builder import SEPARATOR
-from ingest import text_document
+from forest.tree.outline import document_lead, heading_paths
+from forest.ingest.document import Heading
+from forest.records import SEPARATOR
+from forest.ingest import text_document
 from test_build import assert_tree_invariants
 from test_grow import assert_consistent
 
@@ -136,7 +136,7 @@ def test_explore_returns_titles_and_summaries_not_the_subtree_text(forest):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     nodes, _, _ = tree(forest, "m", archive.id)
     [root] = [n for n in nodes if n.parent_id is None]
-    from forest.tools import ForestTools
+    from forest.serving.tools import ForestTools
 
     tools = ForestTools(forest)
     explored = tools.explore_memory_node("m", root.id, "volcano eruptions", threshold=0.0)["children"]
@@ -250,7 +250,7 @@ def test_a_real_fifteen_page_pdf_reads_like_its_table_of_contents(make_forest):
     assert root.title.startswith("ASK THE RIGHT QUESTIONS") and root.summary.startswith("We frame Question Answering")
     document_chars = sum(len(leaf.content) for leaf in leaves)
     assert sum(len(n.content) for n in nodes) == document_chars     # summary nodes store no text
-    from forest.tools import ForestTools
+    from forest.serving.tools import ForestTools
 
     explored = ForestTools(forest).explore_memory_node("m", root.id, "SearchQA", threshold=0.0)
     assert len(json.dumps(explored)) < 12_000   # was 56 KB: every child's subtree text

@@ -1,13 +1,13 @@
-"""forest.page_preview on real PDFs: a passage is found on its page (PyMuPDF's own text search is
+"""forest.views.page_preview on real PDFs: a passage is found on its page (PyMuPDF's own text search is
 the yardstick), the page is rendered with exactly those lines highlighted, and the source PDF is
 kept in the store so a citation still opens after the upload is gone."""
 import pymupdf
 import pytest
 
 from conftest import SHARED_EVAL
-from forest.chunking import chunk_document
-from forest.page_preview import locate, render_page, section_passages, tokens
-from ingest.pdf import read_pdf
+from forest.tree.chunking import chunk_document
+from forest.views.page_preview import locate, render_page, section_passages, tokens
+from forest.ingest.pdf import read_pdf
 from pdf_factory import chinese_paper, two_column_paper
 
 PAPER = SHARED_EVAL / "pdfs" / "2001.03131.pdf"
@@ -127,7 +127,7 @@ def test_a_text_documents_passage_is_shown_in_its_section_without_the_overlap(ma
 
 
 def test_old_archives_fall_back_to_the_original_path(tmp_path):
-    from forest.sources import SourceFiles
+    from forest.storage.source_files import SourceFiles
 
     files = SourceFiles(tmp_path / "sources")
     pdf = two_column_paper(tmp_path / "paper.pdf")

@@ -1,4 +1,4 @@
-from forest.paths import child_path, common_ancestor_path, path_ids
+from forest.storage.paths import child_path, common_ancestor_path, path_ids
 
 
 def test_common_ancestor_compares_whole_ids():
@@ -17,7 +17,7 @@ def test_path_helpers():
 
 
 def test_positions_from_parents():
-    from forest.paths import positions_from_parents
+    from forest.storage.paths import positions_from_parents
 
     import pytest
 

@@ -9,8 +9,8 @@ import pytest
 import pdf_factory
 from conftest import SHARED_EVAL, assert_store_empty
 from forest import InvalidInput
-from forest.document import CAPTION
-from ingest import load_document
+from forest.ingest.document import CAPTION
+from forest.ingest import load_document
 
 FACTS = json.loads((Path(__file__).parent / "data" / "pdf_facts.json").read_text(encoding="utf-8"))
 REAL_PDFS = SHARED_EVAL / "pdfs"

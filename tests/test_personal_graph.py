@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from fake_anthropic import FakeAnthropic
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.personal.graph import (
     Triple,
     TripleExtractor,

@@ -122,7 +122,7 @@ def test_queued_input_survives_a_killed_process(tmp_path, make_forest):
 
 def test_a_server_resumes_queued_input_when_it_starts(make_forest, tmp_path):
     from conftest import free_port
-    from forest.server import ThreadServer
+    from forest.serving.http import ThreadServer
 
     forest = make_forest(data_dir=tmp_path / "store")
     forest.personal.store.enqueue("lee", "I moved to Lisbon last spring", {}, {}, 1_700_000_000.0, 0.0)

@@ -15,7 +15,7 @@ from fake_anthropic import FakeAnthropic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from eval_redaction import evaluate, load  # noqa: E402
 
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.personal.redact import redact
 from forest.personal.service import PersonalMemory
 

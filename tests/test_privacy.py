@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from fake_anthropic import FakeAnthropic
 
-from forest.embedders import Embedder
-from forest.llm import ClaudeJSON
+from forest.models.embedders import Embedder
+from forest.models.llm import ClaudeJSON
 from forest.personal.privacy import (
     OFFLINE_LABEL,
     PRIVATE,

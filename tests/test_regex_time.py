@@ -1,5 +1,5 @@
 """No regular expression that sees user or document text backtracks: every pattern in forest/ and
-ingest/ (module-level compiled ones, those inside rule tables, and every literal handed to a re.*
+forest/ingest/ (module-level compiled ones, those inside rule tables, and every literal handed to a re.*
 call) is fed adversarial input (long runs of blanks, repeated near-matches of its own words, runs
 of one character) at n and 8n characters and must take about 8 times as long, not 64 (quadratic)
 or 512 (cubic); the text paths (redaction, the privacy rules, triple extraction, sentence splitting,
@@ -31,7 +31,7 @@ import pytest
 
 from conftest import ROOT, forest_env, free_port
 
-PACKAGES = ("forest", "ingest")
+PACKAGES = ("forest",)
 SMALL, FACTOR = 300, 8
 LINEAR_RATIO = 24        # 8x the input: linear takes ~8x; quadratic ~64x, cubic ~512x
 NOISE_FLOOR = 0.004      # seconds: below this at 8n, a ratio is timer noise
@@ -188,9 +188,9 @@ LONG_INPUTS = {
 
 
 def _text_paths() -> dict[str, Callable[[str], Any]]:
-    from forest.lexical import index_text
-    from forest.leaf_text import split_long
-    from forest.llm import parse_json_object
+    from forest.storage.fulltext import index_text
+    from forest.tree.leaves import split_long
+    from forest.models.llm import parse_json_object
     from forest.personal.graph import TripleExtractor
     from forest.personal.privacy import rule_decision
     from forest.personal.redact import redact
@@ -258,7 +258,7 @@ FOREST = str(Path(sys.executable).parent / "forest")
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, embedder):
     from forest import MemoryForest
-    from forest.server import ThreadServer
+    from forest.serving.http import ThreadServer
 
     data_dir = tmp_path_factory.mktemp("adversarial") / "store"
     forest = MemoryForest(data_dir=data_dir, embedder=embedder)

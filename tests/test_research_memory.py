@@ -12,7 +12,7 @@ from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.cli import main as cli
 from forest.errors import ConfigError, NotFound
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.research.briefing import HEADERS, build_briefing
 from forest.research.conflicts import Statement
 from forest.research.episodic import DAY, parse_time_range, retention

@@ -7,7 +7,7 @@ import pytest
 
 from forest import InvalidInput, MemoryForest, NotFound, load_settings
 from forest.records import LEAF, SUMMARY
-from forest.tree_builder import SEPARATOR
+from forest.records import SEPARATOR
 from keyword_embedder import KeywordEmbedder
 
 VOCAB = ["alpha", "beta", "gamma", "delta", "omega", "overview", "zeta"]

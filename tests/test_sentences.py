@@ -3,7 +3,7 @@ personal memory). Abbreviations, "et al.", initials and numbers end no sentence;
 broke the issue's answers and summaries among them."""
 import pytest
 
-from forest.extractive import lead_sentences
+from forest.models.extractive import lead_sentences
 from forest.text import split_sentences
 
 

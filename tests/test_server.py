@@ -16,8 +16,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import forest_env, free_port, topic_text
 from forest import ConfigError
-from forest.server import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_app
-from forest.tools import ForestTools
+from forest.serving.http import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_app
+from forest.serving.tools import ForestTools
 
 FOREST = str(Path(sys.executable).parent / "forest")
 TOKEN = "k7Qe2-Rz9xPwLm4NvB8cY1tH"  # what secrets.token_urlsafe makes: long, nothing repeated
@@ -380,7 +380,7 @@ def test_the_vector_endpoint_answers_deep_json_with_a_clear_error(tmp_path):
     """The endpoint another process reaches the vector store through answered 500 to deep JSON."""
     import http.client
 
-    from forest.store_owner import acquire
+    from forest.storage.ownership import acquire
 
     owned = acquire(tmp_path / "chroma")
     try:

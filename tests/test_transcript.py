@@ -1,8 +1,8 @@
-"""forest.transcript: the agent's steps as sentences, numbered citations naming the paper, the run
+"""forest.views.transcript: the agent's steps as sentences, numbered citations naming the paper, the run
 as Markdown — over hand-built agent states (what the loop stores), so every word is checked."""
-from forest.agent import ANSWER, EXPLORE, OFFLINE_LABEL, AgentState, ContextNode, Decision, Step
+from forest.recall.agent import ANSWER, EXPLORE, OFFLINE_LABEL, AgentState, ContextNode, Decision, Step
 from forest.records import LEAF, SUMMARY, Archive, MemoryNode
-from forest.transcript import citations, decided_by, numbered_answer, step_sentence, transcript_markdown
+from forest.views.transcript import citations, decided_by, numbered_answer, step_sentence, transcript_markdown
 
 
 def node(node_id: int, kind: str, first: int, last: int, **fields) -> MemoryNode:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from forest.tree_builder import (SEPARATOR, Segment, average_linkage, outline_segment, placed_headings, plan_merges,
+from forest.tree.planner import (SEPARATOR, Segment, average_linkage, outline_segment, placed_headings, plan_merges,
                                  plan_tree)
 
 

@@ -1,9 +1,9 @@
-"""forest.tree_view: what the Forest page draws — labels a person can read, levels folded below the
+"""forest.views.tree_view: what the Forest page draws — labels a person can read, levels folded below the
 first two except down to what a query lit up or the selection, merge replay, overlay colours."""
 import pytest
 
 from forest.records import LEAF, SUMMARY, MemoryNode, MergeStep
-from forest.tree_view import KINDS, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
+from forest.views.tree_view import KINDS, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
 
 
 def node(i, parent, path, depth, kind, first, last, merge=None, **fields) -> MemoryNode:

@@ -3,7 +3,7 @@ import pytest
 from chromadb.errors import InternalError
 
 from conftest import topic_text
-from forest.vectors import VectorStoreError
+from forest.storage.vectors import VectorStoreError
 
 
 def _failing_chroma(forest, monkeypatch):

@@ -204,7 +204,7 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     app = open_app().switch_page("pages/server.py").run()
     assert not app.exception
     assert f"http://127.0.0.1:{port}/mcp" in app.code[0].value
-    from forest.tools import ForestTools
+    from forest.serving.tools import ForestTools
 
     tools = next(m.value for m in app.markdown if "`ask_memory`" in m.value).splitlines()
     assert len(tools) == len(ForestTools.NAMES) and all(line.rstrip().endswith((".", ")")) for line in tools)   # whole sentences

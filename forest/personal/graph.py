@@ -16,8 +16,8 @@ from typing import Any
 
 import networkx as nx
 
-from forest.llm import ClaudeJSON, LLMError
-from forest.prompts import triples_prompt
+from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.prompts import triples_prompt
 from forest.text import content_terms, split_sentences
 
 log = logging.getLogger("forest.personal.graph")

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from forest.db import WAL, Database, mark_erased
+from forest.storage.db import WAL, Database, mark_erased
 from forest.errors import ForestError
-from forest.lexical import phrase_match, query_phrases
+from forest.storage.fulltext import phrase_match, query_phrases
 from forest.research.memory_store import iso
 from forest.text import tokenize
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from forest.embedders import Embedder
-from forest.llm import ClaudeJSON
-from forest.prompts import privacy_prompt
+from forest.models.embedders import Embedder
+from forest.models.llm import ClaudeJSON
+from forest.models.prompts import privacy_prompt
 from forest.text import split_sentences, truncate
 
 log = logging.getLogger("forest.personal.privacy")

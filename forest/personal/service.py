@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from forest.config import Settings
-from forest.db import Database
-from forest.embedders import Embedder
+from forest.storage.db import Database
+from forest.models.embedders import Embedder
 from forest.errors import ForestError, InvalidInput, NotFound
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.personal.graph import (
     NAMED,
     Triple,

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from forest.llm import ClaudeJSON, LLMError
-from forest.prompts import compaction_prompt
+from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.prompts import compaction_prompt
 from forest.research.conflicts import extract_claims
 from forest.research.memory_store import Message
 from forest.text import split_sentences, truncate

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forest.config import Settings
-from forest.db import Database
-from forest.embedders import Embedder
+from forest.storage.db import Database
+from forest.models.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
-from forest.llm import ClaudeJSON
+from forest.models.llm import ClaudeJSON
 from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
@@ -40,13 +40,13 @@ from forest.research.memory_store import (
 )
 from forest.research.reconcile import Reconciliation, Reconciler
 from forest.records import Archive, MemoryNode
-from forest.store import ForestStore
+from forest.storage.archives import ForestStore
 from forest.text import estimate_tokens, tokenize, truncate
 from forest.validation import check_model_id, check_query, check_session_id, check_text
-from forest.vectors import VectorStore
+from forest.storage.vectors import VectorStore
 
 if TYPE_CHECKING:
-    from forest.agent import AgentState
+    from forest.recall.agent import AgentState
 
 MAX_NOTE_CHARS = 2000
 MAX_TOPIC_CHARS = 200

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from forest.db import Database
+from forest.storage.db import Database
 from forest.errors import ConfigError
 
 WORKSPACE_KINDS = ("focus", "constraint", "finding")

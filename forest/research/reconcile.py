@@ -8,8 +8,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from forest.llm import ClaudeJSON, LLMError
-from forest.prompts import reconciliation_prompt
+from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.prompts import reconciliation_prompt
 from forest.research.conflicts import Statement, side_by_side, source_label
 from forest.text import truncate
 

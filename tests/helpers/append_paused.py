@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from forest import MemoryForest, load_settings
-from forest.store import ForestStore
+from forest.storage.archives import ForestStore
 
 data_dir, document, model_id, archive_id, signals = sys.argv[1:6]
 real_graft = ForestStore.graft

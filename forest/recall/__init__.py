@@ -1,0 +1,1 @@
+"""Search, lowest common ancestors, and the ANSWER/EXPLORE agent."""

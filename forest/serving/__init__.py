@@ -1,0 +1,1 @@
+"""The faces' plumbing: MCP/REST/OpenAI over HTTP, tool definitions, the ingest queue."""

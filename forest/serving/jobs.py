@@ -1,0 +1,131 @@
+"""Background ingestion: files are built into archives by worker threads, so a person can switch
+pages or rerun the UI while a long PDF is embedded. Each job keeps its latest progress event;
+faces poll `jobs()` to draw progress bars."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from forest.tree.build import Progress
+from forest.ingest.document import Document
+from forest.errors import ForestError
+from forest.service import MemoryForest
+
+FINISHED = ("done", "failed")
+
+
+@dataclass
+class Job:
+    id: int
+    model_id: str
+    name: str                       # the file's name
+    status: str = "queued"          # queued | running | done | failed
+    stage: str = ""
+    done: int = 0
+    total: int = 0
+    detail: str = ""
+    archive_id: int | None = None
+    archive_name: str | None = None
+    error: str | None = None
+    stages_seen: list[str] = field(default_factory=list)
+
+    @property
+    def fraction(self) -> float:
+        return min(self.done / self.total, 1.0) if self.total else 0.0
+
+
+class IngestQueue:
+    """Two workers: one reads files (parse and checks), one builds, so a bad file fails at once even
+    while a long build runs; builds are serialized (the engine has one writer anyway). A document
+    whose text an archive of the model_id already holds is refused. Thread-safe job records."""
+
+    def __init__(self, forest: MemoryForest) -> None:
+        self.forest = forest
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forest-read")
+        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="forest-build")
+        self._jobs: dict[int, Job] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def submit(self, path: str | Path, model_id: str, *, name: str | None = None,
+               append_to: int | None = None, delete_after: bool = False) -> Job:
+        """Queue one file: a new archive (named `name`, else the document's title, else the file's
+        name), or an append to `append_to`. `delete_after` removes the file once it is read (the
+        workbench's copies of uploads): a PDF's copy is in the store by then (read_file keeps it),
+        and the archive records no path to the deleted file."""
+        path = Path(path)
+        job = Job(next(self._ids), model_id, path.name)
+        with self._lock:
+            self._jobs[job.id] = job
+        self._reader.submit(self._read, job, path, name, append_to, delete_after)
+        return job
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            return sorted(self._jobs.values(), key=lambda j: -j.id)
+
+    def busy(self) -> bool:
+        return any(j.status not in FINISHED for j in self.jobs())
+
+    def dismiss(self, job_ids: Iterable[int]) -> None:
+        """Forget finished jobs (their banners); queued and running ones stay."""
+        with self._lock:
+            for job_id in job_ids:
+                if job_id in self._jobs and self._jobs[job_id].status in FINISHED:
+                    del self._jobs[job_id]
+
+    def _read(self, job: Job, path: Path, name: str | None, append_to: int | None, delete_after: bool) -> None:
+        job.status = "running"
+        try:
+            document = self.forest.read_file(path, functools.partial(self._report, job))
+        except Exception as exc:
+            self._fail(job, exc, path)
+            return
+        finally:
+            if delete_after:
+                path.unlink(missing_ok=True)
+                if path.parent.is_dir() and not any(path.parent.iterdir()):
+                    path.parent.rmdir()
+        if delete_after:
+            document = dataclasses.replace(document, source=None)
+        job.status = "queued"  # read: waiting for the builder
+        self._builder.submit(self._build, job, document, name, append_to)
+
+    def _build(self, job: Job, document: Document, name: str | None, append_to: int | None) -> None:
+        job.status = "running"
+        report = functools.partial(self._report, job)
+        try:
+            if append_to is None:
+                archive = self.forest.ingest_document(job.model_id, document, name=name, progress=report,
+                                                      allow_duplicate=False)
+            else:
+                archive = self.forest.append_document(job.model_id, append_to, document, progress=report,
+                                                      allow_duplicate=False)
+        except Exception as exc:
+            self._fail(job, exc)
+        else:
+            job.status, job.archive_id, job.archive_name = "done", archive.id, archive.name
+
+    def _report(self, job: Job, event: Progress) -> None:
+        with self._lock:
+            job.stage, job.done, job.total, job.detail = event.stage, event.done, event.total, event.detail
+            if event.stage not in job.stages_seen:
+                job.stages_seen.append(event.stage)
+
+    @staticmethod
+    def _fail(job: Job, exc: Exception, path: Path | None = None) -> None:
+        """The job's error starts with its file's name, once (the reader's messages start with it)."""
+        message = str(exc) if isinstance(exc, ForestError) else f"internal error: {type(exc).__name__}: {exc}"
+        message = message.replace(str(path), path.name) if path else message
+        named = message.startswith(f"{job.name}: ")
+        job.status, job.error = "failed", message if named else f"{job.name}: {message}"
+
+    def shutdown(self) -> None:
+        self._reader.shutdown(wait=False, cancel_futures=True)
+        self._builder.shutdown(wait=False, cancel_futures=True)

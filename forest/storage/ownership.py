@@ -1,0 +1,291 @@
+"""Processes sharing one data directory: one owns its embedded Chroma store, the others reach it
+through that owner, and writers take turns.
+
+Chroma's embedded PersistentClient is not safe across processes. The first process to open a
+data directory's embedded store takes an exclusive flock on `<data_dir>/chroma.owner` and writes
+into it (mode 0600) its pid, its command and the loopback port and random token of its vector
+endpoint (forest.storage.vector_rpc). Every other process that needs vectors finds the lock held and
+forwards its calls to the owner (vector_rpc.FollowedStore), the way a docker CLI talks to its
+daemon: Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store
+and is refused when another process does. The kernel drops an flock when its process dies, however
+it dies, so an owner that exits leaves nothing stale: the next process finds the lock free, takes
+over and rewrites the file, and a process that was forwarding to it does the same and goes on
+(two commands started together both finish, whichever exits first).
+
+SQLite is multi-process safe on its own (WAL). What it cannot see is the gap in appends and joins
+between writing vectors under reserved ids and committing their rows; `WriterLock` makes writers
+and `forest doctor` of one directory take turns across processes, so doctor never takes another
+process's in-progress vectors for orphans.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from forest.config import Settings
+from forest.errors import ForestError
+from forest.storage.private_files import make_private_dir
+
+# forest.storage.vector_rpc (http.server, http.client: ~40 ms) loads when vectors are first needed, so
+# commands that read only SQLite do not pay for it.
+if TYPE_CHECKING:
+    from forest.storage.vectors import ChromaVectorStore, VectorStore
+
+log = logging.getLogger("forest")
+
+PUBLISH_WAIT_SECONDS = 10.0  # an owner publishes its endpoint right after taking the lock
+# A writer holds the writer lock for its writes: seconds for a build or an import (their summaries
+# and vectors are made before), longer for an append or a rebuild that summarizes with Claude.
+WRITER_WAIT_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class OwnerInfo:
+    """What the owning process published in the lock file."""
+
+    pid: int
+    command: str
+    port: int
+    token: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid}: {self.command}"
+
+
+class Ownership:
+    """This process owns an embedded Chroma directory: the lock, and the endpoint that serves it
+    to the other processes. Shared by every user in the process; gone with the last release."""
+
+    def __init__(self, chroma_path: Path, fd: int, use_snapshots: bool) -> None:
+        from forest.storage.vector_rpc import PROTOCOL, VectorRPCServer
+
+        self.chroma_path = chroma_path
+        self.use_snapshots = use_snapshots  # a command's store: other processes' reads too
+        self._fd = fd
+        self._refs = 1
+        self._stores: dict[tuple[str, int], ChromaVectorStore] = {}
+        self._stores_lock = threading.Lock()
+        self._released = False
+        self._server = VectorRPCServer(self._store, str(chroma_path)).start()
+        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": _command(), "port": self._server.port,
+                  "token": self._server.token}
+        os.fchmod(fd, 0o600)  # the token is a credential
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode("utf-8"), 0)
+
+    def _store(self, embedder_name: str, dim: int) -> ChromaVectorStore:
+        """The store another process's calls go to, one per embedder (collections check theirs)."""
+        from forest.storage.vectors import ChromaVectorStore, VectorStoreError
+
+        with self._stores_lock:
+            if self._released:  # a call that raced the release must not reopen Chroma unlocked
+                raise VectorStoreError(f"the process that owned {self.chroma_path} is giving it up; "
+                                       "run the command again")
+            key = (embedder_name, dim)
+            if key not in self._stores:
+                self._stores[key] = ChromaVectorStore(path=self.chroma_path, embedder_name=embedder_name, dim=dim,
+                                                      use_snapshots=self.use_snapshots)
+            return self._stores[key]
+
+    def release(self) -> None:
+        """One user is done; the last one stops the endpoint, closes Chroma, then unlocks."""
+        with _registry_lock:
+            self._refs -= 1
+            if self._refs > 0:
+                return
+            del _owned[self.chroma_path]
+            self._server.stop()
+            with self._stores_lock:
+                self._released = True
+            for store in self._stores.values():
+                store.close()
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+
+
+def _command() -> str:
+    """This process as a person would name it: "forest ingest paper.pdf"."""
+    return (" ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python")[:120]
+
+
+_owned: dict[Path, Ownership] = {}
+_registry_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child must not keep the lock alive after its parent (flock belongs to the open file,
+    which fork shares): it closes its copies and owns nothing."""
+    for ownership in _owned.values():
+        os.close(ownership._fd)
+    _owned.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def owner_file(chroma_path: Path) -> Path:
+    return Path(chroma_path).with_name(Path(chroma_path).name + ".owner")
+
+
+def acquire(chroma_path: Path, use_snapshots: bool = False) -> Ownership | OwnerInfo:
+    """Own the embedded store at `chroma_path` (shared if this process already does), or learn
+    which process owns it. `use_snapshots`: see open_embedded."""
+    chroma_path = Path(chroma_path).resolve()
+    path = owner_file(chroma_path)
+    deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
+    while True:
+        with _registry_lock:
+            mine = _owned.get(chroma_path)
+            if mine is not None:
+                mine._refs += 1
+                return mine
+            make_private_dir(path.parent)  # the data directory, when this is its first use
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+            else:
+                try:
+                    _owned[chroma_path] = Ownership(chroma_path, fd, use_snapshots)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                return _owned[chroma_path]
+        info = _read_owner(path)
+        if info is not None:
+            return info
+        if time.monotonic() > deadline:
+            raise ForestError(f"another process holds {path} but has not published its endpoint for "
+                              f"{PUBLISH_WAIT_SECONDS:.0f} s; is an older version of forest running on this store?")
+        time.sleep(0.05)  # the owner is between taking the lock and writing the file
+
+
+def _read_owner(path: Path) -> OwnerInfo | None:
+    from forest.storage.vector_rpc import PROTOCOL
+
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # not written yet
+    if record.get("protocol") != PROTOCOL:
+        raise ForestError(f"the process that owns this store (pid {record.get('pid')}) speaks vector protocol "
+                          f"{record.get('protocol')}, this forest speaks {PROTOCOL}: restart it with this version")
+    return OwnerInfo(int(record["pid"]), str(record["command"]), int(record["port"]), str(record["token"]))
+
+
+def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool = False) -> VectorStore:
+    """The embedded store when this process owns it (taking ownership if the directory is free),
+    else the owner's store over its endpoint (FollowedStore); Chroma is imported only in the
+    first case.
+
+    `use_snapshots` is for short commands: the store they own answers reads (theirs and other
+    processes') from current vector snapshots and opens Chroma only for what those do not hold
+    (forest.storage.vector_snapshots); a long-running owner searches Chroma's index."""
+    held = acquire(chroma_path, use_snapshots)
+    if isinstance(held, OwnerInfo):
+        from forest.storage.vector_rpc import FollowedStore
+
+        return FollowedStore(chroma_path, embedder_name, dim, use_snapshots, held)
+    return owned_store(held, embedder_name, dim)
+
+
+def owned_store(held: Ownership, embedder_name: str, dim: int) -> ChromaVectorStore:
+    from forest.storage.vectors import ChromaVectorStore
+
+    try:
+        return ChromaVectorStore(path=held.chroma_path, embedder_name=embedder_name, dim=dim, on_close=held.release,
+                                 use_snapshots=held.use_snapshots)
+    except BaseException:
+        held.release()
+        raise
+
+
+def claim_for_server(settings: Settings) -> Ownership | None:
+    """A server must own its embedded store: refused, naming the way to share one, when another
+    process does. None with a Chroma server (it serves any number of processes)."""
+    if settings.chroma_host:
+        return None
+    held = acquire(settings.chroma_path)
+    if isinstance(held, Ownership):
+        return held
+    raise ForestError(
+        f"the embedded vector store of {Path(settings.data_dir).resolve()} is in use by another process "
+        f"({held.describe()}), and an embedded Chroma store serves one process only. Stop that process first, "
+        "or run Chroma as a server that every process shares: "
+        f"`chroma run --path {Path(settings.chroma_path).resolve()} --port 8000`, then set chroma_host and "
+        "chroma_port (FOREST_CHROMA_HOST=127.0.0.1 FOREST_CHROMA_PORT=8000) for each process. "
+        "forest commands (ingest, context, doctor...) work beside the running process as they are.")
+
+
+class WriterLock:
+    """Writers (builds, appends, joins, deletes, imports) and `forest doctor` of one data directory
+    take turns: across threads (a threading lock) and across processes (an flock, dropped by the
+    kernel if the holder dies). Vector snapshots are taken under it (forest.storage.vector_snapshots)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._path = Path(data_dir) / "writer.lock"
+        self._thread_lock = threading.Lock()
+        self._fd: int | None = None
+
+    def acquire(self, wait: bool = True) -> bool:
+        """Take the lock, waiting for the writer that holds it (a ForestError naming that writer
+        after WRITER_WAIT_SECONDS); without `wait`, False if one does."""
+        limit = WRITER_WAIT_SECONDS
+        if not (self._thread_lock.acquire(timeout=limit) if wait else self._thread_lock.acquire(blocking=False)):
+            if wait:
+                raise self._busy("another thread of this process", limit)
+            return False
+        fd = None
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            deadline, warned = time.monotonic() + limit, False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not wait:
+                        os.close(fd)
+                        self._thread_lock.release()
+                        return False
+                    if time.monotonic() > deadline:
+                        raise self._busy(os.pread(fd, 200, 0).decode("utf-8", "replace") or "another process",
+                                         limit) from None
+                    if not warned:
+                        log.warning("waiting for another process writing to %s to finish", self._path.parent)
+                        warned = True
+                    time.sleep(0.05)
+            os.ftruncate(fd, 0)  # who holds it, for the message of a writer that gives up waiting
+            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode("utf-8"), 0)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            self._thread_lock.release()
+            raise
+        self._fd = fd
+        return True
+
+    def _busy(self, holder: str, waited: float) -> ForestError:
+        return ForestError(f"another writer ({holder}) has held the store at {self._path.parent} for over "
+                           f"{waited:.0f} s; nothing was changed: try again once it is done")
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        os.close(fd)  # closing the only descriptor drops the flock
+        self._thread_lock.release()
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

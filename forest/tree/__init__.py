@@ -1,0 +1,1 @@
+"""From a document to its memory tree: chunks, leaves, outline, merge plan, build, growth, export."""

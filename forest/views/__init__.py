@@ -1,0 +1,1 @@
+"""What the faces draw: tree drawings, page previews, transcripts, the graph."""
