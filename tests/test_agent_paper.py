@@ -155,7 +155,7 @@ def test_the_steps_say_in_words_why_each_node_was_opened(papers):
     text = " ".join(sentences)
     for jargon in ("#1", "#2", "of the 3 to read", "EXPLORE"):
         assert jargon not in text
-    assert sentences[0].startswith("Opened **ASK THE RIGHT QUESTIONS")
+    assert sentences[0].startswith("Opened **Ask the Right Questions")
     under = [s for s, step in zip(sentences, state.steps) if step.decision.action == EXPLORE
              and next(c for c in step.context if c["node_id"] == step.decision.node_id)["score"] < state.threshold]
     for sentence in under:   # a node under the threshold says why it was opened all the same

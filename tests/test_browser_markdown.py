@@ -79,8 +79,7 @@ def test_document_and_answer_markdown_load_nothing_from_elsewhere(tmp_path):
                 open_page(driver, "Ask")  # the offline answer quotes the passages' sentences
                 wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]")).send_keys(
                     "Who played bebop in New York?")
-                button(driver, "Start").click()
-                button(driver, "Run to answer").click()
+                button(driver, "Ask").click()
                 wait(driver, lambda d: "Sources" in d.page_source and "Answered by" in d.page_source)
                 answer = driver.page_source
 

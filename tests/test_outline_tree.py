@@ -247,7 +247,7 @@ def test_a_real_fifteen_page_pdf_reads_like_its_table_of_contents(make_forest):
     titles = {n.title for n in summaries}
     assert "5 Experiments › 5.5 Results" in titles and "5 Experiments" in titles
     [root] = [n for n in nodes if n.parent_id is None]
-    assert root.title.startswith("ASK THE RIGHT QUESTIONS") and root.summary.startswith("We frame Question Answering")
+    assert root.title.startswith("Ask the Right Questions") and root.summary.startswith("We frame Question Answering")
     document_chars = sum(len(leaf.content) for leaf in leaves)
     assert sum(len(n.content) for n in nodes) == document_chars     # summary nodes store no text
     from forest.serving.tools import ForestTools
