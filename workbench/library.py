@@ -10,7 +10,7 @@ from forest.tree.archive_io import read_export
 from forest.serving.jobs import FINISHED
 from forest.text import safe_markdown
 from forest.ingest import SUPPORTED_SUFFIXES
-from pages.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
+from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()
 queue = get_queue(forest)

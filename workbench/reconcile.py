@@ -7,7 +7,7 @@ from forest import ForestError
 from forest.research.conflicts import Statement, source_label
 from forest.research.reconcile import Reconciliation
 from forest.text import safe_markdown, truncate
-from pages.shared import get_forest, page_start, pick_session
+from workbench.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
 research = forest.research

@@ -15,22 +15,14 @@ from forest.serving.http import ThreadServer
 from forest.text import safe_markdown
 from forest.validation import check_model_id
 from forest.ingest import SUPPORTED_SUFFIXES
-from pages import through_app
 
 SAMPLE_MODEL_ID = "demo"
 log = logging.getLogger("forest.workbench")
 
 
-def get_forest() -> MemoryForest:
-    """The engine. Every page asks for it first, so this is also where a page run alone by
-    Streamlit's legacy pages/ discovery turns round to run through app.py (see pages/__init__.py)."""
-    through_app()
-    return _engine()
-
-
 # No spinners of their own: app.py shows one while the first session starts them.
 @st.cache_resource(show_spinner=False)
-def _engine() -> MemoryForest:
+def get_forest() -> MemoryForest:
     """The process's engine; a ForestError (not cached, so a rerun retries) when another process
     owns the store."""
     forest = MemoryForest()
