@@ -9,7 +9,7 @@ import streamlit as st
 
 # An emoji favicon is drawn locally; a Material icon would be fetched from Google's font host.
 st.set_page_config(page_title="Memory Forest", page_icon="🌳", layout="wide")
-PAGES = [  # workbench/<file>.py (its URL path: /<file>), title, Material icon, what the page is for (its link's tooltip)
+PAGES = [  # workbench/<file>.py (URL path /<file>), title, Material icon, what the page is for (its tooltip)
     ("library", "Library", "library_books", "Upload documents, watch them build, manage archives."),
     ("tree", "Forest", "account_tree", "An archive's tree: click a node, replay the merges, overlay a query."),
     ("ask", "Ask", "question_answer", "The answer loop, one step at a time, with its citations."),

@@ -1,4 +1,5 @@
 """The Streamlit workbench under AppTest: every page, on a real store."""
+import ast
 import json
 import time
 
@@ -67,6 +68,27 @@ def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
     raise AssertionError("the workbench never showed the expected state")
 
 
+# What a page may import from the engine: the service (through `forest`), the base layer every face
+# shares, the views made for faces, and the serving layer the workbench hosts. The rest is reached
+# through MemoryForest and the parts it exposes (forest.research, forest.personal).
+PAGE_IMPORTS = {"forest", "forest.errors", "forest.text", "forest.validation", "forest.records"}
+PAGE_IMPORT_PACKAGES = ("forest.views.", "forest.serving.")
+ENGINE_INSIDES = {"agent", "store", "db", "retriever", "vectors", "embedder", "reranker", "summarizer", "sources"}
+
+
+def test_pages_reach_the_engine_only_through_the_service():
+    reached = []
+    for script in [ROOT / "app.py", *sorted((ROOT / "workbench").glob("*.py"))]:
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            reached += [(script.name, m) for m in modules if m.split(".")[0] == "forest"
+                        and m not in PAGE_IMPORTS and not m.startswith(PAGE_IMPORT_PACKAGES)]
+            if isinstance(node, ast.Attribute) and node.attr in ENGINE_INSIDES:
+                reached.append((script.name, f".{node.attr} (line {node.lineno})"))
+    assert reached == []
+
+
 def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
     app = open_app()
     assert not app.exception and [h.value for h in app.header] == ["Library"]   # its own title only
@@ -97,6 +119,7 @@ def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
     engine.close()
     app = open_app().switch_page("workbench/ask.py").run()
     assert not app.exception and not [b for b in app.button if b.label in ("Start", "Next step", "Run to answer")]
+    assert any(c.value.startswith("Answers come from offline:deterministic-policy:") for c in app.caption)
     app.text_input[0].set_value("Who played bebop?")
     app = next(b for b in app.button if b.label == "Ask").click().run()   # one click to the answer
     assert not app.exception

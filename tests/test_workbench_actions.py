@@ -9,8 +9,7 @@ from streamlit.testing.v1 import AppTest
 from conftest import ROOT, free_port, topic_text
 from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
 
-PAGES = ["workbench/library.py", "workbench/tree.py", "workbench/ask.py", "workbench/research.py", "workbench/reconcile.py",
-         "workbench/memory.py", "workbench/server.py"]
+PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
 
 
 def texts(app: AppTest) -> list[str]:

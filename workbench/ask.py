@@ -55,7 +55,7 @@ if asked:
 
 run = st.session_state.get("ask_run")
 if run is None or run["model_id"] != model_id:
-    st.caption(f"Answers come from {forest.agent.policy.label}: Claude when a key is set, else an offline "
+    st.caption(f"Answers come from {forest.answer_policy}: Claude when a key is set, else an offline "
                "extractive policy that quotes the passages it read.")
     st.stop()
 state, turn = run["state"], run["turn"]

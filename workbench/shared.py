@@ -14,7 +14,6 @@ from forest.serving.jobs import IngestQueue
 from forest.serving.http import ThreadServer
 from forest.text import safe_markdown
 from forest.validation import check_model_id
-from forest.ingest import SUPPORTED_SUFFIXES
 
 SAMPLE_MODEL_ID = "demo"
 log = logging.getLogger("forest.workbench")
@@ -69,7 +68,7 @@ def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
     folder = Path(_forest.settings.samples_dir or "")
     if not _forest.settings.samples_dir or not folder.is_dir() or _forest.model_ids():
         return 0
-    samples = sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_SUFFIXES and p.name != "README.md")
+    samples = sorted(p for p in folder.iterdir() if p.suffix.lower() in _forest.supported_suffixes and p.name != "README.md")
     for sample in samples:
         _queue.submit(sample, SAMPLE_MODEL_ID)
     return len(samples)
