@@ -68,7 +68,8 @@ def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
     folder = Path(_forest.settings.samples_dir or "")
     if not _forest.settings.samples_dir or not folder.is_dir() or _forest.model_ids():
         return 0
-    samples = sorted(p for p in folder.iterdir() if p.suffix.lower() in _forest.supported_suffixes and p.name != "README.md")
+    samples = sorted(p for p in folder.iterdir()
+                     if p.suffix.lower() in _forest.supported_suffixes and p.name != "README.md")
     for sample in samples:
         _queue.submit(sample, SAMPLE_MODEL_ID)
     return len(samples)
