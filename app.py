@@ -1,17 +1,15 @@
-"""Memory Forest workbench (Streamlit): the pages in pages/, over the one engine in forest/.
+"""Memory Forest workbench (Streamlit): the pages in workbench/, over the one engine in forest/.
 
-Every page runs through this script, whatever URL opened it (see pages/__init__.py): the shell
-(title, icon, wide layout, navigation, endpoint status) comes first, then the engine starts under
-a loading message, then the page. The engine, its MCP / REST / OpenAI endpoint (a background
-thread) and the ingestion queue are shared by every session of this process (pages/shared.py)."""
+Every page runs through this script, whatever URL opened it: st.navigation picks the page from the
+URL (/ask runs workbench/ask.py), after the shell (title, icon, wide layout, navigation, endpoint
+status); the engine starts under a loading message, then the page runs. The engine, its MCP / REST /
+OpenAI endpoint (a background thread) and the ingestion queue are shared by every session of this
+process (workbench/shared.py)."""
 import streamlit as st
 
-from pages import through_app
-
-through_app()
 # An emoji favicon is drawn locally; a Material icon would be fetched from Google's font host.
 st.set_page_config(page_title="Memory Forest", page_icon="🌳", layout="wide")
-PAGES = [  # pages/<file>.py, title, Material icon, what the page is for (its link's tooltip)
+PAGES = [  # workbench/<file>.py (URL path /<file>), title, Material icon, what the page is for (its tooltip)
     ("library", "Library", "library_books", "Upload documents, watch them build, manage archives."),
     ("tree", "Forest", "account_tree", "An archive's tree: click a node, replay the merges, overlay a query."),
     ("ask", "Ask", "question_answer", "The answer loop, one step at a time, with its citations."),
@@ -21,7 +19,7 @@ PAGES = [  # pages/<file>.py, title, Material icon, what the page is for (its li
     ("memory", "Personal memory", "person", "A user's memories, knowledge graph and write queue."),
     ("server", "Server", "hub", "The agent endpoint: its URLs, tools, latest calls and client configurations."),
 ]
-listed = [st.Page(f"pages/{name}.py", title=title, icon=f":material/{icon}:", help=purpose)
+listed = [st.Page(f"workbench/{name}.py", title=title, icon=f":material/{icon}:", help=purpose)
           for name, title, icon, purpose in PAGES]
 # "/" opens the Library at its own URL (/library), so every page, the first included, has one address.
 home = st.Page(lambda: st.switch_page(listed[0]), title="Memory Forest", url_path="start", default=True,
@@ -30,7 +28,7 @@ page = st.navigation([home, *listed])
 
 with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
     from forest import ForestError  # the engine's imports are the slow part of a first start
-    from pages.shared import page_failed, show_notices, start
+    from workbench.shared import page_failed, show_notices, start
 
     try:
         server = start()

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from forest.views.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
     from forest.models.rerankers import Reranker
-    from forest.research.conflicts import Conflict
+    from forest.research.conflicts import Conflict, Statement
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.recall.retrieval import Retriever
     from forest.storage.source_files import SourceFiles
@@ -465,6 +465,39 @@ class MemoryForest:
         findings (the Reconcile page's proposals)."""
         leaves = self.context(model_id, question, budget_tokens).leaves
         return self.research.conflicts(model_id, session_id, [leaf.node.id for leaf in leaves])
+
+    # --- for the workbench's pages (any face may use them) ------------------------------------
+    @property
+    def answer_policy(self) -> str:
+        """What decides the agent's steps: 'claude:<model>' when a key is set, else the offline policy."""
+        return self.agent.policy.label
+
+    @property
+    def supported_suffixes(self) -> tuple[str, ...]:
+        """The file types ingest reads."""
+        from forest.ingest import SUPPORTED_SUFFIXES
+
+        return SUPPORTED_SUFFIXES
+
+    def import_archive_text(self, model_id: str, raw: bytes | str, where: str = "the export",
+                            name: str | None = None) -> Archive:
+        """import_archive from an export file's text (`where` names it in errors), size-checked first."""
+        from forest.tree.archive_io import read_export
+
+        return self.import_archive(model_id, read_export(raw, where), name)
+
+    def find_passages(self, model_id: str, query: str, top_k: int = 8) -> list[Statement]:
+        """The passages (leaves) a query finds by hybrid search, best first, as statements the
+        research part compares and reconciles."""
+        hits = self.search(model_id, query, top_k=top_k, mode="hybrid")
+        return self.research.passages(model_id, [h.node.id for h in hits if h.node.is_leaf], strict=False)
+
+    @staticmethod
+    def passage_label(statement: Statement) -> str:
+        """'Ask the Right Questions (p. 7, §5.5 Results)': a statement's source and where in it."""
+        from forest.research.conflicts import source_label
+
+        return source_label(statement)
 
     # --- maintenance ------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:

@@ -93,27 +93,6 @@ def forest(make_forest) -> MemoryForest:
     return make_forest(chunk_size=300, chunk_overlap=0)
 
 
-def run_like_a_running_server(patch: pytest.MonkeyPatch) -> None:
-    """AppTest starts every run as a server starts its very first one: through Streamlit's legacy
-    pages/ discovery, which the workbench turns round with a rerun through app.py (pages/__init__.py),
-    and a rerun drops that run's button clicks. Patched, every run starts where a running server is:
-    discovery off, straight into app.py. (tests/test_workbench_actions.py checks the first run.)"""
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.testing.v1 import app_test
-
-    class Running(PagesManager):
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-    patch.setattr(app_test, "PagesManager", Running)
-
-
-@pytest.fixture
-def app_runs_like_a_running_server(monkeypatch):
-    run_like_a_running_server(monkeypatch)
-
-
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory):
     """A real Chroma server (`chroma run`, shipped in the chromadb wheel) on a free loopback port."""

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, run_like_a_running_server, topic_text
+from conftest import ROOT, forest_env, free_port, topic_text
 from test_workbench import use_model_id
 from forest import MemoryForest, NotFound
 from forest.tree.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
@@ -504,7 +504,6 @@ def workbench_face(served, tmp_path_factory) -> Iterator[Face]:
                            "FOREST_MAX_DOCUMENT_CHARS": str(LIMIT), "FOREST_SAMPLES_DIR": str(tmp / "none"),
                            "FOREST_CORE_FILE": str(tmp / "CORE.md")}.items():
             patch.setenv(key, value)
-        run_like_a_running_server(patch)
         st.cache_resource.clear()
         app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()   # opens on the Library
         _pick_model_id(app, "alice")

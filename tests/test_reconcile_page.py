@@ -45,7 +45,7 @@ def verdict_shown(app) -> bool:
 
 
 def test_two_passages_found_by_search_are_reconciled_with_a_verdict_naming_the_papers(two_papers):
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     assert not app.exception
     app = search(app, "A", "how many question/answer pairs does SearchQA contain")
     app = pick(app, "A", "over 140k")
@@ -68,7 +68,7 @@ def test_two_passages_found_by_search_are_reconciled_with_a_verdict_naming_the_p
 
 
 def test_a_new_search_or_pick_clears_the_old_verdict(two_papers):
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     app = pick(search(app, "A", "SearchQA question/answer pairs BiDAF competitive"), "A", "over 140k")
     app = pick(search(app, "B", "SearchQA benchmark size"), "B", "only 40k")
     app = button(app, "Reconcile the two passages").click().run()
@@ -83,7 +83,7 @@ def test_a_new_search_or_pick_clears_the_old_verdict(two_papers):
 
 
 def test_the_same_passage_twice_is_a_clear_error_not_a_verdict(two_papers):
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     app = pick(search(app, "A", "SearchQA question/answer pairs"), "A", "over 140k")
     app = pick(search(app, "B", "SearchQA question/answer pairs"), "B", "over 140k")
     app = button(app, "Reconcile the two passages").click().run()
@@ -92,7 +92,7 @@ def test_the_same_passage_twice_is_a_clear_error_not_a_verdict(two_papers):
 
 
 def test_a_polarity_flip_is_reported_as_a_contradiction_quoting_both_sentences(two_papers):
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     app = pick(search(app, "A", "BiDAF competitive Attention Sum Reader"), "A", "harder than other recent QA tasks")
     app = pick(search(app, "B", "BiDAF competitive Attention Sum Reader"), "B", "not competitive")
     app = button(app, "Reconcile the two passages").click().run()
@@ -104,7 +104,7 @@ def test_a_polarity_flip_is_reported_as_a_contradiction_quoting_both_sentences(t
 
 
 def test_finding_conflicts_again_clears_the_verdict_of_the_last_question(two_papers):
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     next(t for t in app.text_input if t.label == "Question").set_value("Is BiDAF competitive on SearchQA?")
     app = button(app, "Find conflicts").click().run()
     table = app.dataframe[0].value

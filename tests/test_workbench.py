@@ -1,4 +1,5 @@
 """The Streamlit workbench under AppTest: every page, on a real store."""
+import ast
 import json
 import time
 
@@ -14,7 +15,7 @@ JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text
 
 
 @pytest.fixture
-def workbench(tmp_path, monkeypatch, app_runs_like_a_running_server):
+def workbench(tmp_path, monkeypatch):
     """A fresh process-wide state (the engine is st.cache_resource) on an empty store."""
     monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("FOREST_SERVER_PORT", "0")
@@ -36,7 +37,7 @@ def button(app: AppTest, label: str):
 
 def use_model_id(app: AppTest, model_id: str) -> AppTest:
     """Pick `model_id` in the sidebar, or name it as a new one as a person does."""
-    from pages.shared import NEW_MODEL_ID
+    from workbench.shared import NEW_MODEL_ID
 
     pick = app.sidebar.selectbox(key="model_id_pick")
     if model_id in pick.options:
@@ -67,6 +68,27 @@ def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
     raise AssertionError("the workbench never showed the expected state")
 
 
+# What a page may import from the engine: the service (through `forest`), the base layer every face
+# shares, the views made for faces, and the serving layer the workbench hosts. The rest is reached
+# through MemoryForest and the parts it exposes (forest.research, forest.personal).
+PAGE_IMPORTS = {"forest", "forest.errors", "forest.text", "forest.validation", "forest.records"}
+PAGE_IMPORT_PACKAGES = ("forest.views.", "forest.serving.")
+ENGINE_INSIDES = {"agent", "store", "db", "retriever", "vectors", "embedder", "reranker", "summarizer", "sources"}
+
+
+def test_pages_reach_the_engine_only_through_the_service():
+    reached = []
+    for script in [ROOT / "app.py", *sorted((ROOT / "workbench").glob("*.py"))]:
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            reached += [(script.name, m) for m in modules if m.split(".")[0] == "forest"
+                        and m not in PAGE_IMPORTS and not m.startswith(PAGE_IMPORT_PACKAGES)]
+            if isinstance(node, ast.Attribute) and node.attr in ENGINE_INSIDES:
+                reached.append((script.name, f".{node.attr} (line {node.lineno})"))
+    assert reached == []
+
+
 def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
     app = open_app()
     assert not app.exception and [h.value for h in app.header] == ["Library"]   # its own title only
@@ -95,8 +117,9 @@ def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
     engine.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
     geology = engine.ingest_text("reader", "geology", topic_text("volcanoes", "photosynthesis"), threshold=0.0).id
     engine.close()
-    app = open_app().switch_page("pages/ask.py").run()
+    app = open_app().switch_page("workbench/ask.py").run()
     assert not app.exception and not [b for b in app.button if b.label in ("Start", "Next step", "Run to answer")]
+    assert any(c.value.startswith("Answers come from offline:deterministic-policy:") for c in app.caption)
     app.text_input[0].set_value("Who played bebop?")
     app = next(b for b in app.button if b.label == "Ask").click().run()   # one click to the answer
     assert not app.exception
@@ -129,7 +152,7 @@ def test_one_ask_runs_to_the_answer_first_over_the_papers_chosen(workbench):
 
 
 def test_research_page_directives_notes_knowledge_and_episodic_search(workbench):
-    app = open_app().switch_page("pages/research.py").run()
+    app = open_app().switch_page("workbench/research.py").run()
     assert not app.exception
     use_model_id(app, "reader")
     next(t for t in app.sidebar.text_input if t.label == "Research session").set_value("fusion study").run()
@@ -164,7 +187,7 @@ def test_research_memory_citations_name_the_paper_and_open_its_page(workbench):
     cited = state.cited[0].node
     forest.research.add_note("reader", "default", "finding", "Parker played bebop", f"node {cited.id}, {cited.citation}")
     forest.close()
-    app = open_app().switch_page("pages/research.py").run()
+    app = open_app().switch_page("workbench/research.py").run()
     app = on_tab(app, "research_tab", "Conversation")
     answer = next(m.value for m in app.markdown if "(#cite-" in m.value)
     assert "[notes, §Jazz](#cite-" in answer and "[node " not in answer   # the paper named, a link to its page
@@ -182,7 +205,7 @@ def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):
     forest.ingest_text("reader", "Paper A", FEW_SHOT_GAIN)
     forest.ingest_text("reader", "Paper B", FEW_SHOT_NO_GAIN)
     forest.close()
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     assert not app.exception
     next(t for t in app.text_input if t.label == "Question").set_value("Does feature fusion improve few-shot accuracy?")
     app = button(app, "Find conflicts").click().run()
@@ -201,7 +224,7 @@ def test_reconcile_page_detects_reviews_and_saves_a_finding(workbench):
 def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     port = free_port()
     monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
-    app = open_app().switch_page("pages/server.py").run()
+    app = open_app().switch_page("workbench/server.py").run()
     assert not app.exception
     assert f"http://127.0.0.1:{port}/mcp" in app.code[0].value
     from forest.serving.tools import ForestTools
@@ -222,7 +245,7 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
 
 
 def test_server_page_says_when_the_endpoint_is_off(workbench):
-    app = open_app().switch_page("pages/server.py").run()
+    app = open_app().switch_page("workbench/server.py").run()
     assert any("not running" in w.value for w in app.warning)
 
 
@@ -263,7 +286,7 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     nodes = forest.tree("reader", archive.id)
     asked = forest.agent.run("reader", "Who played bebop in New York?")   # as the Ask page leaves a run
     forest.close()
-    app = open_app().switch_page("pages/tree.py").run()
+    app = open_app().switch_page("workbench/tree.py").run()
     assert not app.exception
     leaf = next(n for n in nodes if n.is_leaf)
     app = app.selectbox(key="tree_node").set_value(leaf.id).run()
@@ -300,7 +323,7 @@ def test_a_query_overlay_holds_at_every_step_of_the_merge_replay(workbench):
     lca = next(r.node for r in forest.retrieve("reader", "Charlie Parker bebop") if r.kind == "lca")
     forest.close()
     last = max(n.merge_order or 0 for n in nodes)
-    app = open_app().switch_page("pages/tree.py").run()
+    app = open_app().switch_page("workbench/tree.py").run()
     app.text_input[0].set_value("Charlie Parker bebop")
     app = app.run()
     for merge in sorted({0, 1, lca.merge_order - 1, lca.merge_order, last}):
@@ -324,7 +347,7 @@ def test_an_empty_store_gets_the_sample_papers_once(workbench, tmp_path, monkeyp
 
 
 def test_personal_memory_page_processes_draws_the_graph_and_shows_history(workbench):
-    app = open_app().switch_page("pages/memory.py").run()
+    app = open_app().switch_page("workbench/memory.py").run()
     assert not app.exception and any("user_id" in i.value for i in app.info)
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
     for message in ("灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"):

@@ -6,11 +6,10 @@ import re
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from conftest import free_port, topic_text
+from conftest import ROOT, free_port, topic_text
 from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
 
-PAGES = ["pages/library.py", "pages/tree.py", "pages/ask.py", "pages/research.py", "pages/reconcile.py",
-         "pages/memory.py", "pages/server.py"]
+PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
 
 
 def texts(app: AppTest) -> list[str]:
@@ -30,7 +29,7 @@ def test_no_page_names_an_internal_spec_section(workbench, monkeypatch):
     app = open_app()
     for page in PAGES:
         app = app.switch_page(page).run()
-        if page == "pages/memory.py":
+        if page == "workbench/memory.py":
             next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
         assert not app.exception, page
         shown = texts(app)
@@ -82,7 +81,7 @@ def test_library_names_archives_by_title_refuses_a_repeat_and_clears_its_banners
 
 
 def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_path, monkeypatch):
-    from pages.shared import get_forest
+    from workbench.shared import get_forest
 
     samples = tmp_path / "samples"
     samples.mkdir()
@@ -93,7 +92,7 @@ def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_pat
         assert app.sidebar.selectbox(key="model_id_pick").value == "demo"
         assert any("Building the sample paper" in i.value for i in app.info)
         assert not any("Type a model_id" in i.value for i in app.info)
-        app = app.switch_page("pages/tree.py").run()
+        app = app.switch_page("workbench/tree.py").run()
         assert any("'demo' are being built" in i.value for i in app.info)
     app = wait_for(app, lambda a: not a.info and a.selectbox)
     assert not app.exception
@@ -105,7 +104,7 @@ def test_clearing_a_users_memory_asks_first_and_says_what_it_did(workbench):
     forest = MemoryForest(data_dir=workbench)
     forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅", "小朱住在杭州"])
     forest.close()
-    app = open_app().switch_page("pages/memory.py").run()
+    app = open_app().switch_page("workbench/memory.py").run()
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
     app = on_tab(app, "memory_tab", "Memories")
     assert app.caption[0].value == "3 memories"
@@ -126,7 +125,7 @@ def test_process_memory_reads_as_a_table_with_the_json_behind_an_expander(workbe
     forest = MemoryForest(data_dir=workbench)
     forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿"])
     forest.close()
-    app = open_app().switch_page("pages/memory.py").run()
+    app = open_app().switch_page("workbench/memory.py").run()
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
     next(t for t in app.text_area if t.label == "Message").set_value("灿灿是谁的女儿？")
     app = button(app, "Process").click().run()
@@ -143,7 +142,7 @@ def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
     forest.research.add_message("reader", "default", "user", "Does fusion help?")
     forest.research.add_message("reader", "default", "assistant", "At 5-shot, yes.")
     forest.close()
-    app = use_model_id(open_app().switch_page("pages/research.py").run(), "reader")
+    app = use_model_id(open_app().switch_page("workbench/research.py").run(), "reader")
     app = on_tab(app, "research_tab", "Conversation")
     app = button(app, "Compact now").click().run()
     assert [t.value for t in app.toast] == [
@@ -158,7 +157,7 @@ def test_a_verdict_without_a_conflict_cannot_be_saved_as_a_finding(workbench):
     forest.ingest_text("reader", "jazz", topic_text("jazz"))
     forest.ingest_text("reader", "volcanoes", topic_text("volcanoes"))
     forest.close()
-    app = open_app().switch_page("pages/reconcile.py").run()
+    app = open_app().switch_page("workbench/reconcile.py").run()
     for side, query in (("A", "jazz"), ("B", "volcanoes")):
         next(t for t in app.text_input if t.label == f"Passage {side}: search the papers").set_value(query)
         app = button(app, f"Search for passage {side}").click().run()
@@ -176,7 +175,7 @@ def test_server_page_lists_openai_calls_and_why_calls_failed(workbench, monkeypa
     forest.close()
     port = free_port()
     monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
-    app = open_app().switch_page("pages/server.py").run()
+    app = open_app().switch_page("workbench/server.py").run()
     url = f"http://127.0.0.1:{port}"
     httpx.post(f"{url}/v1/chat/completions", timeout=60,
                json={"model": "reader", "messages": [{"role": "user", "content": "Who played bebop?"}]})
@@ -187,13 +186,10 @@ def test_server_page_lists_openai_calls_and_why_calls_failed(workbench, monkeypa
     assert "not found" in calls["error"].iloc[0]
 
 
-def test_a_page_opened_first_on_a_fresh_server_still_runs_inside_the_app(workbench, monkeypatch):
-    """A server's first script run goes through Streamlit's legacy pages/ discovery, as AppTest's
-    every run does without the workbench fixture's patch: the page still gets app.py's shell."""
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.testing.v1 import app_test
-
-    monkeypatch.setattr(app_test, "PagesManager", PagesManager)
-    app = open_app().switch_page("pages/tree.py").run()
-    assert not app.exception and [h.value for h in app.header] == ["Forest"]
+def test_a_page_opened_first_runs_inside_the_app(workbench):
+    """The very first script run opens a page by its URL, as a fresh server's first request does:
+    app.py's shell comes with it (tests/test_browser_navigation.py does the same in a browser)."""
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).switch_page("workbench/memory.py").run()
+    assert not app.exception and [h.value for h in app.header] == ["Personal memory"]
     assert [c.value for c in app.sidebar.caption] == ["Agent endpoint not running: disabled (server_port = 0)"]
+    assert [p.label for p in app.sidebar.text_input] == ["user_id"]

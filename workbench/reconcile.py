@@ -4,10 +4,8 @@ belongs to the search and the picks it was made from: a new search or pick clear
 import streamlit as st
 
 from forest import ForestError
-from forest.research.conflicts import Statement, source_label
-from forest.research.reconcile import Reconciliation
 from forest.text import safe_markdown, truncate
-from pages.shared import get_forest, page_start, pick_session
+from workbench.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
 research = forest.research
@@ -26,7 +24,7 @@ def clear_verdict() -> None:
     st.session_state.pop("verdict", None)
 
 
-def passage_search(column, side: str) -> Statement | None:
+def passage_search(column, side: str):
     """A query box and the passages it finds; the one picked."""
     with column:
         with st.form(f"search_{side}"):
@@ -36,18 +34,17 @@ def passage_search(column, side: str) -> Statement | None:
         if searched:
             clear_verdict()
             try:
-                hits = forest.search(model_id, query, top_k=PASSAGE_HITS, mode="hybrid")
-                found = research.passages(model_id, [h.node.id for h in hits if h.node.is_leaf], strict=False)
+                found = forest.find_passages(model_id, query, top_k=PASSAGE_HITS)
                 st.session_state[f"hits_{side}"] = found
                 if not found:
                     st.info("No passage found for that query.")
             except ForestError as exc:
                 st.error(str(exc))
-        found: list[Statement] = st.session_state.get(f"hits_{side}", [])
+        found = st.session_state.get(f"hits_{side}", [])
         if not found:
             return None
         chosen = st.radio(f"Passage {side}", range(len(found)), key=f"pick_{side}", on_change=clear_verdict,
-                          format_func=lambda n: safe_markdown(f"{source_label(found[n])}: "
+                          format_func=lambda n: safe_markdown(f"{forest.passage_label(found[n])}: "
                                                               f"{truncate(found[n].text, 300)}"))
         return found[chosen]
 
@@ -71,11 +68,11 @@ with propose_tab:
     if detect and "conflicts" in st.session_state and not conflicts:
         st.info("No likely conflict among these passages and this session's findings.")
     if conflicts:
-        st.dataframe([{"#": n, "first": source_label(c.a), "second": source_label(c.b), "kind": c.kind,
-                       "what disagrees": c.detail} for n, c in enumerate(conflicts)], hide_index=True)
+        st.dataframe([{"#": n, "first": forest.passage_label(c.a), "second": forest.passage_label(c.b),
+                       "kind": c.kind, "what disagrees": c.detail} for n, c in enumerate(conflicts)], hide_index=True)
         chosen = st.selectbox("Conflict", range(len(conflicts)), on_change=clear_verdict,
-                              format_func=lambda n: f"#{n}: {source_label(conflicts[n].a)} vs "
-                                                    f"{source_label(conflicts[n].b)}")
+                              format_func=lambda n: f"#{n}: {forest.passage_label(conflicts[n].a)} vs "
+                                                    f"{forest.passage_label(conflicts[n].b)}")
         if st.button("Reconcile this pair", type="primary"):
             c = conflicts[chosen]
             st.session_state["verdict"] = research.reconcile(c.a, c.b, c.detail, model_id, session)
@@ -91,7 +88,7 @@ with pick_tab:
             except ForestError as exc:
                 st.error(str(exc))
 
-verdict: Reconciliation | None = st.session_state.get("verdict")
+verdict = st.session_state.get("verdict")
 if verdict is not None:
     st.subheader("Verdict")
     reviewer = (st.success if verdict.reviewed_by.startswith("claude") else st.warning)
@@ -104,7 +101,7 @@ if verdict is not None:
     for column, side, sentence in zip(st.columns(2), (verdict.a, verdict.b),
                                       (disagreement.get("a_sentence"), disagreement.get("b_sentence"))):
         with column:
-            st.markdown(f"**{safe_markdown(source_label(side))}**")
+            st.markdown(f"**{safe_markdown(forest.passage_label(side))}**")
             if sentence:
                 st.markdown(f"> {safe_markdown(sentence)}")
             with st.expander("Whole passage"):

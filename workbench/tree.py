@@ -9,8 +9,8 @@ import streamlit as st
 from forest import ForestError
 from forest.text import safe_markdown
 from forest.views.tree_view import Overlay, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
-from pages.reading import show_source
-from pages.shared import get_forest, page_start
+from workbench.reading import show_source
+from workbench.shared import get_forest, page_start
 
 HERE = Path(__file__).parent
 tree_component = st.components.v2.component(

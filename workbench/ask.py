@@ -11,8 +11,8 @@ from forest import ForestError
 from forest.text import counted, safe_markdown
 from forest.views.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
-from pages.reading import cite_link, citation_clicks, show_source
-from pages.shared import get_forest, page_start, pick_session
+from workbench.reading import cite_link, citation_clicks, show_source
+from workbench.shared import get_forest, page_start, pick_session
 
 # The source panel stays in view beside a long answer.
 STICKY = """<style>
@@ -55,7 +55,7 @@ if asked:
 
 run = st.session_state.get("ask_run")
 if run is None or run["model_id"] != model_id:
-    st.caption(f"Answers come from {forest.agent.policy.label}: Claude when a key is set, else an offline "
+    st.caption(f"Answers come from {forest.answer_policy}: Claude when a key is set, else an offline "
                "extractive policy that quotes the passages it read.")
     st.stop()
 state, turn = run["state"], run["turn"]

@@ -7,8 +7,8 @@ import streamlit as st
 
 from forest import ForestError
 from forest.text import counted, safe_markdown, truncate
-from pages.reading import citation_clicks, linked_citations, show_source
-from pages.shared import confirmed, get_forest, notify, page_start, pick_session
+from workbench.reading import citation_clicks, linked_citations, show_source
+from workbench.shared import confirmed, get_forest, notify, page_start, pick_session
 
 forest = get_forest()
 research = forest.research

@@ -9,7 +9,7 @@ import streamlit as st
 from forest.serving.http import ThreadServer
 from forest.text import counted
 from forest.serving.tools import ForestTools
-from pages.shared import get_forest, get_server, page_header
+from workbench.shared import get_forest, get_server, page_header
 
 forest = get_forest()
 server = get_server(forest)

@@ -14,23 +14,14 @@ from forest.serving.jobs import IngestQueue
 from forest.serving.http import ThreadServer
 from forest.text import safe_markdown
 from forest.validation import check_model_id
-from forest.ingest import SUPPORTED_SUFFIXES
-from pages import through_app
 
 SAMPLE_MODEL_ID = "demo"
 log = logging.getLogger("forest.workbench")
 
 
-def get_forest() -> MemoryForest:
-    """The engine. Every page asks for it first, so this is also where a page run alone by
-    Streamlit's legacy pages/ discovery turns round to run through app.py (see pages/__init__.py)."""
-    through_app()
-    return _engine()
-
-
 # No spinners of their own: app.py shows one while the first session starts them.
 @st.cache_resource(show_spinner=False)
-def _engine() -> MemoryForest:
+def get_forest() -> MemoryForest:
     """The process's engine; a ForestError (not cached, so a rerun retries) when another process
     owns the store."""
     forest = MemoryForest()
@@ -77,7 +68,8 @@ def seed_samples(_forest: MemoryForest, _queue: IngestQueue) -> int:
     folder = Path(_forest.settings.samples_dir or "")
     if not _forest.settings.samples_dir or not folder.is_dir() or _forest.model_ids():
         return 0
-    samples = sorted(p for p in folder.iterdir() if p.suffix.lower() in SUPPORTED_SUFFIXES and p.name != "README.md")
+    samples = sorted(p for p in folder.iterdir()
+                     if p.suffix.lower() in _forest.supported_suffixes and p.name != "README.md")
     for sample in samples:
         _queue.submit(sample, SAMPLE_MODEL_ID)
     return len(samples)

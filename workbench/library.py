@@ -6,11 +6,9 @@ from pathlib import Path
 import streamlit as st
 
 from forest import ForestError
-from forest.tree.archive_io import read_export
 from forest.serving.jobs import FINISHED
 from forest.text import safe_markdown
-from forest.ingest import SUPPORTED_SUFFIXES
-from pages.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
+from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()
 queue = get_queue(forest)
@@ -26,7 +24,7 @@ with st.form("upload", clear_on_submit=True):
     # No `type=` filter: Streamlit refuses another type before the page runs, with a redacted
     # error; the reader refuses it as it does on every face, naming the file and the types read.
     files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
-                             help="Supported: " + ", ".join(SUPPORTED_SUFFIXES))
+                             help="Supported: " + ", ".join(forest.supported_suffixes))
     targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in archives}
     target = st.selectbox("Into", list(targets))
     submitted = st.form_submit_button("Ingest", type="primary")
@@ -113,7 +111,7 @@ with share:
     imported = st.file_uploader("Import an exported archive", type=["json"], key="import_file")
     if imported is not None and st.button("Import", key="import"):
         try:
-            made = forest.import_archive(model_id, read_export(imported.getvalue(), imported.name))
+            made = forest.import_archive_text(model_id, imported.getvalue(), imported.name)
         except ForestError as exc:
             st.error(f"Not imported: {exc}")
         else:

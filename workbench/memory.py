@@ -7,7 +7,7 @@ import streamlit as st
 from forest import ForestError
 from forest.views.graph_view import graph_html
 from forest.text import counted, safe_markdown, truncate
-from pages.shared import confirmed, get_forest, notify, page_header
+from workbench.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
 personal = forest.personal
