@@ -236,7 +236,7 @@ MIGRATIONS: list[tuple[int, str]] = [
           AND EXISTS (SELECT 1 FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf);
     """),
     (8, """
-    -- Personal memory retrieval, queue leases, vector provenance, facts shared by memories (issues 14, 16).
+    -- Personal memory retrieval, queue leases, vector provenance, facts shared by memories.
     -- BM25 over each live memory's text as forest.text.tokenize gives it (words, CJK bigrams),
     -- Porter-stemmed; rowid = the memory's id. Memories older than this table are indexed by
     -- PersonalStore.index_missing when the service opens (the tokenizer is Python).
