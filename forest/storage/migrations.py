@@ -101,7 +101,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         embedding        BLOB NOT NULL    -- float32, unit length
     );
     -- Covers what the retention needs (search_episodic reads it for every event in range):
-    -- the rows themselves hold the 1.5 kB vectors, and scanning them is 30x slower.
+    -- the rows themselves hold the vectors, and scanning them is far slower.
     CREATE INDEX idx_episodic_clock ON episodic_events
         (model_id, created_at, session_id, kind, id, last_recalled_at, stability_days);
 
