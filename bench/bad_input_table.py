@@ -1,4 +1,4 @@
-"""Print the README's bad-input table: runs tests/test_bad_input_faces.py (every face x every class of
+"""Print the bad-input table of docs/security.md: runs tests/test_bad_input_faces.py (every face x every class of
 bad input, "nothing written" checked in each cell) and renders the error each cell showed; then the
 adversarial-regex rows of tests/test_regex_time.py (input that made a backtracking regex stall the
 service: each face must answer it as fast as an ordinary message of the same length).

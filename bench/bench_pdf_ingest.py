@@ -1,12 +1,12 @@
 """How long a real paper takes from PDF to ready tree, by stage, with the offline models.
 
-Target (issue 3 §7): a 15-page paper in under 30 s on a 2-core machine. The default paper is
+Target: a 15-page paper in under 30 s on a 2-core machine. The default paper is
 ../shared/eval/pdfs/1705.07830.pdf (15 pages, one column). Models are loaded before the clock
 starts (a long-running workbench or server loads them once).
 
 With `--against REF` (default ef1c2a5, the last commit before outline-aware trees) the same
 measurement also runs on that version of the engine, in a second process, the runs of the two
-interleaved, and the build times are compared paper by paper (issue 12: no more than 10% slower).
+interleaved, and the build times are compared paper by paper (no more than 10% slower).
 
 Run: `python bench/bench_pdf_ingest.py [PDF ...] [--repeat 3] [--against REF | --against none]`
 """

@@ -1,7 +1,7 @@
 """The thread server under load: 50 concurrent MCP clients make 2,000 retrieve/explore calls in
 total over streamable HTTP on loopback, while a workbench page is loaded in a browser.
 
-Target (the server issue): 0 errors, p50/p95 latency printed; a Streamlit page load timed during
+Target: 0 errors, p50/p95 latency printed; a Streamlit page load timed during
 the load stays under 2 s.
 
 Setup: the first --papers QASPER dev papers with questions (../shared/eval/qasper-dev) are

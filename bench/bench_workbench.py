@@ -2,7 +2,7 @@
 page after a click in the sidebar, the Forest page's tree drawn at about 300 and 1,000 leaves
 (and unfolded whole), and a citation's page preview (locate the passage, render the PNG).
 
-Targets (issue 15): each page < 1 s; the tree < 1 s at 300 leaves and < 3 s at 1,000; the page
+Targets: each page < 1 s; the tree < 1 s at 300 leaves and < 3 s at 1,000; the page
 preview < 0.5 s.
 Real papers (../shared/eval/pdfs): the 300-leaf archive is 1705.07830.pdf (15 pages) in small
 chunks; the 1,000-leaf archive holds all seven papers (the first ingested, the rest appended).

@@ -4,7 +4,7 @@ that answer a question, against flat BM25 and flat dense search over the same tu
 Each conversation is one user_id. Every turn goes through process_memory as
 "[session date] speaker: text" (privacy filter off; the session's date is the turn's time), the
 write queue is drained, and each question with evidence is searched with the memory tool (top 5).
-Two rules per question: "any" counts it when any of its evidence turns is among the 5 (the issue's
+Two rules per question: "any" counts it when any of its evidence turns is among the 5 (the target's
 table); "fraction" is the share of its evidence turns among them. The flat rows index the very same
 texts: BM25 is SQLite FTS5 with the service's tokenizer (a fresh in-memory index per conversation),
 dense is exact cosine with the same embedder (vectors reused from the service's run).

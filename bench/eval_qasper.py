@@ -53,7 +53,7 @@ MODEL_ID = "qasper"
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper-dev"
 TIMINGS_FILE = "qasper_ingest_seconds.json"  # kept in the data dir so --reuse can report them
 FOUND_SHARE = 0.5  # a paragraph is found when MORE than this share of its terms is in one chunk
-# The comparison's hit rule (issue 13): a gold paragraph counts when at least NGRAM_SHARE of its
+# The comparison's hit rule: a gold paragraph counts when at least NGRAM_SHARE of its
 # word NGRAM-grams are in the returned context, wherever they are in it.
 NGRAM, NGRAM_SHARE = 5, 0.5
 WORD = re.compile(r"\w+")
@@ -114,7 +114,7 @@ def ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
 
 
 def ngram_hit(q: Question, texts: list[str], gold_words: dict[str, list[str]]) -> bool:
-    """The issue's rule: some gold paragraph (of some annotator) has at least NGRAM_SHARE of its
+    """The comparison's rule: some gold paragraph (of some annotator) has at least NGRAM_SHARE of its
     word NGRAM-grams in the returned context (a paragraph shorter than NGRAM words: its whole
     word sequence)."""
     returned = [words(t) for t in texts]

@@ -39,19 +39,19 @@ class Settings:
     anthropic_api_key: str | None = field(default=None, repr=False)
     claude_model: str = "claude-sonnet-4-5"
     llm_retries: int = 2
-    # Seconds one Claude request may take before it is abandoned (and retried once by the SDK).
+    # Seconds one Claude request may take before it is abandoned (retries share one budget: models.llm).
     llm_timeout_seconds: float = 60.0
     summary_max_chars: int = 200
     # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.tree.leaves),
     # "recursive" is langchain's character splitter with chunk_overlap. Leaves are embedded with
-    # their document title and heading path (measured on QASPER: README, bench/eval_qasper.py).
+    # their document title and heading path (chosen on QASPER: bench/eval_qasper.py).
     chunker: str = "paragraph"
     chunk_size: int = 600
     chunk_overlap: int = 100
     # Tree building.
     merge_threshold: float = 0.2
     max_node_chars: int = 2_000_000
-    # Most children a summary node shows before the tree adds a level (condensation, tree_builder).
+    # Most children a summary node shows before the tree adds a level (condensation, tree.planner).
     tree_max_children: int = 10
     # Retrieval.
     top_k: int = 8

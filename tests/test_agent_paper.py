@@ -93,7 +93,7 @@ def test_questions_the_abstract_answers(papers, question, answer):
 @pytest.mark.parametrize("question", ["How is the reformulation system trained?",
                                       "How many question/answer pairs does SearchQA contain?"])
 def test_a_node_scored_higher_but_passed_over_is_named_with_why(papers, question):
-    """The issue's case: the agent scored "4 Training" highest (0.55) and opened the abstract
+    """The reported case: the agent scored "4 Training" highest (0.55) and opened the abstract
     without a word. Whenever it opens a node while another in view scored higher, the step says
     which one and why it was passed over."""
     state = ask_aqa(papers, question)
@@ -118,7 +118,7 @@ def test_what_a_paper_is_about_comes_from_its_abstract(papers, question):
         state = forest.ask("m", question, archive_ids=[archive])
         assert state.overview and state.cited
         assert all(c.node.archive_id == archive and c.node.section.lower() == "abstract" for c in state.cited)
-    # over both papers (the issue's case): abstracts only, never the other paper's reference lines
+    # over both papers (the reported case): abstracts only, never the other paper's reference lines
     state = forest.ask("m", question)
     assert state.cited and all(c.node.section.lower() == "abstract" for c in state.cited)
     assert not any(re.search(r"\b(19|20)\d\d\.", line) for line in answer_lines(state))
@@ -136,7 +136,7 @@ def test_reference_lists_stay_out_of_context_and_answers(forest):
 
 
 def test_every_sentence_of_the_papers_ends_where_a_reader_ends_it(forest, papers):
-    """The issue's cut sentences ("..., e.g." and a summary ending "Narasimhan et al.") on the
+    """The reported cut sentences ("..., e.g." and a summary ending "Narasimhan et al.") on the
     real text: no passage and no node summary yields a sentence ending in an abbreviation."""
     _, aqa, dst = papers
     cut = re.compile(r"(?:\be\.g|\bi\.e|\bet al|\bFig|\bEq|\bvs|\bcf)\.$")

@@ -7,7 +7,7 @@ Every cell asserts one clear line (exit code, HTTP status, MCP is_error or the p
 traceback, no pydantic dump, no "internal error") and that nothing was written: every table of the
 store's SQLite and the vectors of its embedded Chroma hold as many rows after the call as before.
 With FOREST_BAD_INPUT_TABLE=<file> the messages seen are written to that file as JSON;
-bench/bad_input_table.py runs this file that way and prints the README's table.
+bench/bad_input_table.py runs this file that way and prints the table in docs/security.md.
 """
 from __future__ import annotations
 

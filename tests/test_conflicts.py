@@ -1,4 +1,4 @@
-"""Conflict detection between research statements and the offline side-by-side (issue 6 §6, seed
+"""Conflict detection between research statements and the offline side-by-side (seed
 002 §3.3): hand-written conflicting pairs, look-alikes that must not be flagged, claim extraction,
 and the comparison used for reconciliation. English and Chinese."""
 import json
@@ -253,7 +253,7 @@ AQA_RESULTS = ("BiDAF's performance drops by 40 F1 points on SearchQA compared t
      AQA_RESULTS, "negation"),                                                               # not / still competitive
     ("The Attention Sum Reader network outperforms BiDAF on SearchQA.", AQA_RESULTS, "direction"),   # reversed
 ])
-def test_the_issues_disagreements_are_found(finding, passage, kind):
+def test_the_reported_disagreements_are_found(finding, passage, kind):
     [conflict] = pair(finding, passage)
     assert conflict.kind == kind
 

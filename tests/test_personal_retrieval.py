@@ -1,5 +1,5 @@
-"""Hybrid retrieval of personal memories (issue 16) and the write path's hardening (issue 14:
-leases, worker state, embedder tags, fact-level superseding), on real SQLite and the real embedder."""
+"""Hybrid retrieval of personal memories and the write path's hardening
+(leases, worker state, embedder tags, fact-level superseding), on real SQLite and the real embedder."""
 from __future__ import annotations
 
 import sqlite3

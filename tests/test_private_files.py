@@ -62,7 +62,7 @@ def test_a_new_store_is_private_from_its_first_byte(tmp_path, usual_umask):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"), reason="needs root to act as user nobody")
 def test_another_local_user_cannot_read_the_store(tmp_path, usual_umask):
-    """What the issue did: another account reading the memories with sqlite3."""
+    """What was reported: another account reading the memories with sqlite3."""
     tmp_path.chmod(0o755)  # the store's parent is open to all: only the store itself is private
     data_dir = tmp_path / "store"
     assert _forest(data_dir, "personal", "add", "My PIN hint is my cat's name", "--user-id", "ann").returncode == 0

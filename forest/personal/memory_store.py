@@ -179,15 +179,14 @@ class PersonalStore:
     def lexical(self, user_id: str, query: str, limit: int, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None) -> list[tuple[int, float]]:
         """(memory id, -bm25) of the user's best BM25 matches: each query term one quoted phrase; a
-        word of the memory's conversation context weighs half a word of the memory (LoCoMo
-        conversations 1-3, flat systems, context without its date prefix: 0.752 against 0.733
-        with context and text weighed alike, multi-hop 0.581 against 0.527)."""
+        word of the memory's conversation context weighs half a word of the memory (chosen on
+        LoCoMo's dev conversations against context and text weighed alike: docs/benchmarks.md)."""
         match = phrase_match(query_phrases(query))
         if match is None:
             return []
         sql, params = _filtered(user_id, scope, metadata)
         # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
-        # (rowid IN ...) SQLite ran the MATCH once per memory of the user, 0.3 s a query at 250.
+        # (rowid IN ...) SQLite ran the MATCH once per memory of the user.
         rows = self.db.query(
             f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text, 1.0, "
             f"{CONTEXT_WEIGHT}) AS score "

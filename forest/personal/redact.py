@@ -45,7 +45,7 @@ _NAMED = (
                 r"(?:(?:auth|access|bearer)\s{0,3})?token|client\s{1,3}secret|密钥"),
 )
 # The first characters of the keywords, checked first: the engine then skips other positions
-# fast (15 times faster on text without a keyword).
+# fast on text without a keyword.
 _KEYWORD_START = "[pcsbarintdPCSBARINTD口密银卡账帐信身护取安]"
 _KEYWORD = re.compile(f"(?<![A-Za-z])(?={_KEYWORD_START})(?:"
                       + "|".join(f"(?P<{kind}>{words})" for kind, words in _NAMED) + ")", re.I)

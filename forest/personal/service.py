@@ -211,8 +211,8 @@ class PersonalMemory:
         - time: when the query names a period (a year, a month, a date), the memories said in it.
         Dense and BM25 scores live on different scales, so each is standardised over the user's
         memories (z-score) and added, and so are the graph route's fact counts; a time match adds
-        one standard deviation (a period is coarse: it holds whole sessions). On LoCoMo
-        conversations 1-2 (dev) the z-score sum beat reciprocal rank fusion: 0.596 vs 0.526.)"""
+        one standard deviation (a period is coarse: it holds whole sessions). The z-score sum was
+        chosen over reciprocal rank fusion on LoCoMo's dev conversations (bench/eval_locomo.py).)"""
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
             return [], np.zeros(0), {}

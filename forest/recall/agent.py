@@ -368,7 +368,7 @@ def _holds(node: MemoryNode, passage: MemoryNode) -> bool:
 def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredNode],
                   words: Sequence[ScoredNode] = ()) -> list[ScoredNode]:
     """GUIDES passages: the budgeted context's ranking and the vector search's taken in turn (on
-    QASPER each ranking found evidence the other missed, on different papers: README), after
+    QASPER each ranking found evidence the other missed, on different papers: docs/benchmarks.md), after
     the passage whose sentence holds every word of the question closest together (the shortest
     answering_span), if any, among those and the BM25 hits (`words`). That sentence is the one
     an extractive answer wants: on 1705.07830 page 5's "SearchQA contains over 140k

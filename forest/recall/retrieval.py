@@ -180,9 +180,9 @@ class Retriever:
         4. Take leaves in that order while they fit in the budget.
         Reference-list passages (forest.recall.references) are left out.
 
-        Measured on QASPER (bench/eval_qasper.py, README): across papers coverage picks the
-        paper more often; inside a paper it lowers recall, and so did a section prior (the
-        cosine of the parent's centroid): +1.8 points on papers 1-40, -12 on held-out 41-60.
+        Chosen on QASPER (bench/eval_qasper.py; figures in docs/benchmarks.md): across papers
+        coverage picks the paper more often; inside a paper it lowers recall, and so did a section
+        prior (the cosine of the parent's centroid), which failed on held-out papers.
         """
         result = ContextResult(question, budget_tokens, 0)
         hits = self.search(model_id, question, top_k * CONTEXT_BREADTH, mode, archive_ids)

@@ -160,7 +160,7 @@ class ResearchStore:
         retention needs, without reading any text."""
         sql, params = _event_filter(model_id, since, until, session_id, kinds)
         cursor = self.db.connection().cursor()
-        cursor.row_factory = None  # plain tuples: sqlite3.Row objects cost 4x the query for 50k events
+        cursor.row_factory = None  # plain tuples: sqlite3.Row objects slow a read of many events
         rows = cursor.execute(f"SELECT id, COALESCE(last_recalled_at, created_at), stability_days {sql}",
                               params).fetchall()
         return np.array(rows, dtype=np.float64).reshape(-1, 3)

@@ -252,7 +252,7 @@ class ForestStore:
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             # CROSS JOIN keeps memory_nodes outside: looked up by id, not scanned through the
-            # model_id's archives (the planner's choice otherwise: 13 ms at 100k nodes, not 0.06).
+            # model_id's archives (the planner's choice otherwise, far slower at 100k nodes).
             rows = self.db.query(
                 f"SELECT {_NODE_SELECT} FROM memory_nodes n CROSS {_VISIBLE} "
                 f"WHERE n.id IN ({','.join('?' * len(chunk))})", (model_id, *chunk))
@@ -356,7 +356,7 @@ _VISIBLE_TEXT = f"FROM node_text JOIN memory_nodes n ON n.id = node_text.rowid {
 def _rank_text(conn, model_id: str, phrases: list[str], limit: int) -> list[tuple[int, float]]:
     """(node id, -bm25) of the model_id's `limit` best visible matches of the OR of `phrases`.
 
-    Ranking every match is O(matches): ~0.8 us a row, 80 ms for words in all of 100k rows. When
+    Ranking every match is O(matches): slow for words in every row of a large forest. When
     the rarest phrases (together in at most RARE_ROWS rows) give `limit` visible rows scoring at
     least the most the other, common phrases can add up to, no row holding only common phrases
     can enter the answer (MaxScore, Turtle & Flood 1995). The rare rows' exact scores come from

@@ -101,7 +101,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         embedding        BLOB NOT NULL    -- float32, unit length
     );
     -- Covers what the retention needs (search_episodic reads it for every event in range):
-    -- the rows themselves hold the 1.5 kB vectors, and scanning them is 30x slower.
+    -- the rows themselves hold the vectors, and scanning them is far slower.
     CREATE INDEX idx_episodic_clock ON episodic_events
         (model_id, created_at, session_id, kind, id, last_recalled_at, stability_days);
 
@@ -236,7 +236,7 @@ MIGRATIONS: list[tuple[int, str]] = [
           AND EXISTS (SELECT 1 FROM memory_nodes c WHERE c.parent_id = n.id AND c.first_leaf > n.first_leaf);
     """),
     (8, """
-    -- Personal memory retrieval, queue leases, vector provenance, facts shared by memories (issues 14, 16).
+    -- Personal memory retrieval, queue leases, vector provenance, facts shared by memories.
     -- BM25 over each live memory's text as forest.text.tokenize gives it (words, CJK bigrams),
     -- Porter-stemmed; rowid = the memory's id. Memories older than this table are indexed by
     -- PersonalStore.index_missing when the service opens (the tokenizer is Python).

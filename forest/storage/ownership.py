@@ -34,7 +34,7 @@ from forest.config import Settings
 from forest.errors import ForestError
 from forest.storage.private_files import make_private_dir
 
-# forest.storage.vector_rpc (http.server, http.client: ~40 ms) loads when vectors are first needed, so
+# forest.storage.vector_rpc (http.server, http.client) loads when vectors are first needed, so
 # commands that read only SQLite do not pay for it.
 if TYPE_CHECKING:
     from forest.storage.vectors import ChromaVectorStore, VectorStore

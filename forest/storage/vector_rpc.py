@@ -8,7 +8,7 @@ Every method is idempotent (upserts, deletes and metadata updates can be repeate
 writes are sent in batches, and a call the owner did not answer can be repeated elsewhere:
 FollowedStore, what a process that does not own the store uses, takes the store over (or
 follows the new owner) when the owner exits. Imports no Chroma: a forwarding process skips its
-~1 s import.
+slow import.
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class VectorRPCServer:
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
         # stop() waits for the loop to see the request (up to one poll), and a command stops its
-        # endpoint on the way out: a poll of 0.1 s cost every command ~50 ms.
+        # endpoint on the way out: a long poll delays every command's exit.
         self._thread = threading.Thread(target=self._httpd.serve_forever,
                                         kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
                                         name="forest-vector-owner", daemon=True)

@@ -1,6 +1,6 @@
 """Snapshots of an embedded Chroma store's vectors, one file per collection (its ids and vectors),
 so that a short command owning the store (`forest context`...) answers vector reads without
-importing chromadb, which takes ~1 s, more than all the rest of such a command.
+importing chromadb, which takes more than all the rest of such a command.
 
 A snapshot that exists is current:
 - every write to a collection deletes the collection's snapshot before it reaches Chroma
