@@ -7,6 +7,9 @@ a deferred import is still a dependency a reader has to follow.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -102,3 +105,13 @@ def test_the_checks_see_a_real_violation(tmp_path):
     assert imports_of(source, {"forest.service"}) == [("forest.service", 2), ("forest.cli", 3)]
     assert layer_of("forest.service") > layer_of("forest.storage.db")
     assert layer_of("forest") > layer_of("forest.cli")
+
+
+def test_doctor_and_the_serving_tools_do_not_load_the_tree_builder():
+    """doctor re-embeds with the leaves' helpers and tools report build Progress (a record): neither
+    needs the build, its planner (networkx) or the recursive chunker (langchain) to import."""
+    probe = ("import json, sys, forest.doctor, forest.serving.tools; print(json.dumps(sorted(m for m in "
+             "('forest.tree.build', 'networkx', 'langchain_text_splitters') if m in sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=FOREST.parent)
+    assert json.loads(loaded.stdout) == []
