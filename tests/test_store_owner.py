@@ -266,16 +266,16 @@ def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
 
 
 def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest, tmp_path, monkeypatch):
-    from forest.storage import ownership as store_owner
+    from forest.storage import locks
 
     forest = make_forest(tmp_path / "store")
     archive = forest.ingest_text("m", "notes", topic_text("jazz"))
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from forest.storage.ownership import WriterLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from forest.storage.locks import WriterLock; "
                                "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(120)",
                                str(tmp_path / "store")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
-        monkeypatch.setattr(store_owner, "WRITER_WAIT_SECONDS", 1.0)
+        monkeypatch.setattr(locks, "WRITER_WAIT_SECONDS", 1.0)
         with pytest.raises(ForestError, match=rf"another writer \(pid {holder.pid}: .*\) has held the store .* "
                                               r"for over 1 s; nothing was changed"):
             forest.delete_archive("m", archive.id)

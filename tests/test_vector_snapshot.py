@@ -7,7 +7,8 @@ import pytest
 from conftest import topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import ConfigError
-from forest.storage.ownership import WriterLock, open_embedded
+from forest.storage.locks import WriterLock
+from forest.storage.ownership import open_embedded
 from forest.storage.vectors import collection_name
 
 QUESTION = "Which musicians played bebop in New York?"

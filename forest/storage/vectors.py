@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from forest.errors import ConfigError, ForestError
+from forest.storage.locks import WriterLock
 from forest.storage.private_files import make_private_dir, tighten
 from forest.storage.vector_snapshots import Snapshot, SnapshotFiles
 
@@ -160,8 +161,6 @@ class ChromaVectorStore(VectorStore):
     def _take_snapshots(self) -> None:
         """Snapshots of the collections this store used that have none, unless a writer is at work
         (this does not wait for it: the next owner to close takes them)."""
-        from forest.storage.ownership import WriterLock
-
         assert self._snapshots is not None
         wanted = [m for m in sorted(self._used) if not self._snapshots.exists(collection_name(m))]
         writers = WriterLock(Path(self.location).parent)  # the data directory's

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from forest.tree.build import all_or_nothing, embedding_text, stored_leaf_context, write_archive
 from forest.config import CHUNKERS, MIN_CHUNK_SIZE
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput
@@ -25,6 +24,7 @@ from forest.records import LEAF, SUMMARY
 from forest.storage.archives import ForestStore
 from forest.validation import MAX_ID, parse_json
 from forest.storage.vectors import VectorStore
+from forest.tree.leaves import embedding_text, stored_leaf_context
 
 FORMAT = "memory-forest-archive"
 VERSION = 1
@@ -108,6 +108,8 @@ def prepare_import(document: Any, embedder: Embedder, max_document_chars: int,
 
 def write_import(store: ForestStore, vectors: VectorStore, model_id: str, prepared: PreparedImport) -> int:
     """Write a prepared import all or nothing (hold the writer lock); returns the new archive id."""
+    from forest.tree.build import all_or_nothing, write_archive  # loaded when writing, not by doctor's checks
+
     archive_id = store.create_archive(model_id, prepared.name, prepared.source, prepared.settings)
     with all_or_nothing(store, vectors, archive_id, model_id) as written_ids:
         write_archive(store, vectors, archive_id, model_id, prepared.rows, prepared.vectors, written_ids,

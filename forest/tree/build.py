@@ -19,17 +19,16 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from forest.tree.chunking import Chunk
 from forest.models.embedders import Embedder
 from forest.storage.paths import positions_from_parents
-from forest.records import LEAF, SUMMARY, document_entry, entry_title
+from forest.records import LEAF, SUMMARY, Progress, ProgressFn, vector_metadata
 from forest.storage.archives import ForestStore
 from forest.models.extractive import TermStats, group_labels
-from forest.tree.leaves import embed_text
+from forest.tree.leaves import embed_text, embedding_text
 from forest.tree.outline import HEADING_JOIN, DocumentOutline, document_lead
 from forest.models.summarizers import NodeBrief, Summarizer, Summary
 from forest.text import counted
@@ -39,15 +38,6 @@ from forest.storage.vectors import VectorStore
 log = logging.getLogger("forest.tree.build")
 
 
-@dataclass(frozen=True)
-class Progress:
-    stage: str   # parse | chunk | summarize | embed | merge | store
-    done: int
-    total: int
-    detail: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
@@ -270,34 +260,6 @@ def write_archive(store: ForestStore, vectors: VectorStore, archive_id: int, mod
     vectors.upsert(model_id, ids, node_vectors,
                    [vector_metadata(model_id, archive_id, r["node_type"], r["depth"]) for r in rows])
     store.set_status(archive_id, "ready")
-
-
-def embedding_text(node_type: str, content: str, summary: str, title: str | None = None,
-                   leaf_context: tuple[str | None, tuple[str, ...]] = (None, ())) -> str:
-    """What a node's vector is made from: a leaf's text after its document title and heading
-    path (`leaf_context`, see stored_leaf_context); a summary node's title and summary."""
-    if node_type == LEAF:
-        return embed_text(content, *leaf_context)
-    return "\n".join(part for part in (title, summary) if part) or content[:1000]
-
-
-def stored_leaf_context(documents: list[dict[str, Any]], leaf_index: int | None,
-                        heading_path: str | None) -> tuple[str | None, tuple[str, ...]]:
-    """The document title and heading path a stored leaf was embedded with, from its archive's
-    document entries (settings["documents"]) and its heading_path column. Documents recorded
-    without "leaf_context" were embedded from the text alone (before leaves carried context)."""
-    document = document_entry(documents, leaf_index)
-    if document is None or not document.get("leaf_context"):
-        return None, ()
-    try:
-        path = json.loads(heading_path or "[]")
-    except ValueError:   # an imported archive's malformed column: the title alone
-        path = []
-    return entry_title(document), tuple(str(h) for h in path) if isinstance(path, list) else ()
-
-
-def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:
-    return {"model_id": model_id, "archive_id": archive_id, "node_type": node_type, "depth": depth}
 
 
 @contextmanager

