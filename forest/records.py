@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -11,6 +12,13 @@ from typing import Any
 SEPARATOR = "\n---\n"
 LEAF = "LEAF_CHUNK"
 SUMMARY = "SUMMARY_NODE"
+
+
+def iso(seconds: float | None) -> str | None:
+    """Unix seconds as an ISO-8601 UTC timestamp (what every output shows)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass

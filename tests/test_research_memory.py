@@ -312,6 +312,6 @@ def test_cli_memory_commands(tmp_path, capsys):
 
 
 def _iso(seconds: float) -> str:
-    from forest.research.memory_store import iso
+    from forest.records import iso
 
     return iso(seconds)
