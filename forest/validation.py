@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from forest.errors import InvalidInput
@@ -14,6 +15,11 @@ MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1.
 # far beyond what any of them needs (an export is 4 deep), and far below the interpreter's recursion
 # limit, so no later json.dumps or walk of the value can hit it either.
 MAX_JSON_DEPTH = 64
+# A personal memory's owner and scope (user_id, agent_id, run_id): identifiers, never free text.
+_SCOPE_ID = re.compile(r"[\w.:@/-]{1,200}")
+SCOPE_ID_RULE = "1-200 letters, digits or . : @ / - _"
+_METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MAX_METADATA_KEYS = 20
 
 
 def in_id_range(value: int) -> bool:
@@ -37,6 +43,44 @@ def _check_name(value: str, what: str, limit: int) -> str:
     if not value.isprintable():
         raise InvalidInput(f"{what} must be printable text: no tabs, line breaks or other control characters")
     return value
+
+
+def check_scope_id(value: str, what: str) -> str:
+    """A user_id (required)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} is required")
+    return _scope_id(value, what)
+
+
+def check_optional_scope_id(value: str | None, what: str) -> str | None:
+    """An agent_id or run_id: absent, or an id like a user_id."""
+    return None if value is None else _scope_id(value, what)
+
+
+def _scope_id(value: str, what: str) -> str:
+    # fullmatch: a trailing line break is not part of an id
+    if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
+        raise InvalidInput(f"{what} must be {SCOPE_ID_RULE}")
+    return value
+
+
+def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Free keys stored with a memory: identifiers mapped to strings, numbers or booleans."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidInput(f"metadata must be an object of at most {MAX_METADATA_KEYS} keys")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key) \
+                or not isinstance(value, (str, int, float, bool)):
+            raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
+    return metadata
+
+
+def check_top_k(top_k: int, limit: int) -> int:
+    if not isinstance(top_k, int) or not 1 <= top_k <= limit:
+        raise InvalidInput(f"top_k must be between 1 and {limit}, got {top_k!r}")
+    return top_k
 
 
 def check_query(query: str) -> str:
