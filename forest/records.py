@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -19,6 +20,18 @@ def iso(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A build's progress, reported stage by stage to the face that started it."""
+    stage: str   # parse | chunk | summarize | embed | merge | store
+    done: int
+    total: int
+    detail: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
 
 
 @dataclass

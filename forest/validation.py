@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, datetime, time, timezone
 from typing import Any
 
 from forest.errors import InvalidInput
@@ -18,6 +19,10 @@ MAX_JSON_DEPTH = 64
 # A personal memory's owner and scope (user_id, agent_id, run_id): identifiers, never free text.
 _SCOPE_ID = re.compile(r"[\w.:@/-]{1,200}")
 SCOPE_ID_RULE = "1-200 letters, digits or . : @ / - _"
+_RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
+_UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
+TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "
+                   "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
 _METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_METADATA_KEYS = 20
 
@@ -98,6 +103,39 @@ def check_text(text: str, what: str, limit: int) -> str:
     if len(text) > limit:
         raise InvalidInput(f"the {what} has {len(text):,} characters, over the limit of {limit:,}")
     return text.strip()
+
+
+def parse_time_range(text: str | None, now: float) -> tuple[float | None, float | None]:
+    """(since, until) in Unix seconds from TIME_RANGE_HELP's forms; (None, None) for no range."""
+    if text is None or not text.strip():
+        return None, None
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = float(relative.group(1)), relative.group(2)[0].lower()
+        return now - amount * _UNIT_SECONDS[unit], None
+    if ".." not in text:
+        raise InvalidInput(f"time_range {text!r} is not understood: use {TIME_RANGE_HELP}")
+    start, end = (part.strip() for part in text.split("..", 1))
+    since = _instant(start, end_of_day=False) if start else None
+    until = _instant(end, end_of_day=True) if end else None
+    if since is not None and until is not None and since > until:
+        raise InvalidInput(f"time_range {text!r} ends before it starts")
+    return since, until
+
+
+def _instant(text: str, end_of_day: bool) -> float:
+    """An ISO date (the whole day counts) or datetime (UTC unless it says otherwise)."""
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime.combine(day, time.max if end_of_day else time.min, tzinfo=timezone.utc)
+        else:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise InvalidInput(f"{text!r} in time_range is not an ISO date or datetime ({TIME_RANGE_HELP})") from None
+    return moment.timestamp()
 
 
 def parse_json(raw: bytes | str, what: str) -> Any:

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forest.tree.build import Progress
+from forest.records import Progress
 from forest.ingest.document import Document
 from forest.errors import ForestError
 from forest.service import MemoryForest

@@ -26,7 +26,7 @@ import numpy as np
 from forest.tree.chunking import Chunk
 from forest.models.embedders import Embedder
 from forest.storage.paths import positions_from_parents
-from forest.records import LEAF, SUMMARY, document_entry, entry_title
+from forest.records import LEAF, SUMMARY, Progress, ProgressFn, document_entry, entry_title
 from forest.storage.archives import ForestStore
 from forest.models.extractive import TermStats, group_labels
 from forest.tree.leaves import embed_text
@@ -37,17 +37,6 @@ from forest.tree.planner import Segment, TreePlan, outline_segment, placed_headi
 from forest.storage.vectors import VectorStore
 
 log = logging.getLogger("forest.tree.build")
-
-
-@dataclass(frozen=True)
-class Progress:
-    stage: str   # parse | chunk | summarize | embed | merge | store
-    done: int
-    total: int
-    detail: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(frozen=True)
