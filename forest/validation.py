@@ -17,8 +17,9 @@ MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1.
 # limit, so no later json.dumps or walk of the value can hit it either.
 MAX_JSON_DEPTH = 64
 # A personal memory's owner and scope (user_id, agent_id, run_id): identifiers, never free text.
-_SCOPE_ID = re.compile(r"[\w.:@/-]{1,200}")
-SCOPE_ID_RULE = "1-200 letters, digits or . : @ / - _"
+MAX_SCOPE_ID = 200
+_SCOPE_ID = re.compile(rf"[\w.:@/-]{{1,{MAX_SCOPE_ID}}}")
+SCOPE_ID_RULE = f"1-{MAX_SCOPE_ID} letters, digits or . : @ / - _"
 _RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
 _UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
 TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "

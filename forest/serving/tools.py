@@ -23,10 +23,9 @@ from pydantic import Field
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.records import Progress
 from forest.service import MAX_TOP_K, MemoryForest
-from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SESSION_ID, TIME_RANGE_HELP
+from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
 
 MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
-MAX_SCOPE_ID = 200
 
 
 def _shown(**bounds: Any) -> dict[str, Any]:
