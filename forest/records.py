@@ -5,6 +5,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 
@@ -12,6 +13,25 @@ from typing import Any
 SEPARATOR = "\n---\n"
 LEAF = "LEAF_CHUNK"
 SUMMARY = "SUMMARY_NODE"
+
+
+def iso(seconds: float | None) -> str | None:
+    """Unix seconds as an ISO-8601 UTC timestamp (what every output shows)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A build's progress, reported stage by stage to the face that started it."""
+    stage: str   # parse | chunk | summarize | embed | merge | store
+    done: int
+    total: int
+    detail: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
 
 
 @dataclass

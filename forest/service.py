@@ -23,19 +23,20 @@ from forest.records import (
     ContextResult,
     MemoryNode,
     MergeStep,
+    Progress,
+    ProgressFn,
     Representative,
     ScoredNode,
 )
 from forest.storage.archives import ForestStore
 from forest.text import counted
 from forest.storage.locks import WriterLock
-from forest.validation import check_model_id, check_query
+from forest.validation import check_model_id, check_query, check_top_k
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
 # imported by the methods that use them, so a CLI command loads only what it runs.
 if TYPE_CHECKING:
     from forest.recall.agent import AgentLoop, AgentState
-    from forest.records import Progress, ProgressFn
     from forest.tree.build import ArchiveBuilder, BuildParams
     from forest.tree.chunking import Chunk
     from forest.doctor import DoctorReport
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from forest.storage.vectors import VectorStore
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
+MAX_TOP_K = 200
 
 
 def _no_progress(_: Progress) -> None:
@@ -297,7 +299,6 @@ class MemoryForest:
         """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
         into the store at once (Document.kept_file, held until its build starts), so the caller may
         delete the file before the build and its citations still open their pages."""
-        from forest.records import Progress
         from forest.ingest import load_document
 
         report = progress or _no_progress
@@ -325,7 +326,6 @@ class MemoryForest:
 
     @staticmethod
     def _chunks(document: Document, run: Settings, progress: ProgressFn) -> list[Chunk]:
-        from forest.records import Progress
         from forest.tree.leaves import leaf_chunks
 
         if not document.passages or not document.text.strip():
@@ -567,10 +567,7 @@ class MemoryForest:
         return chosen
 
     def _top_k(self, top_k: int | None) -> int:
-        top_k = self.settings.top_k if top_k is None else top_k
-        if not 1 <= top_k <= 200:
-            raise InvalidInput(f"top_k must be between 1 and 200, got {top_k}")
-        return top_k
+        return check_top_k(self.settings.top_k if top_k is None else top_k, MAX_TOP_K)
 
 
 def _build_params(run: Settings) -> BuildParams:

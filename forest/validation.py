@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import date, datetime, time, timezone
 from typing import Any
 
 from forest.errors import InvalidInput
@@ -14,6 +16,16 @@ MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1.
 # far beyond what any of them needs (an export is 4 deep), and far below the interpreter's recursion
 # limit, so no later json.dumps or walk of the value can hit it either.
 MAX_JSON_DEPTH = 64
+# A personal memory's owner and scope (user_id, agent_id, run_id): identifiers, never free text.
+MAX_SCOPE_ID = 200
+_SCOPE_ID = re.compile(rf"[\w.:@/-]{{1,{MAX_SCOPE_ID}}}")
+SCOPE_ID_RULE = f"1-{MAX_SCOPE_ID} letters, digits or . : @ / - _"
+_RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
+_UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
+TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "
+                   "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
+_METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MAX_METADATA_KEYS = 20
 
 
 def in_id_range(value: int) -> bool:
@@ -39,6 +51,44 @@ def _check_name(value: str, what: str, limit: int) -> str:
     return value
 
 
+def check_scope_id(value: str, what: str) -> str:
+    """A user_id (required)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{what} is required")
+    return _scope_id(value, what)
+
+
+def check_optional_scope_id(value: str | None, what: str) -> str | None:
+    """An agent_id or run_id: absent, or an id like a user_id."""
+    return None if value is None else _scope_id(value, what)
+
+
+def _scope_id(value: str, what: str) -> str:
+    # fullmatch: a trailing line break is not part of an id
+    if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
+        raise InvalidInput(f"{what} must be {SCOPE_ID_RULE}")
+    return value
+
+
+def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Free keys stored with a memory: identifiers mapped to strings, numbers or booleans."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidInput(f"metadata must be an object of at most {MAX_METADATA_KEYS} keys")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key) \
+                or not isinstance(value, (str, int, float, bool)):
+            raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
+    return metadata
+
+
+def check_top_k(top_k: int, limit: int) -> int:
+    if not isinstance(top_k, int) or not 1 <= top_k <= limit:
+        raise InvalidInput(f"top_k must be between 1 and {limit}, got {top_k!r}")
+    return top_k
+
+
 def check_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty")
@@ -54,6 +104,39 @@ def check_text(text: str, what: str, limit: int) -> str:
     if len(text) > limit:
         raise InvalidInput(f"the {what} has {len(text):,} characters, over the limit of {limit:,}")
     return text.strip()
+
+
+def parse_time_range(text: str | None, now: float) -> tuple[float | None, float | None]:
+    """(since, until) in Unix seconds from TIME_RANGE_HELP's forms; (None, None) for no range."""
+    if text is None or not text.strip():
+        return None, None
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = float(relative.group(1)), relative.group(2)[0].lower()
+        return now - amount * _UNIT_SECONDS[unit], None
+    if ".." not in text:
+        raise InvalidInput(f"time_range {text!r} is not understood: use {TIME_RANGE_HELP}")
+    start, end = (part.strip() for part in text.split("..", 1))
+    since = _instant(start, end_of_day=False) if start else None
+    until = _instant(end, end_of_day=True) if end else None
+    if since is not None and until is not None and since > until:
+        raise InvalidInput(f"time_range {text!r} ends before it starts")
+    return since, until
+
+
+def _instant(text: str, end_of_day: bool) -> float:
+    """An ISO date (the whole day counts) or datetime (UTC unless it says otherwise)."""
+    try:
+        if len(text) == 10:
+            day = date.fromisoformat(text)
+            moment = datetime.combine(day, time.max if end_of_day else time.min, tzinfo=timezone.utc)
+        else:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+    except ValueError:
+        raise InvalidInput(f"{text!r} in time_range is not an ISO date or datetime ({TIME_RANGE_HELP})") from None
+    return moment.timestamp()
 
 
 def parse_json(raw: bytes | str, what: str) -> Any:

@@ -248,12 +248,12 @@ def _export(nodes: list[dict[str, Any]], fmt: str = FORMAT) -> bytes:
     return json.dumps({"format": fmt, "version": VERSION, "archive": {"name": "imported"}, "nodes": nodes}).encode()
 
 
-def _bad_model_id(value: str, engine: str, schema: str | None = None, **overrides: Cell) -> dict[str, Cell]:
+def _bad_model_id(value: str, engine: str, **overrides: Cell) -> dict[str, Cell]:
     """One model_id on every face: the CLI's --model-id and add_document's (both a write), the OpenAI
-    endpoint's model, the Library page's sidebar. `schema`: the message where the tool schema checks first."""
+    endpoint's model, the Library page's sidebar."""
     return {"CLI": Cli(("ingest", "{good}", "--model-id", value), engine),
-            "MCP": Mcp("add_document", _add(value), schema or engine),
-            "REST": Http("/tools/add_document", schema or engine, json=_add(value)),
+            "MCP": Mcp("add_document", _add(value), engine),
+            "REST": Http("/tools/add_document", engine, json=_add(value)),
             "OpenAI": Http("/v1/chat/completions", engine, json=_chat("Who played bebop?", value)),
             "workbench": TypedModelId(value, engine), **overrides}
 
@@ -321,19 +321,19 @@ CELLS: dict[str, dict[str, Cell]] = {
         "OpenAI": Http("/v1/chat/completions", "request body over", 413, content=HUGE_BODY),
     },
     "empty model_id": _bad_model_id(
-        "", "model_id is required", "model_id: String should have at least 1 character",
+        "", "model_id is required",
         OpenAI=Http("/v1/chat/completions", "'model' must name the model_id", json=_chat("Who played bebop?", ""))),
-    "model_id over 200 characters": _bad_model_id(TOO_LONG_ID, "must be at most 200",
-                                                  "model_id: String should have at most 200"),
+    "model_id over 200 characters": _bad_model_id(TOO_LONG_ID, "model_id has 201 characters; it must be at most 200"),
     "model_id with a control character": _bad_model_id(CONTROL_ID, "no tabs, line breaks"),
     OTHER_TENANT: _unknown_ids("bob_archive", "bob_leaf"),
     NONEXISTENT: _unknown_ids(MISSING, MISSING),
     "id beyond 64 bits (2^63)": _unknown_ids(BEYOND, BEYOND),
+    "id below 1 (0)": _unknown_ids(0, 0),
     "negative top_k / budget": {
         "CLI": Cli(("context", "bebop", "--model-id", "alice", "--budget", "-5"), "budget must be positive"),
         "MCP": Mcp("retrieve_memory", {"model_id": "alice", "query": "bebop", "top_k": -1},
-                   "top_k: Input should be greater than or equal to 1"),
-        "REST": Http("/tools/search_memory", "top_k: Input should be greater than or equal to 1",
+                   "top_k must be between 1 and 200, got -1"),
+        "REST": Http("/tools/search_memory", "top_k must be between 1 and 200, got -1",
                      json={"model_id": "alice", "query": "bebop", "top_k": -1}),
     },
     "non-integer top_k": {
@@ -347,8 +347,8 @@ CELLS: dict[str, dict[str, Cell]] = {
         "CLI": Cli(("ingest", "{good}", "--model-id", "alice", "--threshold", "5"), "merge_threshold is a 0-1"),
         "MCP": Mcp("explore_memory_node", lambda ids: {"model_id": "alice", "node_id": ids["alice_leaf"],
                                                        "query": "bebop", "threshold": 5},
-                   "threshold: Input should be less than or equal to 1"),
-        "REST": Http("/tools/explore_memory_node", "threshold: Input should be less than or equal to 1",
+                   "threshold is a 0-1 relevance score, got 5"),
+        "REST": Http("/tools/explore_memory_node", "threshold is a 0-1 relevance score, got nan",
                      params={"model_id": "alice", "node_id": "1", "query": "bebop", "threshold": "nan"}),
     },
     "malformed JSON body": {
@@ -366,8 +366,8 @@ CELLS: dict[str, dict[str, Cell]] = {
     "query over 4,000 characters": {
         "CLI": Cli(("retrieve", LONG_QUERY, "--model-id", "alice"), "over the limit of 4,000"),
         "MCP": Mcp("retrieve_memory", {"model_id": "alice", "query": LONG_QUERY},
-                   "query: String should have at most 4000 characters"),
-        "REST": Http("/tools/retrieve_memory", "query: String should have at most 4000 characters",
+                   "the query has 4,001 characters, over the limit of 4,000"),
+        "REST": Http("/tools/retrieve_memory", "the query has 4,001 characters, over the limit of 4,000",
                      json={"model_id": "alice", "query": LONG_QUERY}),
         "OpenAI": Http("/v1/chat/completions", "over the limit of 4,000", json=_chat(LONG_QUERY)),
     },
@@ -421,8 +421,8 @@ CELLS: dict[str, dict[str, Cell]] = {
     "personal memory: input over 4,000 characters": {
         "CLI": Cli(("personal", "process", "I like jazz. " * 400, "--user-id", "ann"), "over the limit of 4,000"),
         "MCP": Mcp("process_memory", {"user_id": "ann", "input": "I like jazz. " * 400},
-                   "input: String should have at most 4000 characters"),
-        "REST": Http("/tools/process_memory", "input: String should have at most 4000 characters",
+                   "the input has 5,200 characters, over the limit of 4,000"),
+        "REST": Http("/tools/process_memory", "the input has 5,200 characters, over the limit of 4,000",
                      json={"user_id": "ann", "input": "I like jazz. " * 400}),
     },
     "personal memory: user_id with a control character": {
@@ -430,6 +430,29 @@ CELLS: dict[str, dict[str, Cell]] = {
         "MCP": Mcp("process_memory", {"user_id": CONTROL_ID, "input": "I like jazz"}, "user_id must be 1-200"),
         "REST": Http("/tools/process_memory", "user_id must be 1-200",
                      json={"user_id": CONTROL_ID, "input": "I like jazz"}),
+    },
+    # The faults below used to get the tool schema's message on MCP and REST and the engine's elsewhere.
+    "personal memory: empty user_id": {
+        "CLI": Cli(("personal", "process", "I like jazz", "--user-id", ""), "user_id is required"),
+        "MCP": Mcp("process_memory", {"user_id": "", "input": "I like jazz"}, "user_id is required"),
+        "REST": Http("/tools/process_memory", "user_id is required", json={"user_id": "", "input": "I like jazz"}),
+    },
+    "personal memory: user_id ending in a line break": {
+        "CLI": Cli(("personal", "process", "I like jazz", "--user-id", "ann\n"), "user_id must be 1-200"),
+        "MCP": Mcp("process_memory", {"user_id": "ann\n", "input": "I like jazz"}, "user_id must be 1-200"),
+        "REST": Http("/tools/process_memory", "user_id must be 1-200",
+                     json={"user_id": "ann\n", "input": "I like jazz"}),
+    },
+    "empty query": {
+        "CLI": Cli(("retrieve", "", "--model-id", "alice"), "the query is empty"),
+        "MCP": Mcp("retrieve_memory", {"model_id": "alice", "query": ""}, "the query is empty"),
+        "REST": Http("/tools/search_memory", "the query is empty", json={"model_id": "alice", "query": ""}),
+    },
+    "empty session_id": {
+        "CLI": Cli(("memory", "brief", "--model-id", "alice", "--session", ""), "session_id is required"),
+        "MCP": Mcp("get_research_briefing", {"model_id": "alice", "session_id": ""}, "session_id is required"),
+        "REST": Http("/tools/ask_memory", "session_id is required",
+                     json={"model_id": "alice", "question": "Who played bebop?", "session_id": ""}),
     },
 }
 

@@ -25,7 +25,7 @@ def test_the_graph_route_answers_a_two_hop_question_no_single_memory_answers(per
     assert {"Tom is married to Anna.", "Anna works at Pinewood Labs."} <= set(found[:4])
     # Without the graph route the second hop (Anna's job shares only "work" with the question)
     # falls behind distractors that share more words.
-    monkeypatch.setattr(type(personal), "_graph_memories", lambda self, user_id, query: {})
+    monkeypatch.setattr(personal.recall, "_graph_memories", lambda user_id, query: {})
     flat = _texts(personal.memory_tool("search", "u1", query=question, top_k=9))
     assert flat.index("Anna works at Pinewood Labs.") > found.index("Anna works at Pinewood Labs.")
 

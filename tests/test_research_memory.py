@@ -15,9 +15,10 @@ from forest.errors import ConfigError, NotFound
 from forest.models.llm import ClaudeJSON
 from forest.research.briefing import HEADERS, build_briefing
 from forest.research.conflicts import Statement
-from forest.research.episodic import DAY, parse_time_range, retention
+from forest.research.episodic import DAY, retention
 from forest.research.memory import ResearchMemory
 from forest.research.reconcile import Reconciler
+from forest.validation import parse_time_range
 
 NOW = 1_800_000_000.0  # a fixed "now" (2027-01-15); tests move the clock by hand
 
@@ -312,6 +313,6 @@ def test_cli_memory_commands(tmp_path, capsys):
 
 
 def _iso(seconds: float) -> str:
-    from forest.research.memory_store import iso
+    from forest.records import iso
 
     return iso(seconds)

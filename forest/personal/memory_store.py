@@ -12,8 +12,8 @@ import numpy as np
 
 from forest.storage.db import WAL, Database, mark_erased
 from forest.errors import ForestError
+from forest.records import iso
 from forest.storage.fulltext import phrase_match, query_phrases
-from forest.research.memory_store import iso
 from forest.text import tokenize
 
 SCOPE_KEYS = ("agent_id", "run_id")

@@ -4,24 +4,16 @@ down or recalled, and S (stability, in days) grows each time it is recalled, so 
 useful keeps being found while untouched notes fade."""
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
 from typing import Any
 
 import numpy as np
 
-from forest.errors import InvalidInput
 from forest.research.memory_store import EpisodicEvent, ResearchStore
 
 DAY = 86_400.0
-_RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
-_UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
-
-TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "
-                   "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
 
 
 def retention(elapsed_seconds: float | np.ndarray, stability_days: float | np.ndarray) -> float | np.ndarray:
@@ -85,36 +77,3 @@ def rank_events(clocks: np.ndarray, vectors: tuple[np.ndarray, np.ndarray], quer
         np.argpartition(-score, top_k)[:top_k]
     best = sorted(best, key=lambda i: (-score[i], -clocks[i, 1], -clocks[i, 0]))
     return [(int(clocks[i, 0]), float(similarity[i]), float(kept[i])) for i in best]
-
-
-def parse_time_range(text: str | None, now: float) -> tuple[float | None, float | None]:
-    """(since, until) in Unix seconds from TIME_RANGE_HELP's forms; (None, None) for no range."""
-    if text is None or not text.strip():
-        return None, None
-    relative = _RELATIVE.match(text)
-    if relative:
-        amount, unit = float(relative.group(1)), relative.group(2)[0].lower()
-        return now - amount * _UNIT_SECONDS[unit], None
-    if ".." not in text:
-        raise InvalidInput(f"time_range {text!r} is not understood: use {TIME_RANGE_HELP}")
-    start, end = (part.strip() for part in text.split("..", 1))
-    since = _instant(start, end_of_day=False) if start else None
-    until = _instant(end, end_of_day=True) if end else None
-    if since is not None and until is not None and since > until:
-        raise InvalidInput(f"time_range {text!r} ends before it starts")
-    return since, until
-
-
-def _instant(text: str, end_of_day: bool) -> float:
-    """An ISO date (the whole day counts) or datetime (UTC unless it says otherwise)."""
-    try:
-        if len(text) == 10:
-            day = date.fromisoformat(text)
-            moment = datetime.combine(day, time.max if end_of_day else time.min, tzinfo=timezone.utc)
-        else:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-    except ValueError:
-        raise InvalidInput(f"{text!r} in time_range is not an ISO date or datetime ({TIME_RANGE_HELP})") from None
-    return moment.timestamp()

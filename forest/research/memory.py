@@ -29,7 +29,7 @@ from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
 from forest.research.conflicts import Conflict, Statement, detect_conflicts
-from forest.research.episodic import EventVectors, RecalledEvent, parse_time_range, rank_events
+from forest.research.episodic import EventVectors, RecalledEvent, rank_events
 from forest.research.memory_store import (
     WORKSPACE_KINDS,
     KnowledgeVersion,
@@ -42,7 +42,7 @@ from forest.research.reconcile import Reconciliation, Reconciler
 from forest.records import Archive, MemoryNode
 from forest.storage.archives import ForestStore
 from forest.text import estimate_tokens, tokenize, truncate
-from forest.validation import check_model_id, check_query, check_session_id, check_text
+from forest.validation import check_model_id, check_query, check_session_id, check_text, check_top_k, parse_time_range
 from forest.storage.vectors import VectorStore
 
 if TYPE_CHECKING:
@@ -223,9 +223,7 @@ class ResearchMemory:
         """search_episodic_memory: events in the time range ranked by similarity x retention; the
         ones returned count as recalled (their stability grows), and are returned as they are after
         this recall. Retention and score are the ranking's, from before it."""
-        model_id, query = check_model_id(model_id), check_query(query)
-        if not 1 <= top_k <= 100:
-            raise InvalidInput(f"top_k must be between 1 and 100, got {top_k}")
+        model_id, query, top_k = check_model_id(model_id), check_query(query), check_top_k(top_k, 100)
         now = self.clock()
         since, until = parse_time_range(time_range, now)
         clocks = self.store.event_clocks(model_id, since=since, until=until, kinds=kinds,
@@ -345,6 +343,7 @@ class ResearchMemory:
         """Reconcile two passages given by node id (the reconcile_passages tool)."""
         if node_a == node_b:
             raise InvalidInput("pick two different passages to reconcile")
+        session_id = None if session_id is None else check_session_id(session_id)
         a, b = self.passages(model_id, [node_a, node_b])
         return self.reconcile_pair(a, b, model_id, session_id)
 

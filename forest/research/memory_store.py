@@ -5,22 +5,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from forest.storage.db import Database
 from forest.errors import ConfigError
+from forest.records import iso
 
 WORKSPACE_KINDS = ("focus", "constraint", "finding")
-
-
-def iso(seconds: float | None) -> str | None:
-    """Unix seconds as an ISO-8601 UTC timestamp (what every output shows)."""
-    if seconds is None:
-        return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass

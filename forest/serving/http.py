@@ -91,7 +91,7 @@ class CallLog:
 
 class _ForestMCP(MCPServer):
     """Arguments that fail the input schema are reported in one line per field, as REST reports them
-    ("top_k: Input should be greater than or equal to 1"), not as pydantic's multi-line dump."""
+    ("top_k: Input should be a valid integer"), not as pydantic's multi-line dump."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

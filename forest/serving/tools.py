@@ -4,7 +4,9 @@ OpenAPI schema, so each tool is defined once.
 
 Errors: bad input and unknown ids raise ToolError subclasses with a message meant for the model
 (and mapped to HTTP 400/404 by REST); anything else is a crash the SDK hides behind a generic
-message while the server logs the traceback.
+message while the server logs the traceback. The schema enforces types only (and the few bounds
+no other face has); lengths and ranges it shows are checked by the engine (forest.validation), so
+one fault gets one message on every face.
 """
 from __future__ import annotations
 
@@ -18,31 +20,41 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from forest.records import Progress
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
-from forest.research.episodic import TIME_RANGE_HELP
-from forest.service import MemoryForest
+from forest.records import Progress
+from forest.service import MAX_TOP_K, MemoryForest
+from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
 
 MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
 
+
+def _shown(**bounds: Any) -> dict[str, Any]:
+    """Bounds shown in the input schema (the caller's model reads them) but checked by the engine:
+    a value outside them gets forest.validation's message, the same on every face."""
+    return {"json_schema_extra": bounds}
+
+
 ModelId = Annotated[str, Field(description="The memory owner (tenant). Every id below belongs to one model_id; "
-                                           "another model_id's ids are 'not found'.", min_length=1, max_length=200)]
-Query = Annotated[str, Field(description="What you are looking for, in natural language.", min_length=1, max_length=4000)]
+                                           "another model_id's ids are 'not found'.",
+                               **_shown(minLength=1, maxLength=MAX_MODEL_ID))]
+Query = Annotated[str, Field(description="What you are looking for, in natural language.",
+                             **_shown(minLength=1, maxLength=MAX_QUERY_CHARS))]
 NodeId = Annotated[int, Field(description="A node id from an earlier retrieve_memory, search_memory, "
-                                          "explore_memory_node or get_archive_tree result.", ge=1)]
-TopK = Annotated[int, Field(description="How many raw vector hits to consider (1-200).", ge=1, le=200)]
+                                          "explore_memory_node or get_archive_tree result.", **_shown(minimum=1))]
+TopK = Annotated[int, Field(description=f"How many raw vector hits to consider (1-{MAX_TOP_K}).",
+                            **_shown(minimum=1, maximum=MAX_TOP_K))]
 UserId = Annotated[str, Field(description="The person the memories are about. Every memory, graph and history "
                                           "belongs to one user_id; other users' memories are never visible.",
-                                          min_length=1, max_length=200)]
+                              **_shown(minLength=1, maxLength=MAX_SCOPE_ID))]
 AgentScope = Annotated[str | None, Field(description="Optional agent (or stage) that writes or reads, for scoping.",
-                                         max_length=200)]
+                                         **_shown(maxLength=MAX_SCOPE_ID))]
 RunScope = Annotated[str | None, Field(description="Optional run (conversation, trip...) id, for scoping.",
-                                       max_length=200)]
+                                       **_shown(maxLength=MAX_SCOPE_ID))]
 Metadata = Annotated[dict[str, str | int | float | bool] | None, Field(
     description="Optional free keys stored with a memory (e.g. {\"scene\": \"travel\"}); search filters match them.")]
 SessionId = Annotated[str, Field(description="A research session of the model_id (any name you choose, e.g. "
                                              "'default' or a project name); its notes and history are kept "
-                                             "across calls.", min_length=1, max_length=100)]
+                                             "across calls.", **_shown(minLength=1, maxLength=MAX_SESSION_ID))]
 
 
 class BadArguments(ToolError):
@@ -92,7 +104,8 @@ class ForestTools:
     def explore_memory_node(self, model_id: ModelId, node_id: NodeId, query: Query,
                             threshold: Annotated[float | None, Field(
                                 description="Minimum relevance (0-1) of the children returned; default "
-                                            "the server's drill threshold.", ge=0, le=1)] = None) -> dict[str, Any]:
+                                            "the server's drill threshold.",
+                                **_shown(minimum=0, maximum=1))] = None) -> dict[str, Any]:
         """Drill down one level: the direct children of node_id reranked against the query, those
         with relevance_score >= threshold, best first. A SUMMARY_NODE child comes as its title
         (the section it covers, e.g. "3 Method › 3.2 Training"), summary, pages and leaf_count:
@@ -131,7 +144,8 @@ class ForestTools:
             return {"archives": [a.to_dict() for a in self.forest.archives(model_id)]}
 
     def get_archive_tree(self, model_id: ModelId,
-                         archive_id: Annotated[int, Field(description="An id from list_archives.", ge=1)],
+                         archive_id: Annotated[int, Field(description="An id from list_archives.",
+                                                          **_shown(minimum=1))],
                          max_depth: Annotated[int, Field(description="Deepest level to include (0 = roots "
                                                                      "only).", ge=0, le=64)] = 3) -> dict[str, Any]:
         """The archive's tree from its roots down to max_depth: id, parent_id, depth, node_type,
@@ -147,7 +161,7 @@ class ForestTools:
                                                       min_length=1, max_length=300)],
                            text: Annotated[str, Field(description="The document as plain text or Markdown "
                                                                   "(# headings become sections).",
-                                                      min_length=1, max_length=MAX_DOCUMENT_CHARS_OVER_MCP)],
+                                                      max_length=MAX_DOCUMENT_CHARS_OVER_MCP, **_shown(minLength=1))],
                            ctx: Context) -> dict[str, Any]:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,
@@ -170,14 +184,15 @@ class ForestTools:
 
     def ask_memory(self, model_id: ModelId,
                    question: Annotated[str, Field(description="The question to answer from memory.",
-                                                  min_length=1, max_length=4000)],
+                                                  **_shown(minLength=1, maxLength=MAX_QUERY_CHARS))],
                    session_id: Annotated[str | None, Field(
                        description="Optional research session: its directives and briefing guide the answer, "
                                    "and the question, steps and answer are remembered in it.",
-                       min_length=1, max_length=100)] = None,
+                       **_shown(minLength=1, maxLength=MAX_SESSION_ID))] = None,
                    archive_ids: Annotated[list[int] | None, Field(
                        description="Optional: ask over these archives only (ids from list_archives); "
-                                   "default every archive of the model_id.", min_length=1, max_length=200)] = None,
+                                   "default every archive of the model_id.",
+                       max_length=200, **_shown(minItems=1))] = None,
                    ) -> dict[str, Any]:
         """Answer a question from the model_id's memory with the ANSWER/EXPLORE loop: retrieve,
         then explore summary nodes until passages are relevant enough, then answer. Returns the
@@ -197,8 +212,9 @@ class ForestTools:
                                    max_length=100)] = None,
                                session_id: Annotated[str | None, Field(
                                    description="Only this research session's events; default every session.",
-                                   min_length=1, max_length=100)] = None,
-                               top_k: Annotated[int, Field(description="How many events (1-100).", ge=1, le=100)] = 5,
+                                   **_shown(minLength=1, maxLength=MAX_SESSION_ID))] = None,
+                               top_k: Annotated[int, Field(description="How many events (1-100).",
+                                                           **_shown(minimum=1, maximum=100))] = 5,
                                ) -> dict[str, Any]:
         """Search the research history: earlier questions with their answers (the nodes explored
         on the way in their data), findings (including notes folded out of the briefing), knowledge
@@ -212,10 +228,11 @@ class ForestTools:
     def update_semantic_knowledge(self, model_id: ModelId,
                                   topic: Annotated[str, Field(description="What the conclusion is about, e.g. "
                                                                           "'feature fusion in few-shot settings'.",
-                                                              min_length=1, max_length=200)],
+                                                              **_shown(minLength=1, maxLength=200))],
                                   conclusion: Annotated[str, Field(description="The conclusion to keep, with its "
                                                                                "conditions and sources.",
-                                                                   min_length=1, max_length=4000)]) -> dict[str, Any]:
+                                                                   **_shown(minLength=1, maxLength=4000))]
+                                  ) -> dict[str, Any]:
         """Record a lasting research conclusion on a topic in the model_id's semantic knowledge,
         which is shown in every later prompt of every session. A topic already known gets a new
         version; earlier versions are kept and returned as history."""
@@ -235,7 +252,7 @@ class ForestTools:
     def add_research_note(self, model_id: ModelId, session_id: SessionId,
                           kind: Annotated[str, Field(description="'focus' (replaces the current focus), "
                                                                  "'constraint' or 'finding'.")],
-                          text: Annotated[str, Field(description="The note.", min_length=1, max_length=2000)],
+                          text: Annotated[str, Field(description="The note.", **_shown(minLength=1, maxLength=2000))],
                           source: Annotated[str, Field(description="Where it comes from, e.g. 'node 42, p. 7'.",
                                                        max_length=300)] = "") -> dict[str, Any]:
         """Add a note to the session's workspace (it shows in the briefing, and stays findable with
@@ -247,7 +264,7 @@ class ForestTools:
     def reconcile_passages(self, model_id: ModelId, node_id_a: NodeId, node_id_b: NodeId,
                            session_id: Annotated[str | None, Field(
                                description="Optional research session whose directives guide the review.",
-                               min_length=1, max_length=100)] = None) -> dict[str, Any]:
+                               **_shown(minLength=1, maxLength=MAX_SESSION_ID))] = None) -> dict[str, Any]:
         """Two passages (LEAF_CHUNK ids, usually from different papers) that seem to disagree:
         a third-party review of each side's experimental conditions, and a merged conclusion with
         the boundary conditions under which each claim holds. reviewed_by says whether Claude
@@ -258,7 +275,7 @@ class ForestTools:
 
     def process_memory(self, user_id: UserId,
                        input: Annotated[str, Field(description="The user's message (the stimulus).",
-                                                   min_length=1, max_length=4000)],
+                                                   **_shown(minLength=1, maxLength=4000))],
                        agent_id: AgentScope = None, run_id: RunScope = None,
                        metadata: Metadata = None) -> dict[str, Any]:
         """Call with every user message. Returns at once what is known about the user that relates
@@ -272,8 +289,8 @@ class ForestTools:
                                                        metadata=metadata)
 
     def debug_process_memory(self, user_id: UserId,
-                             input: Annotated[str, Field(description="The user's message.", min_length=1,
-                                                         max_length=4000)]) -> dict[str, Any]:
+                             input: Annotated[str, Field(description="The user's message.",
+                                                         **_shown(minLength=1, maxLength=4000))]) -> dict[str, Any]:
         """For developers: process_memory run synchronously, explained in words: the vector matches
         with scores, the graph paths, the storage decision and its reason, the time of each stage
         and the raw data. It does store the message when it is private."""
@@ -289,13 +306,16 @@ class ForestTools:
                action: Annotated[str, Field(description="add | search | update | delete | history")],
                text: Annotated[str | list[str] | None, Field(
                    description="add: one memory or a list (batch); update: the new text.")] = None,
-               query: Annotated[str | None, Field(description="search: what to look for.", max_length=4000)] = None,
+               query: Annotated[str | None, Field(description="search: what to look for.",
+                                                  **_shown(maxLength=4000))] = None,
                memory_id: Annotated[int | None, Field(description="update, delete, history: the memory's id "
-                                                                  "(history without it: every change).", ge=1)] = None,
+                                                                  "(history without it: every change).",
+                                                      **_shown(minimum=1))] = None,
                agent_id: AgentScope = None, run_id: RunScope = None, metadata: Metadata = None,
                filters: Annotated[dict[str, str | int | float | bool] | None, Field(
                    description="search: agent_id, run_id and metadata keys the memories must match.")] = None,
-               top_k: Annotated[int, Field(description="search: how many (1-100).", ge=1, le=100)] = 5,
+               top_k: Annotated[int, Field(description="search: how many (1-100).",
+                                           **_shown(minimum=1, maximum=100))] = 5,
                ) -> dict[str, Any]:
         """Read and write the user's memories directly. Returns {operation, status, payload};
         status is success, fallback (the reason is in payload.error) or disabled (memory is

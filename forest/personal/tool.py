@@ -1,0 +1,120 @@
+"""The memory access tool (seed 004): add, search, update, delete and history of a user's
+memories, scoped by user_id, agent_id, run_id and metadata. Every change is in the history; an
+explicit add skips the privacy filter but may supersede a memory it contradicts."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from forest.config import Settings
+from forest.errors import ForestError, InvalidInput, NotFound
+from forest.models.embedders import Embedder
+from forest.personal.graph import TripleExtractor
+from forest.personal.memory_store import PersonalStore
+from forest.personal.policy import (
+    MAX_MEMORY_CHARS,
+    WritePlan,
+    WritePolicy,
+    checked_metadata,
+    checked_scope,
+    checked_user_id,
+    keyed,
+)
+from forest.personal.recall import PersonalRecall
+from forest.personal.redact import redact
+from forest.storage.db import Database
+from forest.validation import check_text, check_top_k, in_id_range
+
+ACTIONS = ("add", "search", "update", "delete", "history")
+MAX_BATCH = 100
+MAX_TOP_K = 100
+
+
+class MemoryTool:
+    def __init__(self, db: Database, store: PersonalStore, embedder: Embedder, settings: Settings,
+                 extractor: TripleExtractor, recall: PersonalRecall, policy: WritePolicy,
+                 clock: Callable[[], float]) -> None:
+        """`clock` is read at every use (a test may change it)."""
+        self.db = db
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.extractor = extractor
+        self.recall = recall
+        self.policy = policy
+        self.clock = clock
+
+    def run(self, action: str, user_id: str, *, text: str | list[str] | None = None,
+                 query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
+                 run_id: str | None = None, metadata: dict[str, Any] | None = None,
+                 filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
+        """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
+        give status fallback with the reason, never an exception."""
+        if action not in ACTIONS:
+            return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
+        if not self.settings.memory_enabled:
+            return _reply(action, "disabled", {"reason": "MEMORY_ENABLED=false: memory is switched off; nothing "
+                                                         "was read or written"})
+        try:
+            user_id = checked_user_id(user_id)
+            if memory_id is not None and not in_id_range(memory_id):
+                raise NotFound(f"memory {memory_id} not found for this user")
+            scope = checked_scope(agent_id, run_id)
+            metadata = checked_metadata(metadata)
+            who = actor or agent_id or "memory_tool"
+            if action == "add":
+                return _reply(action, "success", {"results": self.add(user_id, text, scope, metadata, who)})
+            if action == "search":
+                filters = dict(filters or {})
+                scope_filter = checked_scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
+                found = self.recall.search(user_id, redact(check_text(query or "", "query", MAX_MEMORY_CHARS)).text,
+                                           check_top_k(top_k, MAX_TOP_K), scope_filter, checked_metadata(filters))
+                return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
+                                                              for r, s in found]})
+            if action == "history":
+                entries = self.store.history(user_id, memory_id)
+                return _reply(action, "success", {"history": [e.to_dict() for e in entries]})
+            if memory_id is None:
+                raise InvalidInput(f"{action} needs a memory_id")
+            now = self.clock()
+            if action == "update":  # embedding and extraction before the transaction
+                new = redact(check_text(text if isinstance(text, str) else "", "memory", MAX_MEMORY_CHARS)).text
+                vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
+            with self.db.transaction() as conn:
+                if action == "update":
+                    done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, now, who)
+                    if done:
+                        self.store.drop_facts(conn, user_id, memory_id)
+                        self.store.add_triples(conn, user_id, memory_id, keyed(triples), now)
+                else:
+                    done = self.store.delete(conn, user_id, memory_id, now, who)
+            if not done:
+                raise NotFound(f"memory {memory_id} not found for this user")
+            if action == "delete":
+                self.db.finish_erasures()
+            return _reply(action, "success", {"memory_id": memory_id, "history": [
+                e.to_dict() for e in self.store.history(user_id, memory_id)]})
+        except ForestError as exc:
+            return _reply(action, "fallback", {"error": str(exc)})
+
+    def add(self, user_id: str, text: str | list[str] | None, scope: dict[str, str | None],
+            metadata: dict[str, Any], actor: str) -> list[dict[str, Any]]:
+        """Batch add (explicit writes skip the privacy filter); each may supersede an old memory."""
+        texts = [text] if isinstance(text, str) else list(text or [])
+        if not texts or len(texts) > MAX_BATCH:
+            raise InvalidInput(f"add needs 1 to {MAX_BATCH} memories as text")
+        texts = [redact(check_text(t, "memory", MAX_MEMORY_CHARS)).text for t in texts]
+        results = []
+        vectors = self.embedder.embed_passages(texts)
+        for memory, vector in zip(texts, vectors):
+            plan = WritePlan(user_id, memory, scope, metadata, self.clock(), actor, {})
+            self.policy.plan_write(plan, vector)
+            with self.db.transaction() as conn:
+                memory_id, event, why = self.policy.add_or_supersede(conn, plan)
+            results.append({"memory_id": memory_id, "memory": memory,
+                            "event": "UPDATE" if event == "superseded" else "ADD", "reason": why})
+        return results
+
+
+def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"operation": operation, "status": status, "payload": payload}
