@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
                      parents=[common])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ingest = sub.add_parser("forest.ingest", parents=[common], help="build an archive from each file (.pdf, .txt, .md)")
+    ingest = sub.add_parser("ingest", parents=[common], help="build an archive from each file (.pdf, .txt, .md)")
     ingest.add_argument("paths", nargs="+", metavar="PATH")
     ingest.add_argument("--model-id", required=True)
     ingest.add_argument("--name", help="archive name (default: the document's title, else the file name; "
@@ -496,7 +496,7 @@ def _cmd_personal(forest, args) -> int:
     return _emit(args, personal.clear_user_memory(user), lambda r: f"removed {counted(r['memories_removed'], 'memory')}\n")
 
 
-COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "forest.ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
+COMMANDS = {"ask": _cmd_ask, "memory": _cmd_memory, "personal": _cmd_personal, "ingest": _cmd_ingest, "archives": _cmd_archives, "tree": _cmd_tree, "retrieve": _cmd_retrieve,
             "explore": _cmd_explore, "context": _cmd_context, "delete": _cmd_delete, "export": _cmd_export,
             "import": _cmd_import, "merge-archives": _cmd_merge_archives, "serve": _cmd_serve,
             "doctor": _cmd_doctor, "rebuild": _cmd_rebuild, "reembed": _cmd_reembed}
