@@ -466,6 +466,15 @@ class MemoryForest:
         leaves = self.context(model_id, question, budget_tokens).leaves
         return self.research.conflicts(model_id, session_id, [leaf.node.id for leaf in leaves])
 
+    # --- what the command line reads from paths ---------------------------------------------
+    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None) -> Archive:
+        """import_archive from an export file, read within the import size limit."""
+        from forest.ingest.files import read_limited
+        from forest.tree.archive_io import MAX_IMPORT_BYTES, read_export
+
+        raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
+        return self.import_archive(model_id, read_export(raw, Path(path).name), name=name)
+
     # --- maintenance ------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:
         """Servers call this at start: process_memory input queued by an earlier process that
