@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from forest.cli import archives, maintenance, memory, personal, recall, server
-from forest.cli.common import COMMON_OPTIONS, EXIT_ERROR, CliParser
+from forest.cli.common import EXIT_ERROR, CliParser, common_options
 from forest.config import load_settings
 from forest.errors import ForestError
 
@@ -20,7 +20,7 @@ COMMAND_GROUPS = (archives, recall, memory, personal, server, maintenance)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CliParser(prog="forest", description="Memory Forest: documents as memory trees for agents.",
-                       parents=[COMMON_OPTIONS])
+                       parents=[common_options()])
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=CliParser)
     for group in COMMAND_GROUPS:
         group.register(subparsers)

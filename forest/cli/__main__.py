@@ -3,4 +3,5 @@ import sys
 
 from forest.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing every module (as tests/test_regex_time.py does) must not run it
+    sys.exit(main())

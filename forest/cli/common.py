@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,18 +24,22 @@ class CliParser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-COMMON_OPTIONS = argparse.ArgumentParser(add_help=False)
-# SUPPRESS: a flag given before the subcommand is not reset by the subcommand's own default.
-COMMON_OPTIONS.add_argument("--data-dir", default=argparse.SUPPRESS,
-                            help="store location (default: FOREST_DATA_DIR or data/store)")
-COMMON_OPTIONS.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout")
+@cache  # built when the parser is, not at import (a parser's help formatter imports shutil)
+def common_options() -> argparse.ArgumentParser:
+    """The options accepted before and after any command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a flag given before the subcommand is not reset by the subcommand's own default.
+    common.add_argument("--data-dir", default=argparse.SUPPRESS,
+                        help="store location (default: FOREST_DATA_DIR or data/store)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON on stdout")
+    return common
 
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, run: Command | None, help: str,
                 **options: Any) -> argparse.ArgumentParser:
     """A subcommand taking the common options; `run(forest, args)` carries it out (None for a
     command that only groups subcommands of its own)."""
-    parser = subparsers.add_parser(name, parents=[COMMON_OPTIONS], help=help, **options)
+    parser = subparsers.add_parser(name, parents=[common_options()], help=help, **options)
     if run is not None:
         parser.set_defaults(run=run)
     return parser
