@@ -1,6 +1,6 @@
 # `make run`: set up and open the workbench.
 # Test tiers: `make test` runs the whole suite (what CI runs); `make test-fast` leaves out the tests
-# marked slow (over ~2 s), browser (headless Chromium) and faults (killed writer processes), for
+# marked slow (1 s of CPU or more, measured), browser (headless Chromium) and faults (killed writer processes), for
 # everyday work. tests/conftest.py applies the marks; run one tier by hand with e.g.
 # `pytest -m browser` or `pytest -m "not slow"`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)

@@ -41,7 +41,7 @@ class TestTimes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--slow-cpu", type=float, default=1.5, help="the slow threshold, CPU seconds")
+    parser.add_argument("--slow-cpu", type=float, default=1.0, help="the slow threshold, CPU seconds")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args()
     times = TestTimes()
