@@ -1,9 +1,13 @@
-# `make run`: set up and open the workbench. `make test`: set up and run the whole test suite.
+# `make run`: set up and open the workbench.
+# Test tiers: `make test` runs the whole suite (what CI runs); `make test-fast` leaves out the tests
+# marked slow (1 s of CPU or more, measured), browser (headless Chromium) and faults (killed writer processes), for
+# everyday work. tests/conftest.py applies the marks; run one tier by hand with e.g.
+# `pytest -m browser` or `pytest -m "not slow"`.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test browser bench clean
+.PHONY: setup run test test-fast browser bench clean
 
 setup: $(VENV)/.installed
 
@@ -19,6 +23,9 @@ run: setup
 
 test: setup browser
 	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"
 
 # The browser tests need Debian's chromium and chromium-driver, and fonts for Chinese and emoji
 # (without them both are drawn as empty boxes): installed here when run as root with apt-get;

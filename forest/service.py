@@ -500,6 +500,15 @@ class MemoryForest:
 
         return source_label(statement)
 
+    # --- what the command line reads from paths ---------------------------------------------
+    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None) -> Archive:
+        """import_archive from an export file, read within the import size limit."""
+        from forest.ingest.files import read_limited
+        from forest.tree.archive_io import MAX_IMPORT_BYTES
+
+        raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
+        return self.import_archive_text(model_id, raw, Path(path).name, name)
+
     # --- maintenance ------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:
         """Servers call this at start: process_memory input queued by an earlier process that

@@ -138,3 +138,9 @@ def assert_store_empty(forest: MemoryForest) -> None:
     assert forest.db.query("SELECT COUNT(*) FROM archives")[0][0] == 0
     assert forest.db.query("SELECT COUNT(*) FROM memory_nodes")[0][0] == 0
     assert all(not forest.vectors.ids(m) for m in forest.vectors.model_ids())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    from tiers import mark_tiers  # the slow, browser and faults marks `make test-fast` leaves out
+
+    mark_tiers(items)

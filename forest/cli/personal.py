@@ -1,0 +1,75 @@
+"""`forest personal ...`: a user's personal memory (process, add, search, history, graph, tags, clear)."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from forest.cli.common import Command, add_command, add_group, emit
+from forest.errors import ForestError
+from forest.text import counted
+
+if TYPE_CHECKING:
+    from forest.service import MemoryForest
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    acts = add_group(subparsers, "personal", help="personal memory: process, search, add, history...")
+
+    def act(name: str, run: Command, help: str) -> argparse.ArgumentParser:
+        parser = add_command(acts, name, run, help=help)
+        parser.add_argument("--user-id", required=True)
+        return parser
+
+    process = act("process", process_memory, help="process_memory: context now, write in the background")
+    process.add_argument("text", metavar="TEXT")
+    process.add_argument("--debug", action="store_true", help="run synchronously and explain every stage")
+    for name, helptext in (("add", "add memories directly (each TEXT one memory)"),
+                           ("search", "search the user's memories")):
+        tool = act(name, memory_tool, help=helptext)
+        tool.add_argument("text", nargs="+", metavar="TEXT")
+        tool.add_argument("--agent-id")
+        tool.add_argument("--run-id")
+    act("history", memory_tool, help="every change to the user's memories")
+    act("graph", show_graph, help="the user's knowledge graph")
+    tags = act("tags", tag_user, help="preference and topic tags (dry run unless --apply)")
+    tags.add_argument("--apply", action="store_true")
+    act("clear", clear_user, help="delete everything remembered about the user")
+
+
+def process_memory(forest: MemoryForest, args: argparse.Namespace) -> int:
+    personal = forest.personal
+    if args.debug:
+        return emit(args, {"trace": personal.debug_process_memory(args.user_id, args.text)}, lambda r: r["trace"] + "\n")
+    context = personal.process_memory(args.user_id, args.text)
+    personal.drain()  # a command line process would exit before the background write
+    return emit(args, context, lambda c: json.dumps(c, ensure_ascii=False, indent=2) + "\n")
+
+
+def memory_tool(forest: MemoryForest, args: argparse.Namespace) -> int:
+    """add, search and history, through the same tool dispatcher agents call."""
+    task, text = args.personal_command, getattr(args, "text", None)
+    reply = forest.personal.memory_tool(task, args.user_id, text=text if task == "add" else None,
+                                        query=" ".join(text) if task == "search" else None,
+                                        agent_id=getattr(args, "agent_id", None), run_id=getattr(args, "run_id", None),
+                                        actor="cli")
+    if reply["status"] != "success":
+        raise ForestError(reply["payload"].get("error") or reply["payload"].get("reason"))
+    return emit(args, reply, lambda r: json.dumps(r["payload"], ensure_ascii=False, indent=2) + "\n")
+
+
+def show_graph(forest: MemoryForest, args: argparse.Namespace) -> int:
+    graph = forest.personal.user_graph(args.user_id)
+    return emit(args, graph, lambda g: "".join(
+        f"{r['source']} --[{r['relationship']}]--> {r['target']}\n" for r in g["relations"]) or "no relations\n")
+
+
+def tag_user(forest: MemoryForest, args: argparse.Namespace) -> int:
+    result = forest.personal.tags(args.user_id, dry_run=not args.apply)
+    return emit(args, result, lambda r: "".join(
+        f"{t['tag']} ({t['kind']}) {t['weight']:.2f}\n" for t in r["candidates"]) or "no tags\n")
+
+
+def clear_user(forest: MemoryForest, args: argparse.Namespace) -> int:
+    return emit(args, forest.personal.clear_user_memory(args.user_id),
+                lambda r: f"removed {counted(r['memories_removed'], 'memory')}\n")

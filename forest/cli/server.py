@@ -1,0 +1,32 @@
+"""`forest serve`: the tools over MCP (stdio or HTTP, with REST and an OpenAI-compatible endpoint)."""
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from forest.cli.common import add_command
+
+if TYPE_CHECKING:
+    from forest.service import MemoryForest
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve = add_command(subparsers, "serve", serve_tools,
+                        help="serve the tools over MCP (stdio or HTTP, with REST and an OpenAI-compatible endpoint)")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", help="HTTP bind address (default: server_host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default: server_port, 8765)")
+    # A long-running owner of the store searches Chroma's own index, not the snapshots a short
+    # command reads (which spare it the chromadb import).
+    serve.set_defaults(vector_snapshots=False)
+
+
+def serve_tools(forest: MemoryForest, args: argparse.Namespace) -> int:
+    from forest.serving.http import serve_http, serve_stdio
+
+    forest.own_store()
+    if args.transport == "stdio":
+        serve_stdio(forest)
+    else:
+        serve_http(forest, args.host or forest.settings.server_host, args.port or forest.settings.server_port)
+    return 0
