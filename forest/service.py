@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from forest.views.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
     from forest.models.rerankers import Reranker
-    from forest.research.conflicts import Conflict
+    from forest.research.claims import Conflict
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.recall.retrieval import Retriever
     from forest.storage.source_files import SourceFiles

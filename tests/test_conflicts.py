@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from forest.research import conflicts
-from forest.research.conflicts import OFFLINE_REVIEW, Measure, Statement, detect_conflicts, extract_claims, side_by_side
+from forest.research.claims import OFFLINE_REVIEW, Measure, Statement, detect_conflicts, extract_claims, side_by_side
+from forest.research.claims import compare
 
 
 def pair(text_a: str, text_b: str, **kwargs):
@@ -174,8 +174,8 @@ def test_vectors_decide_the_topic_and_order_the_conflicts(monkeypatch):
     assert found[0].topic_similarity == pytest.approx(0.98)
     # Sentences are compared only for pairs on the same topic: none here.
     calls = []
-    original = conflicts._aligned
-    monkeypatch.setattr(conflicts, "_aligned", lambda *args: calls.append(args) or original(*args))
+    original = compare.aligned
+    monkeypatch.setattr(compare, "aligned", lambda *args: calls.append(args) or original(*args))
     assert detect_conflicts([up, far]) == [] and calls == []
     assert len(detect_conflicts([up, far], topic_threshold=-1.0)) == 1 and calls
 
