@@ -18,6 +18,8 @@ UNITS = {"%": "%", "％": "%", "percent": "%", "percentage point": "pp", "percen
          "milliseconds": "ms", "毫秒": "ms", "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
          "秒": "s", "min": "min", "mins": "min", "minute": "min", "minutes": "min", "分钟": "min", "h": "h",
          "hour": "h", "hours": "h", "小时": "h", "x": "x", "×": "x", "times": "x", "倍": "x", "GB": "GB", "MB": "MB"}
+# The pattern reads units in any case ("6Gb", "3 X faster", "5 Percent"): looked up folded.
+_UNITS_FOLDED = {written.lower(): unit for written, unit in UNITS.items()}
 _UNIT_BASE = {"%": ("ratio", 0.01), "pp": ("pp", 1.0), "ms": ("time", 0.001), "s": ("time", 1.0),
               "min": ("time", 60.0), "h": ("time", 3600.0), "x": ("factor", 1.0), "GB": ("bytes", 1e9),
               "MB": ("bytes", 1e6)}
@@ -159,7 +161,7 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]], numbe
               and _LINK_BEFORE.fullmatch(masked[e:start])]
     after = [(s - end, name, s, e) for s, e, name in metrics if s >= end and s - end <= 25
              and _LINK_AFTER.fullmatch(masked[end:s])]
-    change = bool(number.group("sign")) or UNITS.get(number.group("unit") or "") == "pp" \
+    change = bool(number.group("sign")) or _unit(number) == "pp" \
         or bool(_CHANGE_BEFORE.search(sentence[max(0, start - 30):start]))
     following = sentence[end:end + 40]
     change = change or bool(_CHANGE_WORDS.match(re.sub(r"^\s*(?:[\w-]+\s+)?", "", following, count=1)) or
@@ -172,7 +174,7 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]], numbe
                 or _CHANGE_WORDS.search(sentence[metric_end:start] if metric_end <= start else ""):
             change = True
         return name, _metric_words(sentence, metric_start), change, metric_start, metric_end, True
-    unit = UNITS.get(number.group("unit") or "")
+    unit = _unit(number)
     share = _SHARE_OF.match(masked[end:end + 40]) if unit == "%" else None
     if share:     # "10% of the questions"
         noun_word = s_stem(share.group("noun").lower())
@@ -202,6 +204,11 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]], numbe
                 change = True
             return head, frozenset(s_stem(w) for w in words), change, start - len(valued.group(0)), start, False
     return None
+
+
+def _unit(number: re.Match) -> str:
+    """The unit written after a number, as one of UNITS' values ("6Gb" -> "GB"), or ""."""
+    return _UNITS_FOLDED.get((number.group("unit") or "").lower(), "")
 
 
 def _counted(text: str) -> tuple[list[str], int]:
@@ -244,7 +251,7 @@ def _quantity(sentence: str, number: re.Match, binding: _Binding, datasets: list
         # 163247, while neighbours ("0.70", "0.71") stay apart.
         step = _ROUNDING * 10 ** -decimals * magnitude if decimals or magnitude > 1 else (
             _ROUNDING * 10 ** trailing if trailing >= 3 else 0.0)
-    unit = UNITS[number.group("unit")] if number.group("unit") else ""
+    unit = _unit(number)
     signed = value
     if change and (number.group("sign") in ("-", "−") or _last_cue_before(sentence, cues, start) == "down"):
         signed = -value
