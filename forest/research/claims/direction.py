@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from forest.research.claims.words import (ADVERBS, GENERIC, WORD_END, WORD_START, CJK_FILLER, clause_after,
+from forest.research.claims.words import (ADVERBS, CJK_FILLER, GENERIC, WORD_END, WORD_START, clause_after,
                                           clause_before, is_number, names_meet, overlaps)
 from forest.text import content_terms, is_cjk_char, s_stem
 

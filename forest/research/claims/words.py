@@ -1,5 +1,6 @@
 """The words and clauses every rule reads: Latin word edges that hold next to CJK text, clause
-breaks, the words every result sentence uses, references that are not results, and named things."""
+breaks, the words every result sentence uses, references that are not results, and named things;
+and how a list is written ("a, b and c")."""
 from __future__ import annotations
 
 import re
@@ -46,12 +47,8 @@ def is_number(token: str) -> bool:
     return bool(re.fullmatch(r"[\d.,]+[kmb]?", token))
 
 
-def join(items: list[str], conjunction: str) -> str:
-    """"a", "a or b", "a, b and c"."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
-
-
 def overlaps(start: int, end: int, spans: Sequence[tuple]) -> bool:
+    """Whether the span start-end overlaps any of `spans` (tuples that begin with a start and an end)."""
     return any(start < s[1] and s[0] < end for s in spans)
 
 
@@ -112,3 +109,9 @@ def same_name(p: str, q: str) -> bool:
 
 def names_meet(a: frozenset[str], b: frozenset[str]) -> bool:
     return any(same_name(p, q) for p in a for q in b)
+
+
+# --- writing -------------------------------------------------------------------------------------
+def join(items: list[str], conjunction: str) -> str:
+    """"a", "a or b", "a, b and c"."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
