@@ -2,7 +2,7 @@
 (tests/data/claim_pairs.json), per split and per kind, for this checkout and a base commit in the
 same run.
 
-A pair is predicted a conflict when forest.research.conflicts.detect_conflicts finds one between its
+A pair is predicted a conflict when forest.research.claims.detect_conflicts finds one between its
 two sides with the topic gate open (the gate is the embedder's job; this measures whether the
 sentences disagree). Positives are the pairs labelled numbers / negation / direction; "agree" pairs
 are look-alikes that must not be flagged. Per kind: recall of each conflict kind (and how often the
@@ -33,7 +33,10 @@ def load_pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
 
 def predict(pairs: list[dict[str, Any]]) -> dict[str, str | None]:
     """Pair id -> the kind of conflict the engine on sys.path finds, or None."""
-    from forest.research.conflicts import Statement, detect_conflicts
+    try:
+        from forest.research.claims import Statement, detect_conflicts
+    except ImportError:      # a base version from before the rules were a package
+        from forest.research.conflicts import Statement, detect_conflicts
 
     predictions = {}
     for pair in pairs:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from forest.views.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
     from forest.models.rerankers import Reranker
-    from forest.research.conflicts import Conflict, Statement
+    from forest.research.claims import Conflict, Statement
     from forest.research.memory import ResearchMemory, ResearchTurn
     from forest.recall.retrieval import Retriever
     from forest.storage.source_files import SourceFiles
@@ -496,7 +496,7 @@ class MemoryForest:
     @staticmethod
     def passage_label(statement: Statement) -> str:
         """'Ask the Right Questions (p. 7, §5.5 Results)': a statement's source and where in it."""
-        from forest.research.conflicts import source_label
+        from forest.research.claims import source_label
 
         return source_label(statement)
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from forest.research import conflicts
-from forest.research.conflicts import OFFLINE_REVIEW, Measure, Statement, detect_conflicts, extract_claims, side_by_side
+from forest.research.claims import OFFLINE_REVIEW, Measure, Statement, detect_conflicts, extract_claims, side_by_side
+from forest.research.claims import compare
 
 
 def pair(text_a: str, text_b: str, **kwargs):
@@ -174,8 +174,8 @@ def test_vectors_decide_the_topic_and_order_the_conflicts(monkeypatch):
     assert found[0].topic_similarity == pytest.approx(0.98)
     # Sentences are compared only for pairs on the same topic: none here.
     calls = []
-    original = conflicts._aligned
-    monkeypatch.setattr(conflicts, "_aligned", lambda *args: calls.append(args) or original(*args))
+    original = compare.aligned
+    monkeypatch.setattr(compare, "aligned", lambda *args: calls.append(args) or original(*args))
     assert detect_conflicts([up, far]) == [] and calls == []
     assert len(detect_conflicts([up, far], topic_threshold=-1.0)) == 1 and calls
 
@@ -277,3 +277,15 @@ def test_numbers_are_compared_on_their_own_dataset_and_subject():
     gaps = "BiDAF alone has a gap of 3.4 F1. After training the CNN, AQA-Full has a slightly larger gap of 3.9 F1."
     assert pair("AQA-Full has a gap of 3.9 F1.", gaps) == []
     assert pair("BiDAF alone has a gap of 3.9 F1.", gaps)[0].kind == "numbers"
+
+
+def test_units_written_in_any_case_are_read_not_a_crash():
+    # Papers write "5.6Gb of unlabelled text", "3 X faster": the unit pattern ignores case, so the
+    # lookup must too (it raised KeyError and took the whole conflict search down with it).
+    claims = extract_claims("Skip-gram vectors are trained over 5.6Gb of unlabelled text. It runs 3 X faster. "
+                            "Accuracy rose by 5 Percent. Latency is 20 MS.")
+    assert [(m.value, m.unit) for c in claims for m in c.measures] == [(5.6, "GB"), (3.0, "x"), (5.0, "%"),
+                                                                      (20.0, "ms")]
+    [conflict] = detect_conflicts([Statement("node:1", "Latency of ResNet-50 is 20 MS on one GPU.", "archive 1"),
+                                   Statement("node:2", "Latency of ResNet-50 is 35 ms on one GPU.", "archive 2")])
+    assert conflict.kind == "numbers" and "20 MS against 35 ms" in conflict.detail

@@ -40,7 +40,7 @@ BUILT_AT_RUN_TIME = {
     ("forest/personal/graph.py", "search"): "an entity key, re.escape'd, between fixed one-character lookarounds",
     ("forest/personal/tags.py", "sub"): "a phrase, re.escape'd: a literal",
     ("forest/personal/graph.py", "compile"): "_rule() compiles the rule table at import (in the globals, walked)",
-    ("forest/research/conflicts.py", "search"): "a word, re.escape'd, and a fixed list of suffixes between lookarounds",
+    ("forest/research/claims/negation.py", "search"): "a word, re.escape'd, and a fixed list of suffixes between lookarounds",
 }
 RE_CALLS = ("compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer")
 
@@ -196,7 +196,7 @@ def _text_paths() -> dict[str, Callable[[str], Any]]:
     from forest.personal.redact import redact
     from forest.personal.tags import extract_tags
     from forest.personal.timeframe import periods_in
-    from forest.research.conflicts import Statement, detect_conflicts
+    from forest.research.claims import Statement, detect_conflicts
     from forest.text import split_sentences, tokenize
 
     def json_reply(text: str) -> Any:

@@ -14,7 +14,7 @@ from forest.cli import main as cli
 from forest.errors import ConfigError, NotFound
 from forest.models.llm import ClaudeJSON
 from forest.research.briefing import HEADERS, build_briefing
-from forest.research.conflicts import Statement
+from forest.research.claims import Statement
 from forest.research.episodic import DAY, retention
 from forest.research.memory import ResearchMemory
 from forest.research.reconcile import Reconciler

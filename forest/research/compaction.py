@@ -15,7 +15,7 @@ from typing import Any
 
 from forest.models.llm import ClaudeJSON, LLMError
 from forest.models.prompts import compaction_prompt
-from forest.research.conflicts import extract_claims
+from forest.research.claims import extract_claims
 from forest.research.memory_store import Message
 from forest.text import split_sentences, truncate
 

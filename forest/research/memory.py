@@ -28,7 +28,7 @@ from forest.models.llm import ClaudeJSON
 from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
-from forest.research.conflicts import Conflict, Statement, detect_conflicts
+from forest.research.claims import Conflict, Statement, detect_conflicts
 from forest.research.episodic import EventVectors, RecalledEvent, rank_events
 from forest.research.memory_store import (
     WORKSPACE_KINDS,

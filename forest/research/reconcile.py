@@ -1,7 +1,7 @@
 """Reconciliation of conflicting passages (seed 002 §3.3): Claude reviews both sides as a third
 party with PROMPT_LLM_MEDIATED_RECONCILIATION and returns a merged conclusion with its boundary
 conditions. Offline (or when Claude fails) the result is the rule-based side-by-side of
-forest.research.conflicts, labelled as not reviewed by an LLM."""
+forest.research.claims, labelled as not reviewed by an LLM."""
 from __future__ import annotations
 
 import logging
@@ -10,7 +10,7 @@ from typing import Any
 
 from forest.models.llm import ClaudeJSON, LLMError
 from forest.models.prompts import reconciliation_prompt
-from forest.research.conflicts import Statement, side_by_side, source_label
+from forest.research.claims import Statement, side_by_side, source_label
 from forest.text import truncate
 
 log = logging.getLogger("forest.research")
