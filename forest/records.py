@@ -24,7 +24,7 @@ def iso(seconds: float | None) -> str | None:
 
 @dataclass(frozen=True)
 class Progress:
-    """A build's progress, reported stage by stage to the face that started it."""
+    """How far a build has got, stage by stage, for a progress bar or a job's status."""
     stage: str   # parse | chunk | summarize | embed | merge | store
     done: int
     total: int
@@ -232,16 +232,3 @@ def cite(page_start: int | None, page_end: int | None, section: str | None) -> s
 def vector_metadata(model_id: str, archive_id: int, node_type: str, depth: int) -> dict:
     """What a node's vector carries in the vector store beside its id."""
     return {"model_id": model_id, "archive_id": archive_id, "node_type": node_type, "depth": depth}
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How far a build has got, for a progress bar or a job's status."""
-
-    stage: str   # parse | chunk | summarize | embed | merge | store
-    done: int
-    total: int
-    detail: str = ""
-
-
-ProgressFn = Callable[[Progress], None]

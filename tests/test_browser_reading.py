@@ -161,7 +161,9 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     driver.find_element(By.XPATH, "//button[.//p[text()='Show on the page']]").click()   # the node's page
     assert assert_highlights(driver, deep, [n for n in nodes if n.is_leaf and n.id != deep.id]) == deep.page_start
     driver.save_screenshot(str(SHOTS / "forest-source.png"))
-    driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
+    # a toast (top right, a few seconds) may lie over the dialog's Close button
+wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-testid=stToast]"))
+driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
 
     query = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Query overlay']")
     query.send_keys("Which embeddings were used for the tweets?\n")

@@ -181,6 +181,8 @@ def test_a_research_memory_citation_names_the_paper_and_opens_its_page(shelf):
     passage = next(n for n in nodes if n.id == cited)
     assert assert_highlights(driver, passage, [n for n in nodes if n.is_leaf and n.id != cited]) == passage.page_start
     assert driver.current_url.endswith("/research")            # the same session, no navigation
+    # a toast (top right, a few seconds) may lie over the dialog's Close button, as it would for a person
+    wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-testid=stToast]"))
     driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
     wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[role=dialog]"))
 
