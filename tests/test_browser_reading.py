@@ -162,8 +162,8 @@ def test_the_forest_page_reads_like_a_contents_page_and_a_click_opens_a_node(rea
     assert assert_highlights(driver, deep, [n for n in nodes if n.is_leaf and n.id != deep.id]) == deep.page_start
     driver.save_screenshot(str(SHOTS / "forest-source.png"))
     # a toast (top right, a few seconds) may lie over the dialog's Close button
-wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-testid=stToast]"))
-driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
+    wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-testid=stToast]"))
+    driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()
 
     query = driver.find_element(By.CSS_SELECTOR, "input[aria-label='Query overlay']")
     query.send_keys("Which embeddings were used for the tweets?\n")
