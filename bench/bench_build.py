@@ -62,7 +62,7 @@ def main() -> None:
     for n in sizes_n:
         with tempfile.TemporaryDirectory() as tmp:
             forest = MemoryForest(load_settings({"data_dir": tmp, "chunk_size": 100, "chunk_overlap": 0,
-                                                 "merge_threshold": -1.0, "max_node_chars": 10**12,
+                                                 "merge_threshold": 0.0, "max_node_chars": 10**12,
                                                  "max_document_chars": 10**9}, environ={}),
                                   embedder=SyntheticEmbedder(drifting_vectors(n)), summarizer=HeadSummarizer())
             text = synthetic_text(n)

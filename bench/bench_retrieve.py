@@ -98,7 +98,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             embedder = SyntheticEmbedder(drifting_vectors(leaves, seed=1))
             forest = MemoryForest(load_settings({"data_dir": tmp, "chunk_size": 100, "chunk_overlap": 0,
-                                                 "merge_threshold": -1.0, "max_node_chars": 10**12,
+                                                 "merge_threshold": 0.0, "max_node_chars": 10**12,
                                                  "max_document_chars": 10**9}, environ={}),
                                   embedder=embedder, summarizer=HeadSummarizer())
             ingest(forest, "bench", leaves)
