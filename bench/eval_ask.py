@@ -18,7 +18,6 @@ import argparse
 import statistics
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 from eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
                          ngram_hit, paper_arguments, per_paper_model_id, words)

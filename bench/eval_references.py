@@ -1,4 +1,4 @@
-"""The reference-list detector (forest/recall/references.py) on labelled passages of real PDFs: precision
+"""The reference-list detector (forest/references.py) on labelled passages of real PDFs: precision
 and recall, dev papers (the rules were written from) and held-out papers apart.
 
 The passages are the PDFs' leaves as the engine cuts them (ingest.load_document, the default
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from forest.config import load_settings
 from forest.tree.leaves import leaf_chunks
-from forest.recall.references import looks_like_citations, under_reference_heading
+from forest.references import looks_like_citations, under_reference_heading
 from forest.ingest import load_document
 
 ROOT = Path(__file__).resolve().parents[1]

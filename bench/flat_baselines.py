@@ -8,7 +8,6 @@ embedded once however many systems share it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np

@@ -365,6 +365,21 @@ class MemoryForest:
             archive_id = write_import(self.store, self.vectors, model_id, prepared)
         return self.store.archive(model_id, archive_id)
 
+    def import_archive_text(self, model_id: str, raw: bytes | str, where: str = "the export",
+                            name: str | None = None) -> Archive:
+        """import_archive from an export file's text (`where` names it in errors), size-checked first."""
+        from forest.tree.archive_io import read_export
+
+        return self.import_archive(model_id, read_export(raw, where), name)
+
+    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None) -> Archive:
+        """import_archive from an export file, read within the import size limit."""
+        from forest.ingest.files import read_limited
+        from forest.tree.archive_io import MAX_IMPORT_BYTES
+
+        raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
+        return self.import_archive_text(model_id, raw, Path(path).name, name)
+
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
         from forest.tree.grow import similar_archives
@@ -446,8 +461,7 @@ class MemoryForest:
             threshold: float | None = None, archive_ids: Sequence[int] | None = None) -> AgentState:
         """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace;
         over `archive_ids` only if given (default: every archive of the model_id)."""
-        return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
-                              self._threshold(threshold), archive_ids=self._scope(model_id, archive_ids))
+        return self._run_agent(model_id, question, top_k, threshold, archive_ids)
 
     def ask_in_session(self, model_id: str, session_id: str, question: str, top_k: int | None = None,
                        threshold: float | None = None,
@@ -455,10 +469,14 @@ class MemoryForest:
         """ask within a research session (seed 002 §4): the session's directives, knowledge and
         briefing go first into the loop's prompts; the turn is then remembered (events, conflict
         reconciliation, compaction when due)."""
-        preamble = self.research.preamble(model_id, session_id)
-        state = self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
-                               self._threshold(threshold), preamble, self._scope(model_id, archive_ids))
+        state = self._run_agent(model_id, question, top_k, threshold, archive_ids,
+                                self.research.preamble(model_id, session_id))
         return state, self.research.record_turn(state, session_id)
+
+    def _run_agent(self, model_id: str, question: str, top_k: int | None, threshold: float | None,
+                   archive_ids: Sequence[int] | None, preamble: str = "") -> AgentState:
+        return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
+                              self._threshold(threshold), preamble, self._scope(model_id, archive_ids))
 
     def question_conflicts(self, model_id: str, session_id: str, question: str,
                            budget_tokens: int = 3000) -> list[Conflict]:
@@ -467,7 +485,7 @@ class MemoryForest:
         leaves = self.context(model_id, question, budget_tokens).leaves
         return self.research.conflicts(model_id, session_id, [leaf.node.id for leaf in leaves])
 
-    # --- for the workbench's pages (any face may use them) ------------------------------------
+    # --- about the engine and its passages ---------------------------------------------------
     @property
     def answer_policy(self) -> str:
         """What decides the agent's steps: 'claude:<model>' when a key is set, else the offline policy."""
@@ -479,13 +497,6 @@ class MemoryForest:
         from forest.ingest import SUPPORTED_SUFFIXES
 
         return SUPPORTED_SUFFIXES
-
-    def import_archive_text(self, model_id: str, raw: bytes | str, where: str = "the export",
-                            name: str | None = None) -> Archive:
-        """import_archive from an export file's text (`where` names it in errors), size-checked first."""
-        from forest.tree.archive_io import read_export
-
-        return self.import_archive(model_id, read_export(raw, where), name)
 
     def find_passages(self, model_id: str, query: str, top_k: int = 8) -> list[Statement]:
         """The passages (leaves) a query finds by hybrid search, best first, as statements the
@@ -499,15 +510,6 @@ class MemoryForest:
         from forest.research.claims import source_label
 
         return source_label(statement)
-
-    # --- what the command line reads from paths ---------------------------------------------
-    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None) -> Archive:
-        """import_archive from an export file, read within the import size limit."""
-        from forest.ingest.files import read_limited
-        from forest.tree.archive_io import MAX_IMPORT_BYTES
-
-        raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
-        return self.import_archive_text(model_id, raw, Path(path).name, name)
 
     # --- maintenance ------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:

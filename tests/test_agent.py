@@ -7,7 +7,7 @@ import pytest
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
-from forest.recall.agent import (ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, OFFLINE_LABEL, AgentLoop, AgentState,
+from forest.recall.agent import (ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, AgentState,
                           ClaudePolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
 from forest.models.llm import ClaudeJSON
 from forest.records import LEAF, SUMMARY, MemoryNode, ScoredNode

@@ -11,7 +11,7 @@ import pytest
 from conftest import SHARED_EVAL
 from forest import MemoryForest, load_settings
 from forest.recall.agent import ANSWER, EXPLORE, MAX_EXPLORES, OFFLINE_LABEL
-from forest.recall.references import is_reference_node
+from forest.references import is_reference_node
 from forest.text import split_sentences
 from forest.views.transcript import step_sentence
 

@@ -15,7 +15,7 @@ from bibtexparser.model import Field
 
 from forest.library import (
     Creator, KnownDocument, LibraryEntry, LibraryError, bibtex_of, citation_key_of, file_sha256,
-    library_kind, plan_import, read_bibtex, read_folder, read_library, read_zotero, short_citation,
+    library_kind, plan_import, read_bibtex, read_library, read_zotero, short_citation,
 )
 from zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
 

@@ -19,11 +19,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forest.references import looks_like_citations
 from forest.text import STOPWORDS, cjk_ratio, content_terms, s_stem, split_sentences, tokenize, truncate
 
 PHRASE_WORDS = 3
-# Formulas, LaTeX commands and reference placeholders make no label ("mathbf · theta").
+# A sentence naming a venue is a reference entry, not prose to summarize with.
 _REFERENCE = re.compile(r"\b(?:In )?Proceedings of\b|\bpp\.\s*\d|\barXiv:\d|\bdoi:", re.IGNORECASE)
+# Formulas, LaTeX commands and reference placeholders make no label ("mathbf · theta").
 _NOT_WORDS = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\[a-zA-Z]+|\b(?:BIBREF|TABREF|FIGREF|EQREF)\s*\d*", re.DOTALL)
 # A citation with the one or two names before it: "Peterson et al. (1988)", "Berant & Liang (2014)",
 # "Lin [12]", "Ji and Bhatia BIBREF3". Every repetition is bounded: no backtracking on long text.
@@ -33,7 +35,6 @@ _CITATION = re.compile(
     r"(?:\([^()]{0,80}?\b(?:1[89]|20)\d\d[a-z]?\)|\[\s{0,3}\d[\d,;\s–-]{0,30}\]|BIBREF\s{0,2}\d+)"
     r"|\bet\s{1,3}al\b\.?")
 _URL = re.compile(r"\b(?:https?://|www\.)\S{1,300}|[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,5}")
-_YEAR = re.compile(r"\b(?:1[89]|20)\d\d[a-z]?\b")
 _TOKEN = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*|\S")
 # Words of bibliographies and page furniture: they name no part of a paper's content.
 BIBLIOGRAPHIC = frozenset(
@@ -54,11 +55,6 @@ NOT_TOPICS = frozenset(
     "example examples result results work works paper papers approach approaches method methods".split()
     + [form for verb in _GENERIC_VERBS.split()
        for form in (verb, verb + "s", verb + "es", verb + "d", verb + "ed", verb + "ing", verb[:-1] + "ing")])
-# A reference list has a year, an initial or a bibliographic word every few words (in the reference
-# sections of the evaluation PDFs a median of one in four), prose with its citations taken out next
-# to none (a median of zero): one in sixteen is the line between them.
-REFERENCE_LIST_WORDS_PER_MARK = 16
-_INITIAL = re.compile(r"\b[A-Z]\.")
 
 
 @dataclass(frozen=True)
@@ -159,9 +155,9 @@ def _key_phrases(text: str, stats: TermStats) -> list[tuple[frozenset[str], str]
     text writes in lower case (all capitals or capitalized alone are names and acronyms)."""
     if cjk_ratio(text) > 0.5:
         return []   # no spaces to find phrase boundaries by; CJK nodes keep the summary's words
+    if looks_like_citations(text):
+        return []   # a reference list names no part of the paper
     clean = _NOT_WORDS.sub(" . ", _URL.sub(" . ", _CITATION.sub(" . ", text))).replace("\n\n", " . ")
-    if _is_reference_list(clean):
-        return []
     counts: Counter[tuple[str, ...]] = Counter()
     forms: dict[tuple[str, ...], Counter[str]] = {}
     run: list[str] = []
@@ -194,12 +190,6 @@ def _key_phrases(text: str, stats: TermStats) -> list[tuple[frozenset[str], str]
         scored.append(((count > 1 and len(key) > 1, count * idf), frozenset(key), surface))
     scored.sort(key=lambda item: (item[0], item[2]), reverse=True)
     return [(words, surface) for _, words, surface in scored]
-
-
-def _is_reference_list(text: str) -> bool:
-    words = re.findall(r"[^\W\d_]{2,}", text)
-    marks = len(_YEAR.findall(text)) + len(_INITIAL.findall(text)) + sum(w.lower() in BIBLIOGRAPHIC for w in words)
-    return not words or marks * REFERENCE_LIST_WORDS_PER_MARK >= len(words)
 
 
 def _is_prose(sentence: str) -> bool:

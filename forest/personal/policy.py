@@ -20,8 +20,8 @@ from forest.personal.graph import Triple, TripleExtractor, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.errors import InvalidInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
-from forest.personal.redact import redact_metadata, secret_format
-from forest.validation import check_metadata, check_optional_scope_id, check_scope_id
+from forest.personal.redact import redact, redact_metadata, secret_format
+from forest.validation import check_metadata, check_optional_scope_id, check_scope_id, check_text
 
 MAX_MEMORY_CHARS = 4000
 # A memory is read in its conversation: the input said just before it (same user and scope, at
@@ -156,6 +156,11 @@ class WritePolicy:
 def keyed(triples: Iterable[Triple]) -> list[tuple[str, str, str, str, str]]:
     """Triples as stored: with the keys their entities are matched by."""
     return [(t.source, t.relationship, t.target, entity_key(t.source), entity_key(t.target)) for t in triples]
+
+
+def checked_text(text: str, what: str) -> str:
+    """A text personal memory takes (input, memory, query): checked, then its secrets redacted."""
+    return redact(check_text(text, what, MAX_MEMORY_CHARS)).text
 
 
 def checked_user_id(user_id: str) -> str:

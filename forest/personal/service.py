@@ -33,20 +33,19 @@ from forest.models.llm import ClaudeJSON
 from forest.personal.graph import TripleExtractor, format_path, graph_paths
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.policy import (
-    MAX_MEMORY_CHARS,
     WritePolicy,
     checked_metadata,
     checked_scope,
+    checked_text,
     checked_user_id,
 )
 from forest.personal.privacy import PrivacyClassifier
 from forest.personal.recall import PersonalRecall
-from forest.personal.redact import redact
 from forest.personal.tags import extract_tags
 from forest.personal.tool import MAX_TOP_K, MemoryTool
 from forest.personal.writer import WriteWorker
 from forest.storage.db import Database
-from forest.validation import check_text, check_top_k
+from forest.validation import check_top_k
 
 log = logging.getLogger("forest.personal")
 
@@ -86,7 +85,7 @@ class PersonalMemory:
         """The sync path's context now; the write happens in the background. If the input cannot
         be queued (the database is full, locked or broken) the reply says so: status "fallback",
         metadata.queued false and the reason; the retrieval's context is returned all the same."""
-        user_id, text = checked_user_id(user_id), redact(check_text(text, "input", MAX_MEMORY_CHARS)).text
+        user_id, text = checked_user_id(user_id), checked_text(text, "input")
         scope, metadata = checked_scope(agent_id, run_id), checked_metadata(metadata)
         if not self.enabled:
             return _context("disabled", [], [], 0.0)
@@ -112,7 +111,7 @@ class PersonalMemory:
     def debug_process_memory(self, user_id: str, text: str) -> str:
         """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
         paths, the storage decision and its reason, time per stage, the raw data."""
-        user_id, text = checked_user_id(user_id), redact(check_text(text, "input", MAX_MEMORY_CHARS)).text
+        user_id, text = checked_user_id(user_id), checked_text(text, "input")
         if not self.enabled:
             return "=== Memory disabled ===\nMEMORY_ENABLED=false: nothing was retrieved or stored."
         timings: dict[str, float] = {}

@@ -12,18 +12,17 @@ from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
 from forest.personal.memory_store import PersonalStore
 from forest.personal.policy import (
-    MAX_MEMORY_CHARS,
     WritePlan,
     WritePolicy,
     checked_metadata,
     checked_scope,
+    checked_text,
     checked_user_id,
     keyed,
 )
 from forest.personal.recall import PersonalRecall
-from forest.personal.redact import redact
 from forest.storage.db import Database
-from forest.validation import check_text, check_top_k, in_id_range
+from forest.validation import check_top_k, in_id_range
 
 ACTIONS = ("add", "search", "update", "delete", "history")
 MAX_BATCH = 100
@@ -67,7 +66,7 @@ class MemoryTool:
             if action == "search":
                 filters = dict(filters or {})
                 scope_filter = checked_scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
-                found = self.recall.search(user_id, redact(check_text(query or "", "query", MAX_MEMORY_CHARS)).text,
+                found = self.recall.search(user_id, checked_text(query or "", "query"),
                                            check_top_k(top_k, MAX_TOP_K), scope_filter, checked_metadata(filters))
                 return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
                                                               for r, s in found]})
@@ -78,7 +77,7 @@ class MemoryTool:
                 raise InvalidInput(f"{action} needs a memory_id")
             now = self.clock()
             if action == "update":  # embedding and extraction before the transaction
-                new = redact(check_text(text if isinstance(text, str) else "", "memory", MAX_MEMORY_CHARS)).text
+                new = checked_text(text if isinstance(text, str) else "", "memory")
                 vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
             with self.db.transaction() as conn:
                 if action == "update":
@@ -103,7 +102,7 @@ class MemoryTool:
         texts = [text] if isinstance(text, str) else list(text or [])
         if not texts or len(texts) > MAX_BATCH:
             raise InvalidInput(f"add needs 1 to {MAX_BATCH} memories as text")
-        texts = [redact(check_text(t, "memory", MAX_MEMORY_CHARS)).text for t in texts]
+        texts = [checked_text(t, "memory") for t in texts]
         results = []
         vectors = self.embedder.embed_passages(texts)
         for memory, vector in zip(texts, vectors):

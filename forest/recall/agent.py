@@ -33,7 +33,7 @@ from forest.models.llm import ClaudeJSON, LLMError
 from forest.models.prompts import agent_loop_prompt
 from forest.storage.paths import path_ids
 from forest.records import MemoryNode, Representative, ScoredNode
-from forest.recall.references import is_reference_node, looks_like_citations
+from forest.references import is_reference_node, looks_like_citations
 from forest.text import content_terms, s_stem, split_sentences, term_coverage, tokenize, truncate
 
 log = logging.getLogger("forest.recall.agent")

@@ -12,7 +12,7 @@ from forest.models.embedders import Embedder
 from forest.storage.fulltext import query_phrases
 from forest.storage.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
-from forest.recall.references import is_reference_node
+from forest.references import is_reference_node
 from forest.models.rerankers import Candidate, Reranker
 from forest.storage.archives import ForestStore
 from forest.text import content_terms, estimate_tokens, term_coverage
@@ -178,7 +178,7 @@ class Retriever:
            fixes which tree fills each place (a paper's own terms, "SearchQA", "BLEU", pick the
            paper). Inside a tree, places go to its leaves by their own cosine.
         4. Take leaves in that order while they fit in the budget.
-        Reference-list passages (forest.recall.references) are left out.
+        Reference-list passages (forest.references) are left out.
 
         Chosen on QASPER (bench/eval_qasper.py; figures in docs/benchmarks.md): across papers
         coverage picks the paper more often; inside a paper it lowers recall, and so did a section

@@ -8,7 +8,6 @@ the workbench shows the result; CLI or MCP could as well.
 """
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
