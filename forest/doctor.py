@@ -12,6 +12,7 @@ import json
 import os
 import socket
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from forest.tree.archive_io import checked_settings
@@ -20,7 +21,7 @@ from forest.models.embedders import Embedder
 from forest.storage.paths import child_path
 from forest.personal.memory_store import PersonalStore
 from forest.storage.private_files import loose_modes, tighten
-from forest.storage.archives import ForestStore
+from forest.storage.archives import ForestStore, building
 from forest.storage.vectors import VectorStore
 from forest.records import vector_metadata
 from forest.tree.leaves import embedding_text, stored_leaf_context
@@ -48,9 +49,12 @@ class DoctorReport:
         return {**asdict(self), "healthy": self.healthy}
 
 
-def _builder_alive(archive: dict[str, Any]) -> bool:
+def _builder_alive(db: Database, archive: dict[str, Any]) -> bool:
     if archive["status"] != "building":
         return False
+    held = db.held(building(archive["id"]))
+    if held is not None:  # the database knows, whatever host the builder runs on
+        return held
     if archive["builder_host"] != socket.gethostname():
         return True  # cannot see another host's processes: assume it is still working
     pid = archive["builder_pid"]
@@ -70,10 +74,10 @@ def _builder_alive(archive: dict[str, Any]) -> bool:
         return True
 
 
-def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorReport:
+def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path) -> DoctorReport:
     report = DoctorReport()
     archives = store.all_archives()
-    report.stale_builds = [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(a)]
+    report.stale_builds = [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
     busy = {a["id"] for a in archives if a["status"] == "building" and a["id"] not in report.stale_builds}
 
     rows = db.query("SELECT n.id, n.archive_id, a.model_id, a.status FROM memory_nodes n "
@@ -103,7 +107,7 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore) -> DoctorRep
     report.bad_settings = {archive_id: problems for archive_id, (_, problems) in _checked_settings(db).items()
                            if problems}
     report.write_queue = PersonalStore(db).queue_health()
-    report.loose_permissions = [f"{path} {mode:04o}" for path, mode in loose_modes(db.path.parent)]
+    report.loose_permissions = [f"{path} {mode:04o}" for path, mode in loose_modes(data_dir)]
     return report
 
 
@@ -138,7 +142,7 @@ def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | Non
 
 
 def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
-           report: DoctorReport) -> None:
+           report: DoctorReport, data_dir: Path) -> None:
     for archive_id in report.stale_builds:
         row = db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
         if row:
@@ -151,7 +155,7 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
     if report.bad_paths:
         _rebuild_paths(db)
     if report.loose_permissions:
-        tighten(db.path.parent)
+        tighten(data_dir)
     if report.bad_settings:
         fixed = _checked_settings(db)
         with db.transaction() as conn:
@@ -179,9 +183,12 @@ def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: s
 
 def _archive_documents(db: Database, archive_id: int) -> list[dict]:
     """The document entries an archive records (leaves.stored_leaf_context reads them)."""
-    row = db.query_one("SELECT json_extract(settings, '$.documents') AS documents FROM archives WHERE id = ?",
-                       (archive_id,))
-    return json.loads(row["documents"]) if row and row["documents"] else []
+    row = db.query_one("SELECT settings FROM archives WHERE id = ?", (archive_id,))
+    try:
+        documents = json.loads(row["settings"] or "{}").get("documents") if row else None
+    except (ValueError, AttributeError):
+        return []
+    return documents if isinstance(documents, list) else []
 
 
 def _rebuild_paths(db: Database) -> None:

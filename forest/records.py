@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -59,7 +58,7 @@ class MemoryNode:
     heading_path: str | None = None   # leaves: JSON list of the headings above them, outermost first
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> MemoryNode:
+    def from_row(cls, row: Any) -> MemoryNode:
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
     @property
@@ -139,7 +138,7 @@ class Archive:
     chars: int = 0
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Archive:
+    def from_row(cls, row: Any) -> Archive:
         keys = row.keys()
         extra = {k: row[k] or 0 for k in ("leaves", "nodes", "roots", "depth", "chars") if k in keys}
         return cls(id=row["id"], model_id=row["model_id"], name=row["name"], source=row["source"],

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from forest.models import registry as components
 from forest.config import Settings, load_settings
-from forest.storage.db import Database
-from forest.errors import ConfigError, InvalidInput
+from forest.storage.databases import open_database
+from forest.storage.private_files import make_private_dir, tighten
+from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.records import (
     Archive,
     ContextResult,
@@ -30,7 +31,6 @@ from forest.records import (
 )
 from forest.storage.archives import ForestStore
 from forest.text import counted
-from forest.storage.locks import WriterLock
 from forest.validation import check_model_id, check_query, check_top_k
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
@@ -75,10 +75,11 @@ class MemoryForest:
                            ("vectors", vectors)):
             if part is not None:
                 self.__dict__[name] = part  # takes precedence over the cached_property
-        self.db = Database(self.settings.sqlite_path)
+        make_private_dir(self.settings.data_dir)  # kept PDFs, an embedded Chroma, beside any database
+        self.db = open_database(self.settings)
         self.store = ForestStore(self.db)
-        # Writers of this data directory take turns with every other process's (forest.storage.ownership).
-        self._build_lock = WriterLock(self.settings.data_dir)
+        # Writers of this store take turns with every other process's (forest.storage.locks).
+        self._build_lock = self.db.writer_lock()
         self._init_lock = threading.Lock()
         self._made_vectors = vectors is None  # a store the caller passed in is the caller's to close
         self._ownership: Ownership | None = None
@@ -524,10 +525,69 @@ class MemoryForest:
         from forest.doctor import examine, repair
 
         with self._build_lock:
-            report = examine(self.db, self.store, self.vectors)
+            report = examine(self.db, self.store, self.vectors, self.settings.data_dir)
             if repair_drift and not report.healthy:
-                repair(self.db, self.store, self.vectors, self.embedder, report)
+                repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir)
         return report
+
+    def copy_store(self, target: Settings, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Copy this whole store into the empty store `target` names (another database, vector
+        store or data directory: SQLite + Chroma to PostgreSQL + pgvector or Qdrant, and back):
+        rows with their ids, vectors as they are (nothing is embedded again), kept PDFs. Then
+        checks it: the same rows per table, the same vectors per model_id (a sample compared value
+        for value), and the same top hit for a question about each archive (its title)."""
+        import shutil
+
+        from forest.personal.memory_store import PersonalStore
+        from forest.storage.copy import copy_rows, copy_vectors
+
+        progress = progress or _no_progress
+        health = self.doctor()
+        if health.stale_builds or health.orphan_vectors or health.missing_vectors or health.bad_paths:
+            raise ConfigError("the source store has drift between its database and vectors: run "
+                              "`forest doctor --repair` first, then copy")
+        destination = MemoryForest(target, embedder=self.embedder)
+        try:
+            with self._build_lock:  # no writer changes the source meanwhile
+                rows = copy_rows(self.db, destination.db, progress)
+                vectors = copy_vectors(self.db, self.vectors, destination.vectors, progress)
+                PersonalStore(destination.db).index_missing()
+                if Path(target.sources_path).resolve() != Path(self.settings.sources_path).resolve() \
+                        and Path(self.settings.sources_path).is_dir():
+                    shutil.copytree(self.settings.sources_path, target.sources_path, dirs_exist_ok=True)
+                    tighten(target.data_dir)
+            return {"rows": rows, "vectors": vectors, "checks": self._compare_stores(destination)}
+        finally:
+            destination.close()
+
+    def _compare_stores(self, other: MemoryForest) -> dict[str, Any]:
+        """What copy_store checks of a copy (a ForestError when it differs)."""
+        import numpy as np
+
+        from forest.storage.copy import row_counts
+
+        problems = []
+        if row_counts(self.db) != row_counts(other.db):
+            problems.append(f"rows per table differ: {row_counts(self.db)} vs {row_counts(other.db)}")
+        questions = agreed = 0
+        for model_id in self.model_ids():
+            ids = sorted(self.vectors.ids(model_id))
+            if ids != sorted(other.vectors.ids(model_id)):
+                problems.append(f"the vectors of model_id {model_id!r} differ in number or ids")
+                continue
+            sample = ids[:: max(1, len(ids) // 20)]
+            mine, theirs = self.vectors.get_vectors(model_id, sample), other.vectors.get_vectors(model_id, sample)
+            if any(not np.array_equal(mine[i], theirs[i]) for i in sample):
+                problems.append(f"the vectors of model_id {model_id!r} differ in value")
+            for archive in self.archives(model_id)[:5]:
+                questions += 1
+                first = [h.node.id for h in self.search(model_id, archive.name, top_k=1)]
+                agreed += first == [h.node.id for h in other.search(model_id, archive.name, top_k=1)]
+        if agreed < questions:
+            problems.append(f"the top hit differs for {questions - agreed} of {questions} archive titles")
+        if problems:
+            raise ForestError("the copy differs from its source: " + "; ".join(problems))
+        return {"rows_equal": True, "vectors_equal": True, "questions": questions, "same_top_hit": agreed}
 
     def own_store(self) -> None:
         """Servers call this before serving: they must own the embedded vector store, and are refused

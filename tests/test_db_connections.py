@@ -4,7 +4,7 @@ import os
 import threading
 from pathlib import Path
 
-from forest.storage.db import POOL_SIZE, Database
+from forest.storage.sqlite import POOL_SIZE, SQLiteDatabase as Database
 
 
 def _handles_on(path: Path) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 
 from conftest import topic_text
 from forest.models import embedders
-from forest.storage.db import Database
+from forest.storage.sqlite import SQLiteDatabase as Database
 from forest.storage.migrations import LATEST_VERSION
 from keyword_embedder import KeywordEmbedder
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forest.cli.common import add_command, emit
+from forest.cli.common import ProgressBar, add_command, emit
 from forest.errors import ForestError
 from forest.text import counted
 
@@ -71,7 +71,7 @@ def ingest_files(forest: MemoryForest, args: argparse.Namespace) -> int:
         raise ForestError("--name needs exactly one PATH and no --append-to")
     made = []
     for path in args.paths:
-        with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(path).name) as bar:
+        with ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(path).name) as bar:
             if args.append_to is not None:
                 archive = forest.append_file(path, args.model_id, args.append_to, progress=bar.update)
             else:
@@ -117,7 +117,7 @@ def show_tree(forest: MemoryForest, args: argparse.Namespace) -> int:
 
 
 def rebuild_archive(forest: MemoryForest, args: argparse.Namespace) -> int:
-    with _ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=f"archive {args.archive_id}") as bar:
+    with ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=f"archive {args.archive_id}") as bar:
         archive = forest.rebuild_archive(args.model_id, args.archive_id, progress=bar.update).to_dict()
     return emit(args, archive, lambda a: f"archive {a['id']} '{a['name']}' rebuilt: {_shape(a)}\n")
 
@@ -165,33 +165,3 @@ def _shape(archive: dict[str, Any]) -> str:
             f"{counted(archive['roots'], 'root')}, depth {archive['depth']}")
 
 
-class _ProgressBar:
-    """One tqdm bar per stage on stderr; silent when stderr is not a terminal."""
-
-    def __init__(self, enabled: bool, label: str) -> None:
-        self.enabled = enabled
-        self.label = label
-        self._bar = None
-        self._key = None
-
-    def update(self, event) -> None:
-        if not self.enabled:
-            return
-        from tqdm import tqdm
-
-        key = (event.stage, event.detail if event.stage != "merge" else "", event.total)
-        if key != self._key:
-            if self._bar is not None:
-                self._bar.close()
-            self._bar = tqdm(total=event.total, desc=f"{self.label}: {event.stage} {event.detail}".strip(),
-                             file=sys.stderr, leave=False, unit="it")
-            self._key = key
-        self._bar.n = event.done
-        self._bar.refresh()
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._bar is not None:
-            self._bar.close()

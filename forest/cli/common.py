@@ -58,3 +58,35 @@ def emit(args: argparse.Namespace, data: Any, as_text: Callable[[Any], str]) -> 
     else:
         sys.stdout.write(as_text(data))
     return 0
+
+
+class ProgressBar:
+    """One tqdm bar per stage on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = label
+        self._bar = None
+        self._key = None
+
+    def update(self, event) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        key = (event.stage, event.detail if event.stage != "merge" else "", event.total)
+        if key != self._key:
+            if self._bar is not None:
+                self._bar.close()
+            self._bar = tqdm(total=event.total, desc=f"{self.label}: {event.stage} {event.detail}".strip(),
+                             file=sys.stderr, leave=False, unit="it")
+            self._key = key
+        self._bar.n = event.done
+        self._bar.refresh()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.close()

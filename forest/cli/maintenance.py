@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forest.cli.common import EXIT_ERROR, add_command, emit
+from forest.cli.common import EXIT_ERROR, ProgressBar, add_command, add_group, emit
+from forest.errors import ConfigError
 
 if TYPE_CHECKING:
     from forest.config import Settings
@@ -19,6 +22,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="re-embed a model_id's episodic events with the configured embedder")
     reembed.add_argument("--model-id", required=True)
 
+    store = add_group(subparsers, "store", help="move the whole store (copy)")
+    copy = add_command(store, "copy", copy_store, help="copy the store into an empty one: SQLite + Chroma to "
+                       "PostgreSQL + pgvector or Qdrant, and back; vectors are copied, not embedded again")
+    copy.add_argument("--to-database", metavar="URL",
+                      help="the target database (postgresql://... or sqlite:///...); default: the SQLite file "
+                           "of --to-data-dir")
+    copy.add_argument("--to-vector-store", choices=("chroma", "pgvector", "qdrant"),
+                      help="default: pgvector with a PostgreSQL target, else chroma (embedded in --to-data-dir)")
+    copy.add_argument("--to-qdrant-url", metavar="URL", help="the Qdrant server (or local directory) to copy into")
+    copy.add_argument("--to-data-dir", type=Path,
+                      help="the target's data directory (kept PDFs; an embedded Chroma and SQLite); default: this one")
+    copy.set_defaults(vector_snapshots=False)
+
     config = add_command(subparsers, "config", None, help="print the configuration in force")
     config.set_defaults(run_without_engine=show_config)  # the settings alone: the engine is not loaded
 
@@ -31,7 +47,7 @@ def check_stores(forest: MemoryForest, args: argparse.Namespace) -> int:
         queue = (f"personal write queue: {q['pending']} pending ({q['retrying']} waiting to retry), "
                  f"{q['done']} done, {q['failed']} failed" + (f"; newest error: {q['last_error']}" if q["last_error"] else ""))
         if r["healthy"]:
-            return f"healthy: SQLite and the vector store agree\n{queue}\n"
+            return f"healthy: the database and the vector store agree\n{queue}\n"
         lines = [queue, f"stale builds (archives): {r['stale_builds']}" if r["stale_builds"] else "",
                  *(f"vectors without a node ({m}): {len(ids)}" for m, ids in r["orphan_vectors"].items()),
                  *(f"nodes without a vector ({m}): {len(ids)}" for m, ids in r["missing_vectors"].items()),
@@ -54,3 +70,22 @@ def reembed_events(forest: MemoryForest, args: argparse.Namespace) -> int:
 def show_config(settings: Settings, args: argparse.Namespace) -> int:
     return emit(args, settings.describe(), lambda described: "".join(
         f"{key} = {value}\n" for key, value in described.items()))
+
+
+def copy_store(forest: MemoryForest, args: argparse.Namespace) -> int:
+    if not args.to_database and not args.to_data_dir:
+        raise ConfigError("name the target: --to-database URL, --to-data-dir DIR, or both")
+    server = bool(args.to_database) and not args.to_database.startswith("sqlite:")
+    target = forest.settings.replace(
+        database_url=args.to_database or f"sqlite:///{Path(args.to_data_dir).resolve() / 'forest.sqlite3'}",
+        vector_store=args.to_vector_store or ("pgvector" if server else "chroma"),
+        qdrant_url=args.to_qdrant_url, data_dir=args.to_data_dir)
+    if target.vector_store == "chroma" and target.chroma_path == forest.settings.chroma_path \
+            and not target.chroma_host:
+        raise ConfigError("the target's embedded Chroma would be this store's own: give --to-data-dir")
+    with ProgressBar(sys.stderr.isatty() and not args.json, "copy") as bar:
+        report = forest.copy_store(target, bar.update)
+    checks = report["checks"]
+    return emit(args, report, lambda r: (
+        f"copied {sum(r['rows'].values()):,} rows and {sum(r['vectors'].values()):,} vectors; checked: rows and "
+        f"vectors equal, the same top hit for {checks['same_top_hit']} of {checks['questions']} archive titles\n"))

@@ -35,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tags = act("tags", tag_user, help="preference and topic tags (dry run unless --apply)")
     tags.add_argument("--apply", action="store_true")
     act("clear", clear_user, help="delete everything remembered about the user")
+    worker = add_command(acts, "worker", run_worker,
+                         help="write queued process_memory input until stopped (any number, on a server database)")
+    worker.add_argument("--until-empty", action="store_true", help="exit once nothing queued is due")
+    worker.set_defaults(vector_snapshots=False)  # a long-running process: no snapshots to keep current
 
 
 def process_memory(forest: MemoryForest, args: argparse.Namespace) -> int:
@@ -73,3 +77,31 @@ def tag_user(forest: MemoryForest, args: argparse.Namespace) -> int:
 def clear_user(forest: MemoryForest, args: argparse.Namespace) -> int:
     return emit(args, forest.personal.clear_user_memory(args.user_id),
                 lambda r: f"removed {counted(r['memories_removed'], 'memory')}\n")
+
+
+def run_worker(forest: MemoryForest, args: argparse.Namespace) -> int:
+    """The personal write queue's worker as a process of its own: every serve process runs one too;
+    more share the queue on a server database (claims skip what another worker holds)."""
+    import signal
+    import time
+
+    def stop(*_: object) -> None:  # `docker stop` and systemd send SIGTERM: stop as on Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    personal = forest.personal
+    personal.start()
+    try:
+        if args.until_empty:
+            while not personal.drain(timeout=60.0):
+                pass
+        else:
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        personal.stop()  # the item in hand is finished; the rest stays queued for another worker
+    state = personal.worker_state()
+    return emit(args, state, lambda s: f"written {counted(s['written'], 'item')}; "
+                                       f"{counted(s['queue']['pending'], 'item')} still queued\n")

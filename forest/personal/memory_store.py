@@ -3,17 +3,17 @@ user never reads or changes another's memories, history, graph or queue."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from forest.storage.db import WAL, Database, mark_erased
+from forest.storage.db import WAL, Connection, Database, mark_erased
 from forest.errors import ForestError
 from forest.records import iso
 from forest.storage.fulltext import phrase_match, query_phrases
+from forest.storage.postgres import pyformat
 from forest.text import tokenize
 
 SCOPE_KEYS = ("agent_id", "run_id")
@@ -77,6 +77,13 @@ class SaidBefore:
     text: str
 
 
+def writes_of(user_id: str) -> str:
+    """The lock a user's writes take on a database that does not serialise writers: a write looks
+    for the memories it contradicts or repeats inside its transaction, so two writes of one user
+    must not interleave."""
+    return f"personal:{user_id}"
+
+
 class EmbedderMismatch(ForestError):
     """Stored vectors come from another embedder than the configured one: comparing them would
     mix two vector spaces, so search and writes refuse until the memories are re-embedded."""
@@ -85,22 +92,24 @@ class EmbedderMismatch(ForestError):
 class PersonalStore:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # The full-text row of a memory: FTS5's rowid is the memory's id; PostgreSQL's table names it.
+        self._text_id = "memory_id" if db.dialect == "postgres" else "rowid"
 
     # --- memories ---------------------------------------------------------------------------
-    def add(self, conn: sqlite3.Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
+    def add(self, conn: Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
             scope: dict[str, str | None], metadata: dict[str, Any], at: float, actor: str, reason: str = "",
             context: SaidBefore | None = None) -> int:
         """A new memory; `embedding` is of the memory alone, its BM25 row also holds `context`."""
         memory_id = conn.execute(
             "INSERT INTO personal_memories (user_id, agent_id, run_id, memory, metadata, embedding, embedder, "
-            "created_at, updated_at, context, context_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, updated_at, context, context_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (user_id, scope.get("agent_id"), scope.get("run_id"), memory, json.dumps(metadata, ensure_ascii=False),
-             _blob(embedding), embedder, at, at, *_context_columns(context))).lastrowid
-        _index(conn, memory_id, memory, context and context.text)
+             _blob(embedding), embedder, at, at, *_context_columns(context))).fetchone()[0]
+        self._index(conn, user_id, memory_id, memory, context and context.text)
         self._history(conn, user_id, memory_id, "ADD", None, memory, actor, reason, at)
         return memory_id
 
-    def update(self, conn: sqlite3.Connection, user_id: str, memory_id: int, memory: str, embedding: np.ndarray,
+    def update(self, conn: Connection, user_id: str, memory_id: int, memory: str, embedding: np.ndarray,
                embedder: str, at: float, actor: str, reason: str = "",
                metadata: dict[str, Any] | None = None, context: SaidBefore | None = None) -> bool:
         """New text (and, given metadata, those keys set over the old ones) said in `context`;
@@ -114,12 +123,12 @@ class PersonalStore:
                      "updated_at = ?, context = ?, context_id = ? WHERE id = ?",
                      (memory, _blob(embedding), embedder, json.dumps(merged, ensure_ascii=False), at,
                       *_context_columns(context), memory_id))
-        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
-        _index(conn, memory_id, memory, context and context.text)
+        self._unindex(conn, memory_id)
+        self._index(conn, user_id, memory_id, memory, context and context.text)
         self._history(conn, user_id, memory_id, "UPDATE", old[0], memory, actor, reason, at)
         return True
 
-    def delete(self, conn: sqlite3.Connection, user_id: str, memory_id: int, at: float, actor: str,
+    def delete(self, conn: Connection, user_id: str, memory_id: int, at: float, actor: str,
                reason: str = "") -> bool:
         """Erase the memory: its text, metadata and vector go, from the row, its history, its BM25
         row and the context of the memories said after it; the history keeps that it was added,
@@ -129,16 +138,16 @@ class PersonalStore:
         if live is None:
             return False
         self.drop_facts(conn, user_id, memory_id)
-        conn.execute("UPDATE personal_memories SET memory = '', metadata = '{}', embedding = x'', context = NULL, "
-                     "context_id = NULL, deleted_at = ?, updated_at = ? WHERE id = ?", (at, at, memory_id))
-        conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (memory_id,))
+        conn.execute("UPDATE personal_memories SET memory = '', metadata = '{}', embedding = ?, context = NULL, "
+                     "context_id = NULL, deleted_at = ?, updated_at = ? WHERE id = ?", (b"", at, at, memory_id))
+        self._unindex(conn, memory_id)
         conn.execute("UPDATE personal_memory_history SET old_value = NULL, new_value = NULL, reason = '' "
                      "WHERE user_id = ? AND memory_id = ?", (user_id, memory_id))
         for said_after, memory in conn.execute("SELECT id, memory FROM personal_memories WHERE user_id = ? AND "
                                                "context_id = ? AND deleted_at IS NULL", (user_id, memory_id)).fetchall():
             conn.execute("UPDATE personal_memories SET context = NULL, context_id = NULL WHERE id = ?", (said_after,))
-            conn.execute("DELETE FROM personal_memory_text WHERE rowid = ?", (said_after,))
-            _index(conn, said_after, memory)
+            self._unindex(conn, said_after)
+            self._index(conn, user_id, said_after, memory)
         mark_erased(conn, MEMORY_INDEX)
         self._history(conn, user_id, memory_id, "DELETE", None, None, actor, reason, at)
         return True
@@ -151,7 +160,7 @@ class PersonalStore:
     def memories(self, user_id: str, scope: dict[str, str | None] | None = None,
                  metadata: dict[str, Any] | None = None) -> list[PersonalMemoryRecord]:
         """The user's live memories matching the scope (agent_id, run_id) and metadata filters."""
-        sql, params = _filtered(user_id, scope, metadata)
+        sql, params = self._filtered(user_id, scope, metadata)
         return [_record(r) for r in self.db.query(f"SELECT {_COLUMNS} {sql} ORDER BY created_at, id", params)]
 
     def memories_by_id(self, user_id: str, ids: list[int]) -> dict[int, PersonalMemoryRecord]:
@@ -165,7 +174,7 @@ class PersonalStore:
                 metadata: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray]:
         """Ids and vectors of the user's live memories; EmbedderMismatch if any vector comes from
         another embedder than `embedder`."""
-        sql, params = _filtered(user_id, scope, metadata)
+        sql, params = self._filtered(user_id, scope, metadata)
         rows = self.db.query(f"SELECT id, embedding, embedder {sql} ORDER BY id", params)
         foreign = {r[2] for r in rows} - {embedder}
         if foreign:
@@ -181,10 +190,17 @@ class PersonalStore:
         """(memory id, -bm25) of the user's best BM25 matches: each query term one quoted phrase; a
         word of the memory's conversation context weighs half a word of the memory (chosen on
         LoCoMo's dev conversations against context and text weighed alike: docs/benchmarks.md)."""
-        match = phrase_match(query_phrases(query))
-        if match is None:
+        phrases = query_phrases(query)
+        if not phrases:
             return []
-        sql, params = _filtered(user_id, scope, metadata)
+        sql, params = self._filtered(user_id, scope, metadata)
+        if self.db.dialect == "postgres":
+            from forest.storage import fulltext_postgres
+
+            with self.db.snapshot() as conn:
+                return fulltext_postgres.memory_hits(conn.raw, user_id, phrases, limit, pyformat(f"SELECT id {sql}"),
+                                                     params, (1.0, CONTEXT_WEIGHT))
+        match = phrase_match(phrases)
         # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
         # (rowid IN ...) SQLite ran the MATCH once per memory of the user.
         rows = self.db.query(
@@ -199,10 +215,11 @@ class PersonalStore:
         """Index live memories that have no BM25 row (those written before migration 8, and those
         whose context migration 11 took away)."""
         with self.db.transaction() as conn:
-            rows = conn.execute("SELECT id, memory, context FROM personal_memories m WHERE deleted_at IS NULL AND "
-                                "NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.rowid = m.id)").fetchall()
-            for memory_id, memory, context in rows:
-                _index(conn, memory_id, memory, context)
+            rows = conn.execute("SELECT id, user_id, memory, context FROM personal_memories m WHERE deleted_at IS NULL "
+                                f"AND NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.{self._text_id} = m.id)"
+                                ).fetchall()
+            for memory_id, user_id, memory, context in rows:
+                self._index(conn, user_id, memory_id, memory, context)
         return len(rows)
 
     def tag_untagged(self, embedder: str) -> None:
@@ -225,12 +242,12 @@ class PersonalStore:
         return [HistoryEntry(r["memory_id"], r["event"], r["old_value"], r["new_value"], r["actor"], r["reason"],
                              r["created_at"]) for r in rows]
 
-    def clear(self, conn: sqlite3.Connection, user_id: str) -> int:
+    def clear(self, conn: Connection, user_id: str) -> int:
         """Everything of the user: memories, history, graph, tags and queued input. The caller runs
         Database.finish_erasures after committing."""
         count = conn.execute("SELECT count(*) FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
                              (user_id,)).fetchone()[0]
-        conn.execute("DELETE FROM personal_memory_text WHERE rowid IN (SELECT id FROM personal_memories "
+        conn.execute(f"DELETE FROM personal_memory_text WHERE {self._text_id} IN (SELECT id FROM personal_memories "
                      "WHERE user_id = ?)", (user_id,))
         conn.execute("DELETE FROM personal_triple_sources WHERE triple_id IN (SELECT id FROM personal_triples "
                      "WHERE user_id = ?)", (user_id,))
@@ -240,27 +257,28 @@ class PersonalStore:
         mark_erased(conn, MEMORY_INDEX)
         return count
 
-    def _history(self, conn: sqlite3.Connection, user_id: str, memory_id: int, event: str, old: str | None,
+    def _history(self, conn: Connection, user_id: str, memory_id: int, event: str, old: str | None,
                  new: str | None, actor: str, reason: str, at: float) -> None:
         conn.execute("INSERT INTO personal_memory_history (memory_id, user_id, event, old_value, new_value, actor, "
                      "reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                      (memory_id, user_id, event, old, new, actor, reason, at))
 
     # --- knowledge graph --------------------------------------------------------------------
-    def add_triples(self, conn: sqlite3.Connection, user_id: str, memory_id: int,
+    def add_triples(self, conn: Connection, user_id: str, memory_id: int,
                     triples: list[tuple[str, str, str, str, str]], at: float) -> None:
         """(source, relationship, target, source_key, target_key); a known triple is kept once, and
         every memory that states it is recorded as its source."""
         for t in triples:
             conn.execute(
-                "INSERT OR IGNORE INTO personal_triples (user_id, memory_id, source, relationship, target, source_key, "
-                "target_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (user_id, memory_id, *t, at))
+                "INSERT INTO personal_triples (user_id, memory_id, source, relationship, target, source_key, "
+                "target_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (user_id, memory_id, *t, at))
             conn.execute(
-                "INSERT OR IGNORE INTO personal_triple_sources (triple_id, memory_id) SELECT id, ? FROM "
-                "personal_triples WHERE user_id = ? AND source_key = ? AND relationship = ? AND target_key = ?",
-                (memory_id, user_id, t[3], t[1], t[4]))
+                "INSERT INTO personal_triple_sources (triple_id, memory_id) SELECT id, ? FROM "
+                "personal_triples WHERE user_id = ? AND source_key = ? AND relationship = ? AND target_key = ? "
+                "ON CONFLICT DO NOTHING", (memory_id, user_id, t[3], t[1], t[4]))
 
-    def drop_facts(self, conn: sqlite3.Connection, user_id: str, memory_id: int,
+    def drop_facts(self, conn: Connection, user_id: str, memory_id: int,
                    only: list[tuple[str, str, str]] | None = None) -> None:
         """The memory no longer states its facts (or only those (source_key, relationship,
         target_key)); a fact no memory states any more is removed, one another memory states stays."""
@@ -320,17 +338,18 @@ class PersonalStore:
         with self.db.transaction() as conn:
             return conn.execute(
                 "INSERT INTO personal_write_queue (user_id, agent_id, run_id, input, metadata, observed_at, "
-                "next_try_at, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "next_try_at, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (user_id, scope.get("agent_id"), scope.get("run_id"), text, json.dumps(metadata, ensure_ascii=False),
-                 observed_at, now, blob, embedder if blob is not None else None)).lastrowid
+                 observed_at, now, blob, embedder if blob is not None else None)).fetchone()[0]
 
-    def said_before(self, conn: sqlite3.Connection, user_id: str, scope: dict[str, str | None], at: float,
+    def said_before(self, conn: Connection, user_id: str, scope: dict[str, str | None], at: float,
                     within: float, before_item: int | None = None) -> SaidBefore | None:
         """The memory kept of what the user (in this scope) said last, at most `within` seconds
         before `at` (and queued before item `before_item`): None when that input was not kept
         (the privacy filter discarded it) or is not written yet. Only kept text becomes context."""
         row = conn.execute(
-            "SELECT decision FROM personal_write_queue WHERE user_id = ? AND agent_id IS ? AND run_id IS ? "
+            f"SELECT decision FROM personal_write_queue WHERE user_id = ? AND agent_id {self.db.null_safe} ? "
+            f"AND run_id {self.db.null_safe} ? "
             "AND observed_at <= ? AND observed_at >= ? AND id < ? ORDER BY observed_at DESC, id DESC LIMIT 1",
             (user_id, scope.get("agent_id"), scope.get("run_id"), at, at - within,
              before_item if before_item is not None else 2**63 - 1)).fetchone()
@@ -346,13 +365,14 @@ class PersonalStore:
 
     def claim(self, now: float, limit: int, claim: str, lease_seconds: float) -> list[QueuedInput]:
         """Take up to `limit` due items under a lease, atomically (UPDATE ... RETURNING): another
-        worker, in this process or another, cannot take them until the lease runs out."""
+        worker, in this process or another, cannot take them until the lease runs out. On
+        PostgreSQL, rows another worker is claiming at this moment are skipped, not waited for."""
         with self.db.transaction() as conn:
             rows = conn.execute(
                 "UPDATE personal_write_queue SET claim = ?, lease_until = ? WHERE id IN (SELECT id FROM "
                 "personal_write_queue WHERE status = 'pending' AND next_try_at <= ? AND (lease_until IS NULL OR "
-                "lease_until < ?) ORDER BY id LIMIT ?) RETURNING *", (claim, now + lease_seconds, now, now, limit)
-            ).fetchall()
+                f"lease_until < ?) ORDER BY id LIMIT ? {self.db.skip_locked}) RETURNING *",
+                (claim, now + lease_seconds, now, now, limit)).fetchall()
         return sorted((_queued(r) for r in rows), key=lambda q: q.id)
 
     def release_orphans(self, host: str, alive: Callable[[int], bool]) -> int:
@@ -369,12 +389,12 @@ class PersonalStore:
                                  "AND claim = ?", [(claim,) for claim in dead])
         return len(dead)
 
-    def holds(self, conn: sqlite3.Connection, item: QueuedInput, now: float) -> bool:
+    def holds(self, conn: Connection, item: QueuedInput, now: float) -> bool:
         """Whether the item's claim is still ours and alive (checked inside the writing transaction)."""
         return conn.execute("SELECT 1 FROM personal_write_queue WHERE id = ? AND status = 'pending' AND claim = ? "
                             "AND lease_until >= ?", (item.id, item.claim, now)).fetchone() is not None
 
-    def finish(self, conn: sqlite3.Connection, item: QueuedInput, decision: dict[str, Any]) -> bool:
+    def finish(self, conn: Connection, item: QueuedInput, decision: dict[str, Any]) -> bool:
         """Mark the claimed item done, keeping its decision and none of its input (what was kept
         lives on in the memory; what the privacy filter discarded is gone); False (and nothing
         changed) if the claim was lost."""
@@ -417,13 +437,15 @@ class PersonalStore:
     def decisions(self, user_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The latest queue items with their decisions; a written item's input is the memory it
         became while that lives (a discarded or deleted one's is gone: "")."""
-        rows = self.db.query(
-            "SELECT q.id, q.input, q.status, q.attempts, q.decision, q.last_error, m.memory FROM personal_write_queue q "
-            "LEFT JOIN personal_memories m ON m.id = json_extract(q.decision, '$.memory_id') AND m.user_id = q.user_id "
-            "AND m.deleted_at IS NULL WHERE q.user_id = ? ORDER BY q.id DESC LIMIT ?", (user_id, limit))
-        return [{"id": r["id"], "input": r["input"] or r["memory"] or "", "status": r["status"],
-                 "attempts": r["attempts"], "decision": json.loads(r["decision"]) if r["decision"] else None,
-                 "error": r["last_error"]} for r in rows]
+        rows = self.db.query("SELECT id, input, status, attempts, decision, last_error FROM personal_write_queue "
+                             "WHERE user_id = ? ORDER BY id DESC LIMIT ?", (user_id, limit))
+        decisions = {r["id"]: json.loads(r["decision"]) if r["decision"] else None for r in rows}
+        written = {d["memory_id"] for d in decisions.values() if d and isinstance(d.get("memory_id"), int)}
+        memories = self.memories_by_id(user_id, sorted(written))
+        said = {i: memories[d["memory_id"]].memory if d and d.get("memory_id") in memories else ""
+                for i, d in decisions.items()}
+        return [{"id": r["id"], "input": r["input"] or said[r["id"]], "status": r["status"],
+                 "attempts": r["attempts"], "decision": decisions[r["id"]], "error": r["last_error"]} for r in rows]
 
     # --- tags -------------------------------------------------------------------------------
     def tags(self, user_id: str) -> list[dict[str, Any]]:
@@ -439,37 +461,46 @@ class PersonalStore:
                 "updated_at = excluded.updated_at", [(user_id, t["tag"], t["kind"], t["weight"], at) for t in tags])
 
 
+    # --- helpers ----------------------------------------------------------------------------
+    def _filtered(self, user_id: str, scope: dict[str, str | None] | None,
+                  metadata: dict[str, Any] | None) -> tuple[str, list[Any]]:
+        sql = "FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL"
+        params: list[Any] = [user_id]
+        for key in SCOPE_KEYS:
+            if scope and scope.get(key) is not None:
+                sql, params = f"{sql} AND {key} = ?", params + [scope[key]]
+        for key, value in (metadata or {}).items():
+            condition, values = self.db.json_equals("metadata", key, value)
+            sql, params = f"{sql} AND {condition}", params + values
+        return sql, params
+
+    def _index(self, conn: Connection, user_id: str, memory_id: int, memory: str, context: str | None = None) -> None:
+        body, said = " ".join(tokenize(memory)), " ".join(tokenize(context or ""))
+        if self.db.dialect == "postgres":
+            from forest.storage import fulltext_postgres
+
+            fulltext_postgres.index_memory(conn.raw, memory_id, user_id, body, said)
+        else:
+            conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
+                         (memory_id, body, said))
+
+    def _unindex(self, conn: Connection, memory_id: int) -> None:
+        conn.execute(f"DELETE FROM personal_memory_text WHERE {self._text_id} = ?", (memory_id,))
+
+
 _COLUMNS = "id, user_id, agent_id, run_id, memory, metadata, created_at, updated_at"
 
 
-def _filtered(user_id: str, scope: dict[str, str | None] | None,
-              metadata: dict[str, Any] | None) -> tuple[str, list[Any]]:
-    sql = "FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL"
-    params: list[Any] = [user_id]
-    for key in SCOPE_KEYS:
-        if scope and scope.get(key) is not None:
-            sql, params = f"{sql} AND {key} = ?", params + [scope[key]]
-    for key, value in (metadata or {}).items():
-        # json_extract compares JSON scalars; the key is a bound path, never SQL.
-        sql, params = f"{sql} AND json_extract(metadata, ?) = ?", params + [f'$."{key}"', value]
-    return sql, params
-
-
-def _record(row: sqlite3.Row) -> PersonalMemoryRecord:
+def _record(row: Any) -> PersonalMemoryRecord:
     return PersonalMemoryRecord(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["memory"],
                                 json.loads(row["metadata"]), row["created_at"], row["updated_at"])
 
 
-def _queued(row: sqlite3.Row) -> QueuedInput:
+def _queued(row: Any) -> QueuedInput:
     vector = None if row["embedding"] is None else np.frombuffer(row["embedding"], dtype=np.float32)
     return QueuedInput(row["id"], row["user_id"], row["agent_id"], row["run_id"], row["input"],
                        json.loads(row["metadata"]), row["observed_at"], row["attempts"], row["claim"] or "",
                        vector, row["embedder"])
-
-
-def _index(conn: sqlite3.Connection, memory_id: int, memory: str, context: str | None = None) -> None:
-    conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
-                 (memory_id, " ".join(tokenize(memory)), " ".join(tokenize(context or ""))))
 
 
 def _context_columns(context: SaidBefore | None) -> tuple[str | None, int | None]:

@@ -31,7 +31,7 @@ from forest.config import Settings
 from forest.models.embedders import Embedder
 from forest.models.llm import ClaudeJSON
 from forest.personal.graph import TripleExtractor, format_path, graph_paths
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput, writes_of
 from forest.personal.policy import (
     WritePolicy,
     checked_metadata,
@@ -128,7 +128,7 @@ class PersonalMemory:
         item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name)
         prepared = self.policy.prepare([item])[0]
         prepared.queue_item = None  # not queued: what was said last is its context
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=writes_of(user_id)) as conn:
             decision = self.policy.apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
         lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
@@ -202,7 +202,7 @@ class PersonalMemory:
 
     def clear_user_memory(self, user_id: str) -> dict[str, Any]:
         user_id = checked_user_id(user_id)
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=writes_of(user_id)) as conn:
             removed = self.store.clear(conn, user_id)
         self.db.finish_erasures()
         return {"user_id": user_id, "memories_removed": removed}

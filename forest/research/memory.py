@@ -11,7 +11,6 @@ record_turn (events, conflict check and reconciliation, messages, compaction whe
 """
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forest.config import Settings
-from forest.storage.db import Database
+from forest.storage.db import Connection, Database
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
 from forest.models.llm import ClaudeJSON
@@ -131,7 +130,7 @@ class ResearchMemory:
             raise InvalidInput(f"the topic {topic!r} has no words")
         event = self._event("knowledge", f"{topic}: {conclusion}", {"topic": topic})
         now = self.clock()
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             version = self.store.add_knowledge(conn, model_id, topic, key, conclusion, now)
             self.store.add_events(conn, model_id, session_id, [event], now)
         history = self.store.knowledge(model_id, key, with_history=True)
@@ -152,7 +151,7 @@ class ResearchMemory:
         Every note is also an episodic event, so it can still be found once folded away."""
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
         note = self._note(kind, text, source)
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             item = self._write_note(conn, model_id, session_id, note, self.clock())
         return item
 
@@ -165,7 +164,7 @@ class ResearchMemory:
         return _Note(kind, text, source, self._event(kind, text + (f" ({source})" if source else ""),
                                                      {"source": source}))
 
-    def _write_note(self, conn: sqlite3.Connection, model_id: str, session_id: str, note: _Note,
+    def _write_note(self, conn: Connection, model_id: str, session_id: str, note: _Note,
                     now: float) -> WorkspaceItem:
         if note.kind == "focus":
             self.store.remove_workspace_items(conn, model_id, session_id, now, kind="focus")
@@ -178,7 +177,7 @@ class ResearchMemory:
 
     def remove_note(self, model_id: str, session_id: str, item_id: int) -> None:
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             removed = self.store.remove_workspace_items(conn, model_id, session_id, self.clock(), item_id=item_id)
         if not removed:
             raise NotFound(f"workspace note {item_id} not found in session {session_id!r}")
@@ -215,7 +214,7 @@ class ResearchMemory:
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
         kind = check_text(kind, "event kind", 40)
         event = self._event(kind, check_text(content, "event", MAX_MESSAGE_CHARS), data or {})
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             return self.store.add_events(conn, model_id, session_id, [event], self.clock())[0]
 
     def search_episodic(self, model_id: str, query: str, time_range: str | None = None, top_k: int = 5,
@@ -241,7 +240,7 @@ class ResearchMemory:
         rows = self.store.events_to_reembed(model_id)
         if rows:
             vectors = self.embedder.embed_passages([content for _, content in rows])
-            with self.db.transaction() as conn:
+            with self.db.transaction(lock=_writes_of(model_id)) as conn:
                 self.store.set_event_vectors(conn, [i for i, _ in rows], vectors)
         self.event_vectors.forget(model_id)
         return len(rows)
@@ -260,7 +259,7 @@ class ResearchMemory:
         content = check_text(content, "message", MAX_MESSAGE_CHARS)
         event = self._event(f"message:{role}", content, {})
         now = self.clock()
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             event_id = self.store.add_events(conn, model_id, session_id, [event], now)[0]
             self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), event_id, now)
         return self.compact_if_due(model_id, session_id)
@@ -295,7 +294,7 @@ class ResearchMemory:
         # all or none), and only over messages still live: a compaction that another process
         # finished meanwhile is not done twice.
         try:
-            with self.db.transaction() as conn:
+            with self.db.transaction(lock=_writes_of(model_id)) as conn:
                 if self.store.mark_compacted(conn, model_id, [m.id for m in old], now) < len(old):
                     raise _CompactedMeanwhile
                 added = [self._write_note(conn, model_id, session_id, note, now) for note in notes]
@@ -391,7 +390,7 @@ class ResearchMemory:
         vectors = self.embedder.embed_passages([t[1] for t in texts])
         events = [NewEvent(kind, content, vector, data) for (kind, content, data), vector in zip(texts, vectors)]
         now = self.clock()
-        with self.db.transaction() as conn:
+        with self.db.transaction(lock=_writes_of(model_id)) as conn:
             ids = self.store.add_events(conn, model_id, session_id, events, now)
             for role, content in (("user", question), ("assistant", answer)):
                 self.store.add_message(conn, model_id, session_id, role, content, estimate_tokens(content), ids[0], now)
@@ -424,3 +423,9 @@ def _document(archive: Archive | None, node: MemoryNode) -> str:
 
 def _vector(vector: Any) -> tuple[float, ...] | None:
     return None if vector is None else tuple(float(x) for x in vector)
+
+
+def _writes_of(model_id: str) -> str:
+    """The lock a model_id's research writes take on a database that does not serialise writers
+    (versions of a topic, compaction over live messages, one focus a session)."""
+    return f"research:{model_id}"

@@ -3,13 +3,12 @@ session-scoped ones by session_id too: one model_id never reads another's notes.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from forest.storage.db import Database
+from forest.storage.db import Connection, Database
 from forest.errors import ConfigError
 from forest.records import iso
 
@@ -103,13 +102,13 @@ class ResearchStore:
             "AND session_id = ? AND removed_at IS NULL ORDER BY created_at, id", (model_id, session_id))
         return [WorkspaceItem(r["id"], r["kind"], r["text"], r["source"], r["created_at"]) for r in rows]
 
-    def add_workspace_item(self, conn: sqlite3.Connection, model_id: str, session_id: str, kind: str,
+    def add_workspace_item(self, conn: Connection, model_id: str, session_id: str, kind: str,
                            text: str, source: str, at: float) -> int:
         return conn.execute(
             "INSERT INTO workspace_items (model_id, session_id, kind, text, source, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", (model_id, session_id, kind, text, source, at)).lastrowid
+            "VALUES (?, ?, ?, ?, ?, ?) RETURNING id", (model_id, session_id, kind, text, source, at)).fetchone()[0]
 
-    def remove_workspace_items(self, conn: sqlite3.Connection, model_id: str, session_id: str,
+    def remove_workspace_items(self, conn: Connection, model_id: str, session_id: str,
                                at: float, *, item_id: int | None = None, kind: str | None = None) -> int:
         """Soft removal (the item stays in episodic memory); by id, or every item of a kind."""
         sql = ("UPDATE workspace_items SET removed_at = ? WHERE model_id = ? AND session_id = ? "
@@ -125,21 +124,21 @@ class ResearchStore:
         rows = self.db.query(
             "SELECT session_id, MAX(at) AS last FROM ("
             " SELECT session_id, created_at AS at FROM episodic_events WHERE model_id = ?"
-            " UNION ALL SELECT session_id, created_at FROM workspace_items WHERE model_id = ?)"
+            " UNION ALL SELECT session_id, created_at FROM workspace_items WHERE model_id = ?) touched"
             " GROUP BY session_id ORDER BY last DESC", (model_id, model_id))
         return [r["session_id"] for r in rows]
 
     # --- episodic events --------------------------------------------------------------------
-    def add_events(self, conn: sqlite3.Connection, model_id: str, session_id: str, events: list[NewEvent],
+    def add_events(self, conn: Connection, model_id: str, session_id: str, events: list[NewEvent],
                    at: float) -> list[int]:
         ids = []
         for event in events:
             ids.append(conn.execute(
                 "INSERT INTO episodic_events (model_id, session_id, kind, content, data, created_at, "
-                "stability_days, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "stability_days, embedding, embedder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (model_id, session_id, event.kind, event.content, json.dumps(event.data, ensure_ascii=False),
                  at, self.initial_stability_days, np.asarray(event.embedding, dtype=np.float32).tobytes(),
-                 self.embedder_name)).lastrowid)
+                 self.embedder_name)).fetchone()[0])
         return ids
 
     def events(self, model_id: str, *, since: float | None = None, until: float | None = None,
@@ -152,10 +151,7 @@ class ResearchStore:
         """(id, reinforced_at, stability_days) of the events in range, one row each: what the
         retention needs, without reading any text."""
         sql, params = _event_filter(model_id, since, until, session_id, kinds)
-        cursor = self.db.connection().cursor()
-        cursor.row_factory = None  # plain tuples: sqlite3.Row objects slow a read of many events
-        rows = cursor.execute(f"SELECT id, COALESCE(last_recalled_at, created_at), stability_days {sql}",
-                              params).fetchall()
+        rows = self.db.query_tuples(f"SELECT id, COALESCE(last_recalled_at, created_at), stability_days {sql}", params)
         return np.array(rows, dtype=np.float64).reshape(-1, 3)
 
     def event_vectors(self, model_id: str, after_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -180,7 +176,7 @@ class ResearchStore:
                              "AND (embedder IS NULL OR embedder != ?) ORDER BY id", (model_id, self.embedder_name))
         return [(r[0], r[1]) for r in rows]
 
-    def set_event_vectors(self, conn: sqlite3.Connection, ids: list[int], vectors: np.ndarray) -> None:
+    def set_event_vectors(self, conn: Connection, ids: list[int], vectors: np.ndarray) -> None:
         conn.executemany("UPDATE episodic_events SET embedding = ?, embedder = ? WHERE id = ?",
                          [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder_name, i)
                           for i, v in zip(ids, vectors)])
@@ -217,7 +213,7 @@ class ResearchStore:
         return [KnowledgeVersion(r["id"], r["topic"], r["conclusion"], r["version"], r["created_at"],
                                  r["superseded_at"]) for r in rows]
 
-    def add_knowledge(self, conn: sqlite3.Connection, model_id: str, topic: str, topic_key: str,
+    def add_knowledge(self, conn: Connection, model_id: str, topic: str, topic_key: str,
                       conclusion: str, at: float) -> int:
         """A new version in force; the previous one (if any) is kept as history, superseded."""
         conn.execute("UPDATE semantic_knowledge SET superseded_at = ? WHERE model_id = ? AND topic_key = ? "
@@ -236,13 +232,14 @@ class ResearchStore:
         rows = self.db.query(sql + " ORDER BY created_at, id", (model_id, session_id))
         return [Message(r["id"], r["role"], r["content"], r["tokens"], r["event_id"], r["created_at"]) for r in rows]
 
-    def add_message(self, conn: sqlite3.Connection, model_id: str, session_id: str, role: str, content: str,
+    def add_message(self, conn: Connection, model_id: str, session_id: str, role: str, content: str,
                     tokens: int, event_id: int | None, at: float) -> int:
         return conn.execute(
             "INSERT INTO session_messages (model_id, session_id, role, content, tokens, event_id, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", (model_id, session_id, role, content, tokens, event_id, at)).lastrowid
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id", (model_id, session_id, role, content, tokens, event_id, at)
+        ).fetchone()[0]
 
-    def mark_compacted(self, conn: sqlite3.Connection, model_id: str, message_ids: list[int], at: float) -> int:
+    def mark_compacted(self, conn: Connection, model_id: str, message_ids: list[int], at: float) -> int:
         """Returns how many of the messages were still live (and are compacted now)."""
         return conn.executemany("UPDATE session_messages SET compacted_at = ? WHERE model_id = ? AND id = ? "
                                 "AND compacted_at IS NULL", [(at, model_id, i) for i in message_ids]).rowcount
@@ -266,6 +263,6 @@ def _event_filter(model_id: str, since: float | None, until: float | None, sessi
     return sql, params
 
 
-def _event(row: sqlite3.Row) -> EpisodicEvent:
+def _event(row: Any) -> EpisodicEvent:
     return EpisodicEvent(row["id"], row["session_id"], row["kind"], row["content"], json.loads(row["data"]),
                          row["created_at"], row["last_recalled_at"], row["recall_count"], row["stability_days"])

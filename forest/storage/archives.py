@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from forest.storage.db import Database, mark_erased
+from forest.storage.db import Connection, Database, mark_erased
 from forest.errors import ForestError, NotFound
-from forest.storage.fulltext import VISIBLE_NODES, top_hits
+from forest.storage.fulltext import VISIBLE_ARCHIVE, VISIBLE_NODES, indexed_text
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.records import SEPARATOR
 from forest.validation import in_id_range
@@ -29,8 +30,8 @@ def _stats(archive_filter: str) -> str:
     return f"""
     SELECT a.*, s.leaves, s.nodes, s.roots, s.depth, s.chars FROM archives a
     LEFT JOIN (SELECT archive_id,
-                      SUM(node_type = 'LEAF_CHUNK') AS leaves, COUNT(*) AS nodes,
-                      SUM(parent_id IS NULL) AS roots, MAX(depth) AS depth,
+                      SUM(CASE WHEN node_type = 'LEAF_CHUNK' THEN 1 ELSE 0 END) AS leaves, COUNT(*) AS nodes,
+                      SUM(CASE WHEN parent_id IS NULL THEN 1 ELSE 0 END) AS roots, MAX(depth) AS depth,
                       SUM(CASE WHEN node_type = 'LEAF_CHUNK' THEN length(content) END) AS chars
                FROM memory_nodes WHERE archive_id IN ({archive_filter}) GROUP BY archive_id) s
         ON s.archive_id = a.id
@@ -42,27 +43,13 @@ _MODEL_ARCHIVES = _stats("SELECT id FROM archives WHERE model_id = ?") + \
     " WHERE a.model_id = ? AND a.status = 'ready' ORDER BY a.id"
 
 
-def _reserve(conn, count: int) -> int:
-    seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'").fetchone()
-    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM memory_nodes").fetchone()[0]
-    base = max(seq[0] if seq else 0, top) + 1
-    if seq is None:
-        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('memory_nodes', ?)", (base + count - 1,))
-    else:
-        conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'memory_nodes'", (base + count - 1,))
-    return base
+def building(archive_id: int) -> str:
+    """What a process building an archive holds (Database.hold) while it builds."""
+    return f"build:{archive_id}"
 
 
-def _insert_rows(conn, archive_id: int, rows: Sequence[dict[str, Any]], base: int) -> None:
-    conn.executemany(
-        f"INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, {', '.join(_ROW_FIELDS)}) "
-        f"VALUES (?, ?, ?, ?, ?, {', '.join('?' * len(_ROW_FIELDS))})",
-        ((base + r["offset"], archive_id,
-          None if r["parent_offset"] is None else base + r["parent_offset"],
-          "".join(f"{base + o}/" for o in r["path_offsets"]), r["depth"],
-          *(r.get(name) for name in _ROW_FIELDS))
-         # parents before children: a parent's offset is always higher than its children's
-         for r in sorted(rows, key=lambda r: -r["offset"])))
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _insert_merges(conn, archive_id: int, merges: Sequence[dict[str, Any]], base: int) -> None:
@@ -77,20 +64,52 @@ def _insert_merges(conn, archive_id: int, merges: Sequence[dict[str, Any]], base
 class ForestStore:
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Nodes looked up by id, the archive joined after (see nodes()).
+        self._visible_by_id = f"{db.cross_join} {VISIBLE_ARCHIVE}"
+        if db.dialect == "postgres":
+            from forest.storage import fulltext_postgres as fulltext
+        else:
+            from forest.storage import fulltext
+        self._fulltext = fulltext
+        self._building: dict[int, Any] = {}   # archive id -> what tells other processes its build is alive
+
+    def _insert_rows(self, conn: Connection, archive_id: int, rows: Sequence[dict[str, Any]], base: int) -> None:
+        ordered = sorted(rows, key=lambda r: -r["offset"])  # parents first: a parent's offset is higher
+        conn.executemany(
+            f"INSERT INTO memory_nodes (id, archive_id, parent_id, path, depth, {', '.join(_ROW_FIELDS)}) "
+            f"VALUES (?, ?, ?, ?, ?, {', '.join('?' * len(_ROW_FIELDS))})",
+            [(base + r["offset"], archive_id,
+              None if r["parent_offset"] is None else base + r["parent_offset"],
+              "".join(f"{base + o}/" for o in r["path_offsets"]), r["depth"],
+              *(r.get(name) for name in _ROW_FIELDS)) for r in ordered])
+        if self.db.dialect == "postgres":  # SQLite's trigger indexes the text (migrations 4, 7)
+            model_id = conn.execute("SELECT model_id FROM archives WHERE id = ?", (archive_id,)).fetchone()[0]
+            self._fulltext.index_nodes(conn.raw, model_id, [
+                (base + r["offset"], indexed_text(r["node_type"], r.get("title"), r["summary"], r["content"]))
+                for r in ordered])
 
     # --- archives -------------------------------------------------------------------------
     def create_archive(self, model_id: str, name: str, source: str | None, settings: dict[str, Any]) -> int:
         with self.db.transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings) "
-                "VALUES (?, ?, ?, 'building', ?, ?, ?)",
-                (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings)))
-            return int(cursor.lastrowid)
+            archive_id = int(conn.execute(
+                "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings, "
+                "created_at, updated_at) VALUES (?, ?, ?, 'building', ?, ?, ?, ?, ?) RETURNING id",
+                (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings), _now(), _now())
+            ).fetchone()[0])
+        self._building[archive_id] = self.db.hold(building(archive_id))
+        return archive_id
+
+    def _built(self, archive_id: int) -> None:
+        held = self._building.pop(archive_id, None)
+        if held is not None:
+            held.release()
 
     def set_status(self, archive_id: int, status: str, error: str | None = None) -> None:
         with self.db.transaction() as conn:
-            conn.execute("UPDATE archives SET status = ?, error = ?, updated_at = "
-                         "strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?", (status, error, archive_id))
+            conn.execute("UPDATE archives SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+                         (status, error, _now(), archive_id))
+        if status != "building":
+            self._built(archive_id)
 
     def delete_archive_rows(self, archive_id: int) -> None:
         """The archive, its nodes and their text, gone from the file (Database.finish_erasures)."""
@@ -98,6 +117,7 @@ class ForestStore:
             # Children first is not needed: ON DELETE CASCADE from archives removes every node.
             conn.execute("DELETE FROM archives WHERE id = ?", (archive_id,))
             mark_erased(conn, "node_text")
+        self._built(archive_id)
         self.db.finish_erasures()
 
     def archive(self, model_id: str, archive_id: int) -> Archive:
@@ -118,10 +138,15 @@ class ForestStore:
     def kept_files(self) -> set[str]:
         """The kept source files (forest.storage.source_files) that archives of any model_id and status name.
         Entries that are not objects (an archive imported before imports were checked) name none."""
-        return {r[0] for r in self.db.query(
-            "SELECT DISTINCT json_extract(d.value, '$.file') FROM archives, json_each(archives.settings, '$.documents') d "
-            "WHERE json_valid(archives.settings) AND json_type(archives.settings, '$.documents') = 'array' "
-            "AND d.type = 'object' AND json_extract(d.value, '$.file') IS NOT NULL")}
+        kept = set()
+        for (settings,) in self.db.query_tuples("SELECT settings FROM archives"):
+            try:
+                documents = json.loads(settings or "{}").get("documents")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(documents, list):
+                kept |= {d["file"] for d in documents if isinstance(d, dict) and isinstance(d.get("file"), str)}
+        return kept
 
     def model_ids(self) -> list[str]:
         return [r[0] for r in self.db.query(
@@ -140,8 +165,8 @@ class ForestStore:
         the whole tree lands in one transaction with its final ids.
         """
         with self.db.transaction() as conn:
-            base = _reserve(conn, len(rows))
-            _insert_rows(conn, archive_id, rows, base)
+            base = self.db.reserve_ids(conn, "memory_nodes", len(rows))
+            self._insert_rows(conn, archive_id, rows, base)
             _insert_merges(conn, archive_id, merges, base)
             return base
 
@@ -149,7 +174,7 @@ class ForestStore:
         """Reserve `count` node ids (base .. base+count-1) that no other writer will get, so vectors
         can be stored under them before their rows exist (invisible until then)."""
         with self.db.transaction() as conn:
-            return _reserve(conn, count)
+            return self.db.reserve_ids(conn, "memory_nodes", count)
 
     def graft(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
               adoptions: Sequence[tuple[int, int, str]], renumber: Sequence[tuple[int, int, int]] = (),
@@ -188,7 +213,7 @@ class ForestStore:
                              "merge_order = merge_order + ? WHERE archive_id = ?",
                              (archive_id, shift, shift, shift, merge_shift, other))
                 conn.execute("DELETE FROM archives WHERE id = ?", (other,))
-            _insert_rows(conn, archive_id, rows, base)
+            self._insert_rows(conn, archive_id, rows, base)
             _insert_merges(conn, archive_id, merges, base)
             for root_id, parent_id, parent_path in adoptions:
                 root_path = f"{root_id}/"
@@ -197,9 +222,9 @@ class ForestStore:
                     "WHERE archive_id = ? AND substr(path, 1, ?) = ?",
                     (parent_path, parent_path.count("/"), archive_id, len(root_path), root_path))
                 conn.execute("UPDATE memory_nodes SET parent_id = ? WHERE id = ?", (parent_id, root_id))
-            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), "
-                         "settings = coalesce(?, settings), name = coalesce(?, name) WHERE id = ?",
-                         (None if settings is None else json.dumps(settings), name, archive_id))
+            conn.execute("UPDATE archives SET updated_at = ?, settings = coalesce(?, settings), "
+                         "name = coalesce(?, name) WHERE id = ?",
+                         (_now(), None if settings is None else json.dumps(settings), name, archive_id))
 
     def replace_tree(self, archive_id: int, rows: Sequence[dict[str, Any]], base: int,
                      leaf_parents: Sequence[tuple[int, int | None]], merges: Sequence[dict[str, Any]],
@@ -220,7 +245,7 @@ class ForestStore:
             conn.execute("UPDATE memory_nodes SET parent_id = NULL WHERE archive_id = ?", (archive_id,))
             conn.execute("DELETE FROM memory_nodes WHERE archive_id = ? AND node_type = 'SUMMARY_NODE'", (archive_id,))
             conn.execute("DELETE FROM archive_merges WHERE archive_id = ?", (archive_id,))
-            _insert_rows(conn, archive_id, rows, base)
+            self._insert_rows(conn, archive_id, rows, base)
             _insert_merges(conn, archive_id, merges, base)
             path_of = {r["offset"]: "".join(f"{base + o}/" for o in r["path_offsets"]) for r in rows}
             conn.executemany(
@@ -229,8 +254,7 @@ class ForestStore:
                   (path_of[parent] if parent is not None else "") + f"{leaf_id}/",
                   0 if parent is None else path_of[parent].count("/"), leaf_id)
                  for leaf_id, parent in leaf_parents))
-            conn.execute("UPDATE archives SET updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?",
-                         (archive_id,))
+            conn.execute("UPDATE archives SET updated_at = ? WHERE id = ?", (_now(), archive_id))
             return old
 
     def last_merge_order(self, archive_id: int) -> int:
@@ -252,7 +276,7 @@ class ForestStore:
             # CROSS JOIN keeps memory_nodes outside: looked up by id, not scanned through the
             # model_id's archives (the planner's choice otherwise, far slower at 100k nodes).
             rows = self.db.query(
-                f"SELECT {_NODE_SELECT} FROM memory_nodes n CROSS {VISIBLE_NODES} "
+                f"SELECT {_NODE_SELECT} FROM memory_nodes n {self._visible_by_id} "
                 f"WHERE n.id IN ({','.join('?' * len(chunk))})", (model_id, *chunk))
             found.update((r["id"], MemoryNode.from_row(r)) for r in rows)
         return found
@@ -284,16 +308,9 @@ class ForestStore:
         phrases = list(dict.fromkeys(phrases))
         if not phrases or limit < 1:
             return []
-        conn = self.db.connection()
-        own = not conn.in_transaction
-        if own:
-            conn.execute("BEGIN")  # one snapshot for the statements below
-        try:
-            ranked = top_hits(conn, model_id, phrases, limit, archive_ids)
+        with self.db.snapshot() as conn:  # one snapshot for the statements below
+            ranked = self._fulltext.top_hits(getattr(conn, "raw", conn), model_id, phrases, limit, archive_ids)
             nodes = self.nodes(model_id, (node_id for node_id, _ in ranked))
-        finally:
-            if own:
-                conn.execute("COMMIT")
         return [(nodes[node_id], score) for node_id, score in ranked if node_id in nodes]
 
     def leaves_between(self, model_id: str, archive_id: int, first_leaf: int, last_leaf: int) -> list[MemoryNode]:

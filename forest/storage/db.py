@@ -1,162 +1,26 @@
-"""SQLite access: one connection per live thread (a finished thread's goes back to a small pool), WAL,
-foreign keys, busy timeout, short transactions; a private file whose deleted text is overwritten."""
+"""The database that holds the truth, behind one interface: SQLite (a file in the data directory,
+the embedded default, forest.storage.sqlite) or PostgreSQL (a server that any number of processes
+and hosts share, forest.storage.postgres); forest.storage.databases opens the one the settings name.
+
+The stores write their SQL once, in what both databases speak, with sqlite3's `?` parameters;
+what differs is asked of the database: a fragment (`db.null_safe`, `db.cross_join`,
+`db.skip_locked`, `db.json_equals`), a step (`reserve_ids`, `finish_erasures`, the writer lock)
+or a module per dialect (full-text search). Why not SQLAlchemy Core: the SQL here is hand-planned
+for each engine (FTS5's planner, covering indexes, CROSS JOIN hints), and what the two dialects
+share is most of it; a thin layer keeps that SQL as written and readable.
+"""
 from __future__ import annotations
 
 import logging
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, Protocol
 
 from forest.errors import ForestError
-from forest.storage.fulltext import index_text
 from forest.storage.migrations import LATEST_VERSION, MIGRATIONS
-from forest.storage.private_files import claim_store_dir, create_private_file, make_private_dir
 
 log = logging.getLogger("forest")
-
-BUSY_TIMEOUT_MS = 15_000
-# Idle connections kept for new threads; beyond this a finished thread's connection is closed.
-POOL_SIZE = 4
-
-
-class Database:
-    """The source of truth. Safe for many reader threads and one writer at a time."""
-
-    def __init__(self, path: Path | str, *, upto_version: int | None = None) -> None:
-        self.path = Path(path)
-        make_private_dir(self.path.parent)
-        if not self.path.exists():
-            claim_store_dir(self.path.parent)
-        create_private_file(self.path)  # SQLite gives its WAL and shared-memory files this mode
-        self._local = threading.local()
-        self._owned: dict[threading.Thread, sqlite3.Connection] = {}
-        self._idle: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self.migrate(LATEST_VERSION if upto_version is None else upto_version)
-        if self.schema_version >= ERASURES_VERSION:
-            self.finish_erasures()  # what a process that stopped after deleting left undone
-
-    def connection(self) -> sqlite3.Connection:
-        """This thread's connection. Streamlit runs every rerun on a new thread: when a thread asks for
-        its first connection, those of finished threads are reclaimed (pooled or closed), so the open
-        connections stay at the live threads plus POOL_SIZE, not one per thread ever seen."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            with self._lock:
-                self._reclaim()
-                conn = self._idle.pop() if self._idle else None
-            conn = conn or self._open()
-            with self._lock:
-                self._owned[threading.current_thread()] = conn
-            self._local.conn = conn
-        return conn
-
-    def _open(self) -> sqlite3.Connection:
-        # isolation_level=None: autocommit; writes go through transaction() explicitly.
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000,
-                               isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        # Deleted rows and freed pages are overwritten with zeros: deleted text stays in no page.
-        conn.execute("PRAGMA secure_delete = ON")
-        conn.create_function("forest_index_text", 3, index_text, deterministic=True)
-        return conn
-
-    def _reclaim(self) -> None:
-        """Connections of finished threads go back to the pool (called with the lock held)."""
-        for thread in [t for t in self._owned if not t.is_alive()]:
-            conn = self._owned.pop(thread)
-            if conn.in_transaction:  # a thread killed mid-transaction: nothing of it may commit later
-                conn.rollback()
-            if len(self._idle) < POOL_SIZE:
-                self._idle.append(conn)
-            else:
-                conn.close()
-
-    @property
-    def open_connections(self) -> int:
-        with self._lock:
-            return len(self._owned) + len(self._idle)
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE takes the write lock up front, so a transaction never fails midway on it."""
-        conn = self.connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
-        return self.connection().execute(sql, params).fetchall()
-
-    def query_one(self, sql: str, params: tuple | list = ()) -> sqlite3.Row | None:
-        return self.connection().execute(sql, params).fetchone()
-
-    @property
-    def schema_version(self) -> int:
-        return self.connection().execute("PRAGMA user_version").fetchone()[0]
-
-    def migrate(self, target: int) -> None:
-        with self.transaction() as conn:
-            current = conn.execute("PRAGMA user_version").fetchone()[0]
-            if current > LATEST_VERSION:
-                raise ForestError(
-                    f"{self.path} was written by a newer version of forest (schema {current}, "
-                    f"this one knows {LATEST_VERSION}); upgrade forest to open it")
-            for version, script in MIGRATIONS:
-                if current < version <= target:
-                    for statement in _statements(script):
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {version}")
-
-    def finish_erasures(self) -> bool:
-        """Make deleted text leave the files: the FTS5 indexes marked by mark_erased are merged
-        into one segment (an FTS5 delete only adds a tombstone; the old segments keep the terms),
-        the file is rewritten if marked (VACUUM), and the WAL, which still holds old page images,
-        is checkpointed and truncated; only then are the marks removed. True when nothing is left
-        to do; False when another connection kept the WAL busy (the next erasure or the next open
-        of the store finishes it)."""
-        marks = self.query("SELECT id, target FROM pending_erasures")
-        if not marks:
-            return True
-        # Only the marks seen now are removed at the end: a delete committed meanwhile (by another
-        # thread or process) leaves a newer mark, which its own finish_erasures handles.
-        targets, last = {m["target"] for m in marks}, max(m["id"] for m in marks)
-        for target in [t for t in targets if t in ERASABLE_INDEXES]:
-            with self.transaction() as conn:
-                conn.execute(f"INSERT INTO {target} ({target}) VALUES ('optimize')")
-        conn = self.connection()
-        try:
-            if "VACUUM" in targets:
-                conn.execute("VACUUM")
-            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        except sqlite3.OperationalError as exc:  # another connection is writing: try again later
-            log.warning("deleted text may stay in %s until its next erasure: %s", self.path, exc)
-            return False
-        if busy:
-            log.warning("deleted text may stay in %s-wal until its next erasure: a reader held it", self.path)
-            return False
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
-        return True
-
-    def close(self) -> None:
-        with self._lock:
-            for conn in [*self._owned.values(), *self._idle]:
-                conn.close()
-            self._owned.clear()
-            self._idle.clear()
-        self._local = threading.local()
-
 
 # The full-text indexes whose old segments keep deleted terms until merged.
 ERASABLE_INDEXES = ("personal_memory_text", "node_text")
@@ -165,19 +29,128 @@ WAL = "WAL"
 ERASURES_VERSION = 11   # the migration that made pending_erasures
 
 
-def mark_erased(conn: sqlite3.Connection, index: str) -> None:
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Connection(Protocol):
+    """What a store's SQL runs on inside a transaction: sqlite3's, or forest.storage.postgres's
+    adapter that takes the same `?` parameters."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...
+    def executemany(self, sql: str, seq: Any) -> Cursor: ...
+
+
+class Lock(Protocol):
+    """Writers of one store take turns (forest.storage.locks)."""
+
+    def acquire(self, wait: bool = True) -> bool: ...
+    def release(self) -> None: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class DatabaseUnavailable(ForestError):
+    """The database server could not be reached, or the connection was lost mid-call: nothing of an
+    unfinished transaction was kept; the next call connects again."""
+
+
+class Database(ABC):
+    """The source of truth. Safe for many reader threads; writes go through short transactions."""
+
+    dialect: ClassVar[str]
+    # `a IS b` that is true when both are NULL.
+    null_safe: ClassVar[str]
+    # A join the planner must not reorder (SQLite keeps the left table outside on CROSS JOIN).
+    cross_join: ClassVar[str]
+    # Rows a worker claims that other workers skip instead of waiting for.
+    skip_locked: ClassVar[str]
+    location: str   # for messages: a path, or a URL without its password
+
+    @abstractmethod
+    def transaction(self, lock: str | None = None) -> AbstractContextManager[Connection]:
+        """A write transaction; `lock` names what it must not interleave with (a user, a model_id):
+        SQLite runs one writer at a time anyway, PostgreSQL takes that lock for the transaction."""
+
+    @abstractmethod
+    def snapshot(self) -> AbstractContextManager[Connection]:
+        """A read-only transaction: its statements (and this thread's query calls) read one snapshot."""
+
+    @abstractmethod
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows read by position or by column name."""
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Any | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    @abstractmethod
+    def query_tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Plain tuples: a read of many rows without the cost of named rows."""
+
+    @abstractmethod
+    def reserve_ids(self, conn: Connection, table: str, count: int) -> int:
+        """Inside a transaction: the first of `count` consecutive ids of `table` that no other writer
+        will get (rows may then be written under them in any order)."""
+
+    @abstractmethod
+    def json_equals(self, column: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        """A condition (SQL, params): the JSON object in `column` has `key` equal to `value`."""
+
+    def hold(self, name: str) -> Any:
+        """Mark something this process is doing (an archive's build) so that another process, on any
+        host, can tell whether it is still at it (`held`); `.release()` ends it. PostgreSQL only:
+        on SQLite, one host's process ids tell (forest.doctor)."""
+        return _NOTHING_HELD
+
+    def held(self, name: str) -> bool | None:
+        """Whether a live process holds `name`; None when the database cannot tell."""
+        return None
+
+    @abstractmethod
+    def writer_lock(self) -> Lock:
+        """The lock writers of this store (builds, appends, joins, deletes, imports, doctor) take turns with."""
+
+    @property
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def migrate(self, target: int) -> None: ...
+
+    @abstractmethod
+    def finish_erasures(self) -> bool:
+        """Make deleted text leave what the database keeps of it (see each dialect); True when
+        nothing is left to do."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def _check_version(self, current: int) -> None:
+        if current > LATEST_VERSION:
+            raise ForestError(
+                f"{self.location} was written by a newer version of forest (schema {current}, "
+                f"this one knows {LATEST_VERSION}); upgrade forest to open it")
+
+    def _pending_migrations(self, current: int, target: int) -> list[tuple[int, list[str]]]:
+        """(version, scripts) of the migrations from `current` up to `target`, in this dialect."""
+        return [(m.version, m.scripts(self.dialect)) for m in MIGRATIONS if current < m.version <= target]
+
+
+class _NothingHeld:
+    def release(self) -> None:
+        pass
+
+
+_NOTHING_HELD = _NothingHeld()
+
+
+def mark_erased(conn: Connection, index: str) -> None:
     """Inside the deleting transaction: `index` (one of ERASABLE_INDEXES, or WAL) holds deleted
     text until Database.finish_erasures runs; a process that dies first leaves the mark for the
     next open."""
     conn.execute("INSERT INTO pending_erasures (target) VALUES (?)", (index,))
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements (executescript would commit our transaction)."""
-    statements, buffer = [], ""
-    for line in script.splitlines():
-        buffer += line + "\n"
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    return [s for s in statements if s.strip(" ;\n")]

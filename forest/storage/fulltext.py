@@ -27,6 +27,12 @@ def index_text(node_type: str, summary: str, content: str) -> str:
     return " ".join(tokenize(text or ""))
 
 
+def indexed_text(node_type: str, title: str | None, summary: str, content: str) -> str:
+    """What a node's full-text row holds: index_text with the title first (what the SQLite trigger
+    of migration 7 computes; PostgreSQL's rows are written from here)."""
+    return index_text(node_type, f"{title}\n{summary}" if title is not None else summary, content)
+
+
 def query_phrases(query: str) -> list[str]:
     """The query's searchable terms, each as the space-joined tokens of one FTS5 phrase, in order,
     without repeats (a term of stopwords only is dropped)."""
@@ -70,7 +76,8 @@ MAX_SPANS = 8
 LIMIT_DEPTH = 4
 # The nodes `n` a model_id sees: those of its archives that finished building (one ? for the model_id);
 # every read of nodes for a model_id joins it, here and in forest.storage.archives.
-VISIBLE_NODES = "JOIN archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
+VISIBLE_ARCHIVE = "archives a ON a.id = n.archive_id AND a.model_id = ? AND a.status = 'ready'"
+VISIBLE_NODES = f"JOIN {VISIBLE_ARCHIVE}"
 _VISIBLE_TEXT = f"FROM node_text JOIN memory_nodes n ON n.id = node_text.rowid {VISIBLE_NODES} WHERE node_text MATCH ?"
 
 
@@ -240,7 +247,7 @@ def _visible(conn, model_id: str, node_ids: list[int]) -> set[int]:
     for start in range(0, len(node_ids), 500):
         chunk = node_ids[start : start + 500]
         found.update(r[0] for r in conn.execute(
-            f"SELECT n.id FROM memory_nodes n CROSS {VISIBLE_NODES} WHERE n.id IN ({','.join('?' * len(chunk))})",
+            f"SELECT n.id FROM memory_nodes n CROSS JOIN {VISIBLE_ARCHIVE} WHERE n.id IN ({','.join('?' * len(chunk))})",
             (model_id, *chunk)))
     return found
 

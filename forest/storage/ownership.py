@@ -201,10 +201,15 @@ def owned_store(held: Ownership, embedder_name: str, dim: int) -> ChromaVectorSt
         raise
 
 
+def uses_embedded_chroma(settings: Settings) -> bool:
+    return settings.vector_store in ("auto", "chroma") and not settings.chroma_host
+
+
 def claim_for_server(settings: Settings) -> Ownership | None:
     """A server must own its embedded store: refused, naming the way to share one, when another
-    process does. None with a Chroma server (it serves any number of processes)."""
-    if settings.chroma_host:
+    process does. None when the vectors are not in an embedded Chroma (a Chroma server, pgvector
+    and Qdrant serve any number of processes)."""
+    if not uses_embedded_chroma(settings):
         return None
     held = acquire(settings.chroma_path)
     if isinstance(held, Ownership):

@@ -315,7 +315,7 @@ def _check(name: str, data_dir: str, base: Any, done: Any, acks: list[int]) -> d
 def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
     """Count every durable write from now on: a committed SQLite transaction or a Chroma write.
     With `die_after`, the process SIGKILLs itself right after that many. Returns the counter."""
-    from forest.storage.db import Database
+    from forest.storage.sqlite import SQLiteDatabase as Database
     from forest.storage.vectors import ChromaVectorStore
 
     done = 0
@@ -329,8 +329,8 @@ def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
     transaction = Database.transaction
 
     @contextmanager
-    def counted(self: Database) -> Iterator[Any]:
-        with transaction(self) as conn:
+    def counted(self: Database, lock: str | None = None) -> Iterator[Any]:
+        with transaction(self, lock) as conn:
             yield conn
         wrote()
 
