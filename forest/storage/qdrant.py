@@ -96,16 +96,17 @@ class QdrantVectorStore(VectorStore):
             else:
                 with warnings.catch_warnings():  # local mode warns that it has no payload indexes
                     warnings.filterwarnings("ignore", message="Payload indexes have no effect")
-                    client.create_payload_index(self.collection, "model_id", field_schema=models.KeywordIndexParams(
-                        type=models.KeywordIndexType.KEYWORD, is_tenant=True))
+                    tenant = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+                    client.create_payload_index(self.collection, "model_id", field_schema=tenant)
         config = client.get_collection(self.collection).config
         vectors, embedder = config.params.vectors, (config.metadata or {}).get("embedder")
         if not isinstance(vectors, models.VectorParams) or vectors.distance != models.Distance.COSINE:
             raise ConfigError(f"the Qdrant collection {self.collection} at {self.location} is not one "
                               "Memory Forest made (one unnamed cosine vector)")
         if vectors.size != self.dim:
-            raise ConfigError(f"the Qdrant collection {self.collection} at {self.location} holds vectors of "
-                              f"{vectors.size} dimensions, but the embedder {self.embedder_name} makes {self.dim}")
+            raise ConfigError(f"the Qdrant collection {self.collection} at {self.location} holds vectors "
+                              f"of {vectors.size} dimensions, but the embedder {self.embedder_name} makes "
+                              f"{self.dim}")
         if embedder != self.embedder_name:
             raise ConfigError(f"the Qdrant collection {self.collection} at {self.location} belongs to the "
                               f"embedder {embedder}, not {self.embedder_name}")
@@ -114,7 +115,7 @@ class QdrantVectorStore(VectorStore):
         """One client call; any failure is a VectorStoreError, never an empty answer."""
         with self._guard:
             if self._client is None:
-                raise VectorStoreError(f"the vector store at {self.location} is closed")
+                raise VectorStoreError(f"the Qdrant store at {self.location} is closed")
             try:
                 return getattr(self._client, method)(*args, **kwargs)
             except Exception as exc:
@@ -126,7 +127,9 @@ class QdrantVectorStore(VectorStore):
         if model_id in self._checked:
             return
         for name in (c.name for c in self._call("get_collections").collections):
-            if name.startswith(PREFIX) and name != self.collection and self._owned_points(name, model_id, 1)[0]:
+            if not name.startswith(PREFIX) or name == self.collection:
+                continue
+            if self._owned_points(name, model_id, 1)[0]:
                 other = (self._call("get_collection", name).config.metadata or {}).get("embedder", name)
                 raise ConfigError(
                     f"the vectors of model_id {model_id!r} were made by {other}, but the configured embedder "
@@ -134,10 +137,10 @@ class QdrantVectorStore(VectorStore):
         self._checked.add(model_id)
 
     def _owned_points(self, collection: str, model_id: str, limit: int, ids: Sequence[int] | None = None,
-                      offset: Any = None, with_vectors: bool = False) -> Any:
+                      offset: Any = None, with_vectors: bool = False) -> tuple[list[Any], Any]:
         """One page of the model_id's points (among `ids` if given) and the next page's offset."""
-        return self._call("scroll", collection, scroll_filter=_owned(model_id, ids), limit=limit, offset=offset,
-                          with_payload=False, with_vectors=with_vectors)
+        return self._call("scroll", collection, scroll_filter=_owned(model_id, ids), limit=limit,
+                          offset=offset, with_payload=False, with_vectors=with_vectors)
 
     def upsert(self, model_id: str, ids: Sequence[int], vectors: np.ndarray,
                metadatas: Sequence[dict[str, Any]]) -> None:
@@ -172,8 +175,9 @@ class QdrantVectorStore(VectorStore):
         if top_k <= 0:
             return []
         # With cosine distance Qdrant's score is the cosine similarity itself, most similar first.
-        found = self._call("query_points", self.collection, query=np.asarray(vector, dtype=np.float32).tolist(),
-                           query_filter=_owned(model_id), limit=top_k, with_payload=False).points
+        query = np.asarray(vector, dtype=np.float32).tolist()
+        found = self._call("query_points", self.collection, query=query, query_filter=_owned(model_id),
+                           limit=top_k, with_payload=False).points
         return [(int(p.id), float(p.score)) for p in found]
 
     def get_vectors(self, model_id: str, ids: Sequence[int]) -> dict[int, np.ndarray]:
@@ -204,8 +208,8 @@ class QdrantVectorStore(VectorStore):
                 payload=dict(payload), filter=_owned(model_id, group[start:start + ID_BATCH])))
             for payload, group in by_payload.items() for start in range(0, len(group), ID_BATCH)]
         for start in range(0, len(operations), 100):
-            self._call("batch_update_points", self.collection, update_operations=operations[start:start + 100],
-                       wait=True)
+            self._call("batch_update_points", self.collection,
+                       update_operations=operations[start:start + 100], wait=True)
 
     def delete(self, model_id: str, ids: Sequence[int]) -> None:
         from qdrant_client import models
@@ -263,10 +267,12 @@ class QdrantVectorStore(VectorStore):
 def _server_url(url: str) -> str | None:
     """The URL when `url` names a server; None when it is a directory. A URL of another scheme, or
     a bare host:port, is refused rather than taken for a directory of that name."""
-    parts = urlsplit(url)
-    if parts.scheme in ("http", "https"):
-        if not parts.hostname:
-            raise ConfigError(f"qdrant_url {without_password(url)!r} names no host")
+    try:
+        parts = urlsplit(url)
+        parts.port  # reading it checks it: a port that is not a number raises
+    except ValueError:  # that, or a bracket left open
+        parts = None
+    if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
         return url
     if "://" in url or re.fullmatch(r"[\w.-]+:\d+", url):
         raise ConfigError(f"qdrant_url must be an http(s) URL of a Qdrant server or a directory, got "
