@@ -29,6 +29,13 @@ def _chroma(tmp_path, request, embedder_name="test-embedder", dim=DIM):
     return ChromaVectorStore(path=tmp_path / "chroma", embedder_name=embedder_name, dim=dim)
 
 
+@backend("qdrant")
+def _qdrant(tmp_path, request, embedder_name="test-embedder", dim=DIM):
+    from forest.storage.qdrant import QdrantVectorStore
+
+    return QdrantVectorStore(str(tmp_path / "qdrant"), embedder_name=embedder_name, dim=dim)
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 def make_store(request, tmp_path):
     made = []

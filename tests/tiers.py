@@ -106,6 +106,8 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_privacy.py::test_classify_many_embeds_what_the_rules_leave_open_in_one_batch",
     "test_privacy.py::test_claude_prompt_carries_the_text_and_the_definitions_and_its_reply_is_used",
     "test_privacy.py::test_offline_accuracy_on_the_labelled_set",
+    "test_qdrant.py::test_doctor_repairs_a_lost_point_and_deleting_an_archive_leaves_none",
+    "test_qdrant.py::test_the_engine_on_qdrant_finds_what_it_finds_on_chroma",
     "test_regex_time.py::test_every_face_answers_adversarial_input_as_fast_as_an_ordinary_message[adversarial regex input: 'My password is Ab-' + 'Cd-Ef, ' x 560-CLI]",
     "test_regex_time.py::test_every_face_answers_adversarial_input_as_fast_as_an_ordinary_message[adversarial regex input: 'My password is Ab-' + 'Cd-Ef, ' x 560-MCP]",
     "test_regex_time.py::test_every_face_answers_adversarial_input_as_fast_as_an_ordinary_message[adversarial regex input: 'My password is Ab-' + 'Cd-Ef, ' x 560-OpenAI]",
