@@ -28,7 +28,7 @@ page = st.navigation([home, *listed])
 
 with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
     from forest import ForestError  # the engine's imports are the slow part of a first start
-    from workbench.shared import page_failed, show_notices, start
+    from workbench.shared import SeparateEndpoint, page_failed, show_notices, start
 
     try:
         server = start()
@@ -39,6 +39,8 @@ with st.spinner("Starting Memory Forest: opening the store and the agent endpoin
 with st.sidebar:
     if isinstance(server, str):
         st.caption(f"Agent endpoint not running: {server}")
+    elif isinstance(server, SeparateEndpoint):
+        st.caption(f"Agent endpoint: `forest serve` processes of their own ({server.url}/mcp)")
     else:
         st.caption(f"Agent endpoint running: {server.url}/mcp")
 show_notices()

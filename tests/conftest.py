@@ -77,13 +77,17 @@ def make_forest(request, tmp_path, embedder):
     """MemoryForest on a fresh data directory; the real embedder is shared to save load time."""
     made: list[MemoryForest] = []
 
+    databases: dict[Path, str] = {}   # one database per data directory, as one SQLite file is
+
     def factory(data_dir: Path | None = None, **overrides) -> MemoryForest:
         settings = load_settings({"data_dir": data_dir or tmp_path / "store"}, environ={})
         if TEST_DATABASE == "postgres" and "database_url" not in overrides:
-            overrides["database_url"] = request.getfixturevalue("postgres_url")
+            if settings.data_dir not in databases:
+                databases[settings.data_dir] = new_database(request.getfixturevalue("postgres"))
+            overrides["database_url"] = databases[settings.data_dir]
             overrides.setdefault("vector_store", TEST_VECTOR_STORE)
             if TEST_VECTOR_STORE == "qdrant":
-                overrides.setdefault("qdrant_url", str(tmp_path / "qdrant"))
+                overrides.setdefault("qdrant_url", str(Path(settings.data_dir) / "qdrant"))
         forest = MemoryForest(settings.replace(**overrides), embedder=embedder)
         made.append(forest)
         return forest
@@ -145,19 +149,22 @@ def postgres(tmp_path_factory):
     server.stop()
 
 
+def new_database(postgres) -> str:
+    """A new, empty database on the server: its URL (the server goes with the session)."""
+    import uuid
+
+    return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
 @pytest.fixture
 def postgres_url(postgres) -> str:
     """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
-    import uuid
-
     import psycopg
 
-    name = f"t_{uuid.uuid4().hex[:12]}"
+    url = new_database(postgres)
+    yield url
     with psycopg.connect(postgres.url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield postgres.url(name)
-    with psycopg.connect(postgres.url(), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
 
 
 def free_port() -> int:

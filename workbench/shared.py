@@ -33,10 +33,22 @@ def get_forest() -> MemoryForest:
     return forest
 
 
+class SeparateEndpoint:
+    """With a server store the agents' endpoint is not in this process: agents call `forest serve`
+    processes of their own (any number), so their load never slows the pages. This is where the
+    workbench looks for one (the settings `forest serve` starts with)."""
+
+    def __init__(self, host: str, port: int, token: str | None) -> None:
+        self.url = f"http://{host}:{port}"
+        self.token = token
+
+
 @st.cache_resource(show_spinner=False)
-def get_server(_forest: MemoryForest) -> ThreadServer | str:
+def get_server(_forest: MemoryForest) -> ThreadServer | SeparateEndpoint | str:
     """Started once per process, stopped when the process exits; a message if it cannot start."""
     settings = _forest.settings
+    if settings.server_database:
+        return SeparateEndpoint(settings.server_host, settings.server_port, settings.api_token)
     if settings.server_port == 0:
         return "disabled (server_port = 0)"
     try:
@@ -54,7 +66,7 @@ def get_queue(_forest: MemoryForest) -> IngestQueue:
     return queue
 
 
-def start() -> ThreadServer | str:
+def start() -> ThreadServer | SeparateEndpoint | str:
     """The engine, its endpoint (or why it is not running) and, on an empty store, the samples."""
     forest = get_forest()
     server = get_server(forest)

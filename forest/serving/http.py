@@ -3,6 +3,7 @@ OpenAI-compatible chat endpoint next to MCP on the same HTTP app.
 
 HTTP routes:  /mcp (MCP streamable HTTP)  ·  POST /tools/<name> (REST, JSON; GET for read-only tools)  ·  /openapi.json
               POST /v1/chat/completions, GET /v1/models (OpenAI-compatible)  ·  /health
+              GET /calls (this process's latest calls, for the workbench's Server page)
 
 Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
 route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
@@ -168,6 +169,7 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
     rest = _Rest(mcp, forest, calls)
     app.router.routes.extend([
         Route("/health", lambda request: JSONResponse({"status": "ok"})),
+        Route("/calls", lambda request: JSONResponse({"calls": calls.latest()})),
         Route("/openapi.json", rest.openapi),
         Route("/tools/{name}", rest.call, methods=["GET", "POST"]),
         Route("/v1/models", rest.models),
@@ -443,3 +445,20 @@ def serve_http(forest: MemoryForest, host: str, port: int, token: str | None = N
 
     forest.resume_pending_writes()
     uvicorn.run(build_http_app(forest, host, token), host=host, port=port, log_level="info")
+
+
+def serve_http_workers(host: str, port: int, workers: int) -> None:
+    """`workers` processes on one port (uvicorn's supervisor), each with an engine of its own
+    (worker_app), sharing a server store; settings reach them through the environment."""
+    import uvicorn
+
+    uvicorn.run("forest.serving.http:worker_app", factory=True, host=host, port=port, workers=workers,
+                log_level="info")
+
+
+def worker_app() -> Any:
+    """One uvicorn worker's app: an engine on the settings of the environment."""
+    forest = MemoryForest()
+    forest.own_store()
+    forest.resume_pending_writes()
+    return build_http_app(forest, forest.settings.server_host)
