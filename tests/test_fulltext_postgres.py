@@ -30,7 +30,9 @@ LIMITS = (1, 8, 50)
 
 @pytest.fixture
 def pg(postgres_url):
-    with psycopg.connect(postgres_url) as conn:
+    # Each search runs in a transaction of its own, reading one snapshot.
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with conn.transaction():
             conn.execute(BASE_SCHEMA)
             conn.execute(pg_text.SCHEMA)
@@ -74,7 +76,6 @@ class Stores:
 
     def pg_hits(self, model_id: str, phrases: list[str], limit: int, archive_ids=None) -> list[tuple[int, float]]:
         with self.pg.transaction():
-            self.pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return pg_text.top_hits(self.pg, model_id, phrases, limit, archive_ids)
 
 
@@ -151,3 +152,148 @@ def test_each_tenant_scores_as_if_alone(tmp_path, pg):
             for limit in LIMITS:
                 assert_same(store.sqlite_hits(model_id, phrases, limit), store.pg_hits(model_id, phrases, limit),
                             f"{model_id}: {query}")
+
+
+class Memories:
+    """The same memories in a SQLite store (PersonalStore) and in PostgreSQL."""
+
+    def __init__(self, sqlite: Database, pg) -> None:
+        self.sqlite, self.pg, self.store = sqlite, pg, PersonalStore(sqlite)
+
+    def add_conversation(self, user_id: str, turns: list[str], agents: tuple[str, ...] = ("a1", "a2"),
+                         sqlite: bool = True) -> list[int]:
+        """Each turn a memory, said after the one before (its context); agents take turns."""
+        ids, previous = [], None
+        with self.sqlite.transaction() as conn, self.pg.transaction():
+            for n, turn in enumerate(turns):
+                context = previous and SaidBefore(previous[0], previous[1])
+                agent = agents[n % len(agents)]
+                if sqlite:
+                    memory_id = self.store.add(conn, user_id, turn, np.zeros(4, np.float32), "e", {"agent_id": agent},
+                                               {}, 1.0 + n, "test", context=context)
+                else:  # ids beyond SQLite's, as another tenant's rows would have
+                    memory_id = 1_000_000 + len(ids) + 1
+                self.pg.execute("INSERT INTO personal_memories (id, user_id, agent_id) VALUES (%s, %s, %s)",
+                                (memory_id, user_id, agent))
+                pg_text.write_memory_text(self.pg, memory_id, user_id, " ".join(tokenize(turn)),
+                                          " ".join(tokenize(context.text if context else "")))
+                ids.append(memory_id)
+                previous = (memory_id, turn)
+        return ids
+
+    def sqlite_hits(self, user_id: str, query: str, limit: int, agent: str | None = None) -> list[tuple[int, float]]:
+        return self.store.lexical(user_id, query, limit, {"agent_id": agent} if agent else None)
+
+    def pg_hits(self, user_id: str, query: str, limit: int, agent: str | None = None) -> list[tuple[int, float]]:
+        where, params = "user_id = %s AND deleted_at IS NULL", [user_id]
+        if agent:
+            where, params = f"{where} AND agent_id = %s", params + [agent]
+        with self.pg.transaction():
+            return pg_text.memory_hits(self.pg, user_id, fulltext.query_phrases(query), limit, where, params)
+
+
+@pytest.fixture
+def memories(tmp_path, pg):
+    return Memories(Database(tmp_path / "forest.db"), pg)
+
+
+def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories):
+    """A LoCoMo conversation, each turn a memory with the turn before as its context (porter
+    stemmed, context weighing 0.5), asked LoCoMo's questions; then another user's conversation
+    beside it changes nothing."""
+    memories.add_conversation("u", locomo_conversation(0))
+    asked = locomo_questions(0)
+    before = {}
+    for query in asked:
+        for limit in LIMITS:
+            want = memories.sqlite_hits("u", query, limit)
+            before[query, limit] = memories.pg_hits("u", query, limit)
+            assert_same(want, before[query, limit], query)
+        assert_same(memories.sqlite_hits("u", query, 8, "a2"), memories.pg_hits("u", query, 8, "a2"), query)
+    assert sum(1 for hits in before.values() if hits) > len(asked)  # most questions find something
+    memories.add_conversation("v", locomo_conversation(1), sqlite=False)
+    for (query, limit), hits in before.items():
+        assert memories.pg_hits("u", query, limit) == hits, query
+
+
+HOSTILE = ["it's", "O'Brien's \"quoted\" 'single'", "back\\slash \\\\ \\'", "a & b | c ! d <-> e ( f ) : g * h",
+           "x:* y:A z:1 'w':*", "!!! ||| &&& <-> <2> ()", "'' \"\" ''' \\", "NEAR(a b) AND OR NOT ^x a*",
+           "火山 位于 大多数火山位于板块边界", "東京タワー 서울 日本語のテキスト", "café naïve Ünïcödé ﬁnance",
+           "x" * 10_000, " ".join(["word"] * 2_000), "gpt-4 o'clock 3.14 e=mc^2 C++ C# .NET"]
+HOSTILE_ROWS = ["it's O'Brien's quoted single back slash text", "a b c d e f g h and x y z w",
+                "大多数火山位于板块边界 东京タワー 서울 日本語のテキスト", "cafe naive unicode finance",
+                "gpt-4 at o'clock with 3.14 and e=mc^2 in C++ or C# on .NET", "word " * 50]
+
+
+def test_hostile_queries_run_and_match_literally(stores, memories):
+    stores.add_archive(1, "m", [(LEAF, None, "", text) for text in HOSTILE_ROWS + list(qasper_papers()[0][1])])
+    memories.add_conversation("u", HOSTILE_ROWS * 3)
+    for query in HOSTILE + [" ".join(HOSTILE)]:
+        phrases = fulltext.query_phrases(query)
+        for limit in LIMITS:
+            assert_same(stores.sqlite_hits("m", phrases, limit), stores.pg_hits("m", phrases, limit), query[:80])
+            assert_same(memories.sqlite_hits("u", query, limit), memories.pg_hits("u", query, limit), query[:80])
+    assert stores.pg_hits("m", fulltext.query_phrases("大多数火山位于板块边界"), 1)[0][0] == 3
+    assert [i for i, _ in stores.pg_hits("m", fulltext.query_phrases("O'Brien's"), 8)] == [1]
+
+
+def test_deleted_rows_leave_the_results_and_the_statistics(stores, memories):
+    papers = qasper_papers()[:6]
+    ids = {}
+    for archive_id, (paper_id, leaves) in enumerate(papers, 1):
+        ids[archive_id] = stores.add_archive(archive_id, "m", paper_nodes(leaves, paper_id))
+    asked = queries(papers, 15, seed=4)
+    # One node deleted directly, an archive through the cascade from its nodes.
+    gone = ids[2][:5] + ids[4]
+    with stores.sqlite.transaction() as conn:
+        conn.execute("DELETE FROM memory_nodes WHERE id IN (%s)" % ",".join(map(str, gone)))
+        conn.execute("DELETE FROM archives WHERE id = 4")
+    with stores.pg.transaction():
+        pg_text.delete_node_text(stores.pg, ids[2][:5])
+        stores.pg.execute("DELETE FROM archives WHERE id = 4")
+    totals = stores.pg.execute("SELECT rows FROM node_text_totals WHERE model_id = 'm'").fetchone()[0]
+    assert totals == sum(map(len, ids.values())) - len(gone)
+    for query in asked:
+        phrases = fulltext.query_phrases(query)
+        for limit in LIMITS:
+            got = stores.pg_hits("m", phrases, limit)
+            assert not set(gone) & {i for i, _ in got}
+            assert_same(stores.sqlite_hits("m", phrases, limit), got, query)
+    kept = memories.add_conversation("u", locomo_conversation(2)[:300])
+    with memories.sqlite.transaction() as conn, memories.pg.transaction():
+        for memory_id in kept[::3]:
+            memories.store.delete(conn, "u", memory_id, 2.0, "test")
+        pg_text.delete_memory_text(memories.pg, kept[::3])
+        memories.pg.execute("UPDATE personal_memories SET deleted_at = 2 WHERE id = ANY(%s)", (kept[::3],))
+        # As PersonalStore.delete does: a memory said after a deleted one loses its context.
+        for memory_id in kept[1::3]:
+            pg_text.write_memory_text(memories.pg, memory_id, "u", " ".join(tokenize(
+                memories.sqlite.query_one("SELECT memory FROM personal_memories WHERE id = ?", (memory_id,))[0])), "")
+    for query in locomo_questions(2)[:60]:
+        got = memories.pg_hits("u", query, 8)
+        assert not set(kept[::3]) & {i for i, _ in got}
+        assert_same(memories.sqlite_hits("u", query, 8), got, query)
+
+
+def test_rows_a_tsvector_cannot_hold_are_ranked_exactly(stores, memories):
+    """A word 300 times in a row and 20,000 tokens in a row go to the overflow table; a 400-byte
+    word and a token FTS5 cut in the middle of a character are stored hashed: all score as in FTS5."""
+    rng = random.Random(7)
+    filler = [w for leaf in qasper_papers()[1][1] for w in tokenize(leaf)]
+    texts = ["zebra " * 300 + "striped horse", " ".join(rng.choice(filler) for _ in range(20_000)) + " zebra crossing",
+             "longword" + "x" * 400 + " zebra", "ᚠ" * 11_000 + " zebra", "zebra crossing " * 3,
+             " ".join(filler[:200])]
+    ids = stores.add_archive(1, "m", [(LEAF, None, "", t) for t in texts + list(qasper_papers()[1][1])])
+    overflow = {r[0] for r in stores.pg.execute("SELECT DISTINCT node_id FROM node_text_overflow")}
+    assert overflow == {ids[0], ids[1]}
+    for query in ["zebra", "zebra crossing", "striped horse zebra", "longword" + "x" * 400, "ᚠ" * 11_000,
+                  "model zebra", " ".join(filler[:5]), "crossing"]:
+        phrases = fulltext.query_phrases(query)
+        for limit in LIMITS:
+            assert_same(stores.sqlite_hits("m", phrases, limit), stores.pg_hits("m", phrases, limit), query[:40])
+    memories.add_conversation("u", ["fine " * 500 + "day", "a fine day", "fine fine weather"] + texts[:2])
+    for query in ["fine", "fine day", "weather", "zebra crossing"]:
+        assert_same(memories.sqlite_hits("u", query, 8), memories.pg_hits("u", query, 8), query)
+    with stores.pg.transaction():
+        pg_text.delete_node_text(stores.pg, [ids[0]])
+    assert stores.pg.execute("SELECT count(*) FROM node_text_overflow WHERE node_id = %s", (ids[0],)).fetchone()[0] == 0
