@@ -1,15 +1,417 @@
-# SCRATCH (not committed): unblocks local runs until the real module lands.
-def index_nodes(raw, model_id, rows):
-    with raw.cursor() as cur:
-        cur.executemany("INSERT INTO node_text (node_id, model_id, body, length) VALUES (%s, %s, array_to_tsvector(%s::text[]), %s)",
-                        [(i, model_id, sorted(set(t.split())) or [''], len(t.split())) for i, t in rows])
+"""Full-text search on PostgreSQL that ranks as SQLite FTS5's bm25() ranks (forest.storage.fulltext),
+with each tenant's statistics its own.
 
-def top_hits(raw, model_id, phrases, limit, archive_ids=None):
-    return []
+The index holds FTS5's own lexemes (forest.storage.lexemes) with their positions, as tsvector
+values built here (PostgreSQL's parser is never used: its result depends on the server's locale),
+under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted.
+The score is fts5Bm25Function's formula, in its order of floating-point operations, so with one
+tenant in the store the scores are FTS5's to the last bit. N, n and avgdl are the tenant's (model_id
+for node text, user_id for personal memory), kept per tenant by triggers (the totals tables): one
+tenant's rows never move another's scores.
 
-def index_memory(raw, memory_id, user_id, body, context):
-    raw.execute("INSERT INTO personal_memory_text (memory_id, user_id, body, context, length) VALUES (%s, %s, array_to_tsvector(%s::text[]), array_to_tsvector(%s::text[]), %s)",
-                (memory_id, user_id, sorted(set(body.split())), sorted(set(context.split())), len(body.split()) + len(context.split())))
+A row a tsvector cannot hold exactly (a lexeme more than 256 times, more than 16383 tokens in a
+column, over a tsvector's size) gets an empty tsvector and its postings in the overflow table; such
+rows are scored in Python with the same formula.
 
-def memory_hits(raw, user_id, phrases, limit, where_sql, params, weights):
-    return []
+The top hits are pruned as forest.storage.fulltext prunes them (MaxScore): when the rarest phrases
+fill the answer with scores that no row holding only common phrases can reach, those rows are
+never scored; they are only counted, for their idf.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+from forest.storage.lexemes import lexemes
+
+SCHEMA = """
+CREATE TABLE node_text (
+    node_id  BIGINT PRIMARY KEY REFERENCES memory_nodes (id) ON DELETE CASCADE,
+    model_id TEXT COLLATE "C" NOT NULL,
+    body     tsvector NOT NULL,
+    length   INTEGER NOT NULL           -- FTS5's column size: the row's number of tokens
+);
+CREATE INDEX node_text_words ON node_text USING gin (body);
+CREATE INDEX node_text_model ON node_text (model_id) INCLUDE (length);
+
+CREATE TABLE personal_memory_text (
+    memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id) ON DELETE CASCADE,
+    user_id   TEXT COLLATE "C" NOT NULL,
+    body      tsvector NOT NULL,
+    context   tsvector NOT NULL,
+    length    INTEGER NOT NULL          -- tokens of body and context
+);
+CREATE INDEX personal_memory_text_words ON personal_memory_text USING gin (body, context);
+CREATE INDEX personal_memory_text_user ON personal_memory_text (user_id) INCLUDE (length);
+
+-- Rows a tsvector cannot hold exactly: every lexeme's positions (0-based, per column).
+CREATE TABLE node_text_overflow (
+    node_id   BIGINT NOT NULL REFERENCES node_text (node_id) ON DELETE CASCADE,
+    col       SMALLINT NOT NULL,
+    lexeme    TEXT COLLATE "C" NOT NULL,
+    positions INTEGER[] NOT NULL,
+    PRIMARY KEY (lexeme, node_id, col)
+);
+CREATE INDEX node_text_overflow_node ON node_text_overflow (node_id);
+CREATE TABLE personal_memory_text_overflow (
+    memory_id BIGINT NOT NULL REFERENCES personal_memory_text (memory_id) ON DELETE CASCADE,
+    col       SMALLINT NOT NULL,
+    lexeme    TEXT COLLATE "C" NOT NULL,
+    positions INTEGER[] NOT NULL,
+    PRIMARY KEY (lexeme, memory_id, col)
+);
+CREATE INDEX personal_memory_text_overflow_memory ON personal_memory_text_overflow (memory_id);
+
+-- Each tenant's N and total tokens (FTS5 keeps them for the whole table), kept by the triggers
+-- below on every insert, update and delete (cascades included), so a query reads one row.
+CREATE TABLE node_text_totals (
+    model_id TEXT COLLATE "C" PRIMARY KEY,
+    rows     BIGINT NOT NULL,
+    tokens   BIGINT NOT NULL
+);
+CREATE TABLE personal_memory_text_totals (
+    user_id TEXT COLLATE "C" PRIMARY KEY,
+    rows    BIGINT NOT NULL,
+    tokens  BIGINT NOT NULL
+);
+CREATE FUNCTION fulltext_count_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- TG_ARGV: the totals table and the tenant column. Tenants in sorted order: two statements
+    -- never lock two tenants' totals in opposite orders.
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, -count(*), -sum(length) FROM old_rows '
+                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
+                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
+                       TG_ARGV[0], TG_ARGV[1]);
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, count(*), sum(length) FROM new_rows '
+                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
+                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
+                       TG_ARGV[0], TG_ARGV[1]);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER node_text_inserted AFTER INSERT ON node_text REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+CREATE TRIGGER node_text_updated AFTER UPDATE ON node_text REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+CREATE TRIGGER node_text_deleted AFTER DELETE ON node_text REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+CREATE TRIGGER personal_memory_text_updated AFTER UPDATE ON personal_memory_text
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+"""
+
+# fts5Bm25Function's constants, combined as C combines them (k1 + 1.0, 1 - b).
+BM25_K1 = 1.2
+BM25_B = 0.75
+IDF_FLOOR = 1e-6
+# tsvector's limits: positions 1..16383, 256 positions a lexeme, 1 MB of lexemes and positions.
+MAX_POSITION = 16383
+MAX_POSITIONS = 256
+MAX_TSVECTOR_BYTES = 1_000_000
+# Longer lexemes (and any that is not UTF-8) are stored as '#' + SHA-256: no FTS5 token holds '#'.
+MAX_LEXEME_BYTES = 255
+# MaxScore: the rarest phrases' rows, at most RARE_ROWS of them, are scored first (a common
+# phrase's rows are then only counted, which costs a fraction of scoring them).
+RARE_ROWS = 2_000
+# Ranking a model_id's nodes reads this many times the hits wanted before it checks which are
+# visible (the check joins each row to its node and archive).
+LIMIT_DEPTH = 4
+# The nodes a model_id sees: those of its archives that finished building.
+_VISIBLE = ("SELECT n.id FROM memory_nodes n JOIN archives a ON a.id = n.archive_id AND a.model_id = %s "
+            "AND a.status = 'ready'")
+
+
+@dataclass(frozen=True)
+class _Index:
+    table: str
+    key: str
+    tenant: str
+    columns: tuple[str, ...]
+    weights: tuple[float, ...]
+    porter: bool
+
+    @property
+    def overflow(self) -> str:
+        return f"{self.table}_overflow"
+
+    @property
+    def totals(self) -> str:
+        return f"{self.table}_totals"
+
+
+NODE_TEXT = _Index("node_text", "node_id", "model_id", ("body",), (1.0,), porter=False)
+MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "context"), (1.0, 0.5), porter=True)
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+def write_node_text(conn, rows: Iterable[tuple[int, str, str]]) -> None:
+    """Index nodes, (node id, model_id, text) each, the text what FTS5 indexes for it
+    (forest.storage.fulltext.index_text of its type, title + newline + summary, and content);
+    an earlier row of the node is replaced."""
+    _write(conn, NODE_TEXT, [(node_id, model_id, (text,)) for node_id, model_id, text in rows])
+
+
+def write_memory_text(conn, memory_id: int, user_id: str, body: str, context: str) -> None:
+    """Index a memory: body and context as FTS5 indexes them (our tokens joined by spaces); an
+    earlier row of the memory is replaced."""
+    _write(conn, MEMORY_TEXT, [(memory_id, user_id, (body, context))])
+
+
+def delete_node_text(conn, node_ids: Collection[int]) -> None:
+    conn.execute("DELETE FROM node_text WHERE node_id = ANY(%s)", (list(node_ids),))
+
+
+def delete_memory_text(conn, memory_ids: Collection[int]) -> None:
+    conn.execute("DELETE FROM personal_memory_text WHERE memory_id = ANY(%s)", (list(memory_ids),))
+
+
+def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) -> None:
+    if not rows:
+        return
+    conn.execute(f"DELETE FROM {index.table} WHERE {index.key} = ANY(%s)", ([row_id for row_id, _, _ in rows],))
+    records, overflow = [], []
+    for row_id, tenant, texts in rows:
+        columns = [[_key(lexeme) for lexeme in lexemes(text, index.porter)] for text in texts]
+        vectors = [_tsvector(keys) for keys in columns]
+        if any(vector is None for vector in vectors):
+            vectors = [""] * len(columns)
+            overflow += [(row_id, col, key, positions) for col, keys in enumerate(columns)
+                         for key, positions in _positions(keys).items()]
+        records.append((row_id, tenant, *vectors, sum(map(len, columns))))
+    names = ", ".join((index.key, index.tenant, *index.columns, "length"))
+    with conn.cursor().copy(f"COPY {index.table} ({names}) FROM STDIN") as copy:
+        for record in records:
+            copy.write_row(record)
+    if overflow:
+        with conn.cursor().copy(f"COPY {index.overflow} ({index.key}, col, lexeme, positions) FROM STDIN") as copy:
+            for record in overflow:
+                copy.write_row(record)
+
+
+def _key(lexeme: str) -> str:
+    """The lexeme as stored: itself, or '#' and its SHA-256 if it is long or not UTF-8."""
+    data = lexeme.encode(errors="surrogateescape")
+    if len(data) <= MAX_LEXEME_BYTES and not any(0xDC80 <= ord(c) <= 0xDCFF for c in lexeme):
+        return lexeme
+    return "#" + hashlib.sha256(data).hexdigest()
+
+
+def _positions(keys: list[str]) -> dict[str, list[int]]:
+    """Each lexeme's 0-based positions (FTS5's offsets)."""
+    positions: dict[str, list[int]] = {}
+    for offset, key in enumerate(keys):
+        positions.setdefault(key, []).append(offset)
+    return positions
+
+
+def _tsvector(keys: list[str]) -> str | None:
+    """The tsvector literal of a column (positions 1-based), or None if a tsvector cannot hold it
+    exactly. Lexemes are quoted, so no text is read as tsvector syntax."""
+    if len(keys) > MAX_POSITION:
+        return None
+    positions = _positions(keys)
+    if any(len(p) > MAX_POSITIONS for p in positions.values()) or \
+            sum(len(k.encode()) + 4 + 2 * len(p) for k, p in positions.items()) > MAX_TSVECTOR_BYTES:
+        return None
+    return " ".join(f"{_quote(key)}:{','.join(str(p + 1) for p in offsets)}" for key, offsets in positions.items())
+
+
+def _quote(key: str) -> str:
+    return "'" + key.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# --- searching ---------------------------------------------------------------------------------
+
+def top_hits(conn, model_id: str, phrases: list[str], limit: int,
+             archive_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
+    """(node id, -bm25) of the model_id's `limit` best visible matches of the OR of `phrases`
+    (forest.storage.fulltext.query_phrases), best first, ties by id; only those in
+    `archive_ids`, if given. Call it inside a transaction (REPEATABLE READ): its statements
+    must read one snapshot."""
+    if archive_ids is not None:
+        archive_ids = sorted({int(a) for a in archive_ids})
+        if not archive_ids:
+            return []
+        scope = (f"{_VISIBLE} WHERE n.archive_id = ANY(%s)", (model_id, archive_ids))
+        return _Search(conn, NODE_TEXT, model_id, phrases).top(limit, scope, depth=False)
+    return _Search(conn, NODE_TEXT, model_id, phrases).top(limit, (_VISIBLE, (model_id,)), depth=True)
+
+
+def memory_hits(conn, user_id: str, phrases: list[str], limit: int, where: str,
+                params: Sequence) -> list[tuple[int, float]]:
+    """(memory id, -bm25 with context weighing 0.5) of the user's `limit` best matches among the
+    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best
+    first, ties by id. Call it inside a transaction (REPEATABLE READ)."""
+    scope = (f"SELECT id FROM personal_memories WHERE {where}", tuple(params))
+    return _Search(conn, MEMORY_TEXT, user_id, phrases).top(limit, scope, depth=False)
+
+
+class _Search:
+    """One query over one tenant's rows: its phrases' lexemes, the tenant's statistics, each
+    phrase's count (exact where its idf needs it), and the ranking."""
+
+    def __init__(self, conn, index: _Index, tenant: str, phrases: list[str]) -> None:
+        self.conn, self.index, self.tenant = conn, index, tenant
+        # A phrase FTS5 tokenizes to nothing matches nothing and adds nothing: left out. Two
+        # phrases with the same lexemes ("run", "running" under porter) each count, as in FTS5.
+        self.phrases = [keys for keys in (tuple(_key(t) for t in lexemes(p, index.porter)) for p in phrases) if keys]
+
+    def top(self, limit: int, scope: tuple[str, tuple], depth: bool) -> list[tuple[int, float]]:
+        """The `limit` best rows within `scope` (SQL selecting row ids as `id`, and its parameters).
+        With `depth`, a ranking reads LIMIT_DEPTH x limit of the tenant's rows and checks the scope
+        on those only, unless too few of them are in it."""
+        if not self.phrases or limit <= 0:
+            return []
+        row = self.conn.execute(f"SELECT rows, tokens FROM {self.index.totals} WHERE {self.index.tenant} = %s",
+                                (self.tenant,)).fetchone()
+        if row is None or row[0] == 0:
+            return []
+        self.rows, self.avgdl = row[0], row[1] / row[0]
+        self.half = (self.rows + 1) // 2  # a phrase in at least half the rows gets the idf floor
+        self.spill = _Spill(self.conn, self.index, self.tenant, self.phrases)
+        self.cap = min(RARE_ROWS + 1, self.half)
+        self.hits = [self._count(i, self.cap) for i in range(len(self.phrases))]
+        everything = list(range(len(self.phrases)))
+        if sum(self.hits) > RARE_ROWS:
+            rare: list[int] = []
+            for i in sorted(everything, key=lambda i: self.hits[i]):
+                if sum(self.hits[r] for r in rare) + self.hits[i] > RARE_ROWS:
+                    break
+                rare.append(i)
+            if any(self.hits[i] for i in rare):
+                ranked = self._ranked(rare, limit, scope, depth)
+                # A row holding only common phrases scores less than their idfs x (k1 + 1); the
+                # floor a hair lower, so the bound holds against the scores' rounding too.
+                most = sum(self._idf(i) * (BM25_K1 + 1.0) for i in everything if i not in rare)
+                if len(ranked) >= limit and most < ranked[limit - 1][1] / (1 + 1e-9):
+                    return ranked
+        return self._ranked(everything, limit, scope, depth)
+
+    def _count(self, i: int, cap: int) -> int:
+        """The tenant's rows holding phrase i: its tsvector rows counted up to `cap`, plus its
+        overflow rows. Exact if the tsvector rows fall short of `cap`."""
+        match = " OR ".join(f"{column} @@ %s::tsquery" for column in self.index.columns)
+        found = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.index.table} WHERE {self.index.tenant} = %s "
+            f"AND ({match}) LIMIT %s) s",
+            (self.tenant, *[_tsquery([self.phrases[i]])] * len(self.index.columns), cap)).fetchone()[0]
+        return found + self.spill.hits(i)
+
+    def _idf(self, i: int) -> float:
+        if self.cap <= self.hits[i] - self.spill.hits(i) and self.hits[i] < self.half:
+            self.hits[i] = self._count(i, self.half)  # the count stopped at its cap: now exact (or the floor)
+        n = self.hits[i]
+        idf = math.log((self.rows - n + 0.5) / (n + 0.5))
+        return idf if idf > 0 else IDF_FLOOR
+
+    def _ranked(self, match: list[int], limit: int, scope: tuple[str, tuple], depth: bool) -> list[tuple[int, float]]:
+        """The `limit` best rows in scope of those holding a phrase of `match`, scored on all."""
+        idfs = [self._idf(i) for i in range(len(self.phrases))]
+        spilled = self.spill.scored(match, idfs, self.avgdl)
+        inside = self._in_scope(scope, [row_id for row_id, _ in spilled])
+        found = [(row_id, score) for row_id, score in spilled if row_id in inside]
+        if depth:
+            ranked = self._rank(match, idfs, limit * LIMIT_DEPTH, None)
+            inside = self._in_scope(scope, [row_id for row_id, _ in ranked])
+            if len(inside) >= limit or len(ranked) < limit * LIMIT_DEPTH:
+                found += [(row_id, score) for row_id, score in ranked if row_id in inside]
+            else:
+                found += self._rank(match, idfs, limit, scope)
+        else:
+            found += self._rank(match, idfs, limit, scope)
+        return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]
+
+    def _in_scope(self, scope: tuple[str, tuple], ids: list[int]) -> set[int]:
+        if not ids:
+            return set()
+        return {r[0] for r in self.conn.execute(f"SELECT s.id FROM ({scope[0]}) s WHERE s.id = ANY(%s)",
+                                                (*scope[1], ids))}
+
+    def _rank(self, match: list[int], idfs: list[float], limit: int,
+              scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
+        """FTS5's bm25 of the tenant's rows (in scope, if given) that hold a phrase of `match`, best
+        `limit` first. Each row's query lexemes are cut out of its tsvectors (setweight marks them,
+        ts_filter keeps them); a phrase occurs where all its lexemes stand at their offsets from
+        one start; the terms are summed in phrase order, as fts5Bm25Function sums them."""
+        index = self.index
+        terms = [(i, k, key, len(keys)) for i, keys in enumerate(self.phrases) for k, key in enumerate(keys)]
+        keys = sorted({key for _, _, key, _ in terms})
+        query = _tsquery([self.phrases[i] for i in match])
+        columns = ", ".join(f"({c}, t.{name})" for c, name in enumerate(index.columns))
+        matched = " OR ".join(f"t.{name} @@ %s::tsquery" for name in index.columns)
+        restrict = f"AND t.{index.key} IN ({scope[0]})" if scope else ""
+        sql = f"""
+            WITH term (i, k, lexeme, size) AS (SELECT * FROM unnest(%s::int[], %s::int[], %s::text[], %s::int[])),
+            hit AS (
+                SELECT t.{index.key} AS id, t.length, c.col, u.lexeme, u.positions
+                FROM {index.table} t
+                CROSS JOIN LATERAL (VALUES {columns}) AS c (col, words)
+                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.words, 'A', %s::text[]), '{{a}}')) AS u
+                WHERE t.{index.tenant} = %s AND ({matched}) {restrict}
+            ),
+            start AS (
+                SELECT h.id, h.length, h.col, term.i
+                FROM hit h JOIN term ON term.lexeme = h.lexeme CROSS JOIN LATERAL unnest(h.positions) AS p
+                GROUP BY h.id, h.length, h.col, term.i, p - term.k
+                HAVING count(*) = min(term.size)
+            ),
+            freq AS (
+                SELECT id, length, i, sum((%s::float8[])[col + 1]) AS f FROM start GROUP BY id, length, i
+            )
+            SELECT id, sum((%s::float8[])[i + 1] * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score
+            FROM freq GROUP BY id ORDER BY score DESC, id LIMIT %s"""
+        params = ([t[0] for t in terms], [t[1] for t in terms], [t[2] for t in terms], [t[3] for t in terms],
+                  keys, self.tenant, *[query] * len(index.columns), *(scope[1] if scope else ()),
+                  list(index.weights), idfs, BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, limit)
+        return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
+
+
+class _Spill:
+    """The tenant's overflow rows that hold a query lexeme, with each phrase's weighted count in
+    each (counted in Python, as FTS5 counts: every start where all the phrase's lexemes line up)."""
+
+    def __init__(self, conn, index: _Index, tenant: str, phrases: list[tuple[str, ...]]) -> None:
+        self.index = index
+        postings: dict[int, tuple[int, dict[tuple[int, str], set[int]]]] = {}
+        keys = sorted({key for keys in phrases for key in keys})
+        for row_id, length, col, key, positions in conn.execute(
+                f"SELECT o.{index.key}, t.length, o.col, o.lexeme, o.positions FROM {index.overflow} o "
+                f"JOIN {index.table} t USING ({index.key}) WHERE t.{index.tenant} = %s AND o.lexeme = ANY(%s)",
+                (tenant, keys)):
+            postings.setdefault(row_id, (length, {}))[1][col, key] = set(positions)
+        self.rows = {}
+        for row_id, (length, at) in postings.items():
+            freqs = [sum(weight * sum(1 for p in at.get((col, phrase[0]), ())
+                                      if all(p + k in at.get((col, key), ()) for k, key in enumerate(phrase)))
+                         for col, weight in enumerate(index.weights)) for phrase in phrases]
+            if any(freqs):
+                self.rows[row_id] = (length, freqs)
+
+    def hits(self, i: int) -> int:
+        return sum(1 for _, freqs in self.rows.values() if freqs[i])
+
+    def scored(self, match: list[int], idfs: list[float], avgdl: float) -> list[tuple[int, float]]:
+        """(row id, score) of the rows holding a phrase of `match`: fts5Bm25Function's arithmetic."""
+        out = []
+        for row_id, (length, freqs) in self.rows.items():
+            if any(freqs[i] for i in match):
+                score = 0.0
+                for idf, f in zip(idfs, freqs):
+                    score += idf * ((f * (BM25_K1 + 1.0)) / (f + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
+                out.append((row_id, score))
+        return out
+
+
+def _tsquery(phrases: list[tuple[str, ...]]) -> str:
+    """A tsquery matching any of the phrases (lexemes consecutive), every lexeme quoted."""
+    return " | ".join("(" + " <-> ".join(_quote(key) for key in keys) + ")" for keys in phrases)
