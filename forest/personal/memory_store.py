@@ -198,8 +198,8 @@ class PersonalStore:
             from forest.storage import fulltext_postgres
 
             with self.db.snapshot() as conn:
-                return fulltext_postgres.memory_hits(conn.raw, user_id, phrases, limit, pyformat(f"SELECT id {sql}"),
-                                                     params, (1.0, CONTEXT_WEIGHT))
+                return fulltext_postgres.memory_hits(conn.raw, user_id, phrases, limit,
+                                                     pyformat(sql.removeprefix(_MEMORIES)), params)
         match = phrase_match(phrases)
         # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
         # (rowid IN ...) SQLite ran the MATCH once per memory of the user.
@@ -464,7 +464,7 @@ class PersonalStore:
     # --- helpers ----------------------------------------------------------------------------
     def _filtered(self, user_id: str, scope: dict[str, str | None] | None,
                   metadata: dict[str, Any] | None) -> tuple[str, list[Any]]:
-        sql = "FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL"
+        sql = f"{_MEMORIES}user_id = ? AND deleted_at IS NULL"
         params: list[Any] = [user_id]
         for key in SCOPE_KEYS:
             if scope and scope.get(key) is not None:
@@ -479,7 +479,7 @@ class PersonalStore:
         if self.db.dialect == "postgres":
             from forest.storage import fulltext_postgres
 
-            fulltext_postgres.index_memory(conn.raw, memory_id, user_id, body, said)
+            fulltext_postgres.write_memory_text(conn.raw, memory_id, user_id, body, said)
         else:
             conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
                          (memory_id, body, said))
@@ -489,6 +489,7 @@ class PersonalStore:
 
 
 _COLUMNS = "id, user_id, agent_id, run_id, memory, metadata, created_at, updated_at"
+_MEMORIES = "FROM personal_memories WHERE "
 
 
 def _record(row: Any) -> PersonalMemoryRecord:

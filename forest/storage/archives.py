@@ -84,8 +84,8 @@ class ForestStore:
               *(r.get(name) for name in _ROW_FIELDS)) for r in ordered])
         if self.db.dialect == "postgres":  # SQLite's trigger indexes the text (migrations 4, 7)
             model_id = conn.execute("SELECT model_id FROM archives WHERE id = ?", (archive_id,)).fetchone()[0]
-            self._fulltext.index_nodes(conn.raw, model_id, [
-                (base + r["offset"], indexed_text(r["node_type"], r.get("title"), r["summary"], r["content"]))
+            self._fulltext.write_node_text(conn.raw, [
+                (base + r["offset"], model_id, indexed_text(r["node_type"], r.get("title"), r["summary"], r["content"]))
                 for r in ordered])
 
     # --- archives -------------------------------------------------------------------------

@@ -79,10 +79,9 @@ def _index_nodes(conn: Any, columns: list[str], rows: list[tuple]) -> None:
     at = {name: i for i, name in enumerate(columns)}
     archives = {r[at["archive_id"]] for r in rows}
     model_of = {a: conn.execute("SELECT model_id FROM archives WHERE id = ?", (a,)).fetchone()[0] for a in archives}
-    for archive_id, model_id in model_of.items():
-        fulltext_postgres.index_nodes(conn.raw, model_id, [
-            (r[at["id"]], indexed_text(r[at["node_type"]], r[at["title"]], r[at["summary"]], r[at["content"]]))
-            for r in rows if r[at["archive_id"]] == archive_id])
+    fulltext_postgres.write_node_text(conn.raw, [
+        (r[at["id"]], model_of[r[at["archive_id"]]],
+         indexed_text(r[at["node_type"]], r[at["title"]], r[at["summary"]], r[at["content"]])) for r in rows])
 
 
 def _continue_sequences(target: Database) -> None:

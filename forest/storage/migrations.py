@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from forest.storage.fulltext_postgres import SCHEMA as FULLTEXT_POSTGRES
+
 SQLITE, POSTGRES = "sqlite", "postgres"
 
 
@@ -74,32 +76,6 @@ def postgres_ddl(script: str) -> str:
         out.append(statement)
     return ";\n".join(out)
 
-
-# PostgreSQL's full-text tables (forest.storage.fulltext_postgres): the lexemes FTS5 would index,
-# with their positions, built in Python (not by the server's parser, which depends on its locale),
-# and each row's size in tokens, so BM25 is FTS5's over each tenant's own rows.
-NODE_TEXT_POSTGRES = """
-CREATE TABLE node_text (
-    node_id  BIGINT PRIMARY KEY REFERENCES memory_nodes (id) ON DELETE CASCADE,
-    model_id TEXT COLLATE "C" NOT NULL,
-    body     tsvector NOT NULL,
-    length   INTEGER NOT NULL
-);
-CREATE INDEX idx_node_text_body ON node_text USING GIN (body);
-CREATE INDEX idx_node_text_model ON node_text (model_id) INCLUDE (length);
-"""
-MEMORY_TEXT_POSTGRES = """
-CREATE TABLE personal_memory_text (
-    memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id),
-    user_id   TEXT COLLATE "C" NOT NULL,
-    body      tsvector NOT NULL,
-    context   tsvector NOT NULL,
-    length    INTEGER NOT NULL
-);
-CREATE INDEX idx_memory_text_body ON personal_memory_text USING GIN (body);
-CREATE INDEX idx_memory_text_context ON personal_memory_text USING GIN (context);
-CREATE INDEX idx_memory_text_user ON personal_memory_text (user_id) INCLUDE (length);
-"""
 
 MIGRATIONS: list[Migration] = [
     Migration(1, both("""
@@ -168,7 +144,7 @@ MIGRATIONS: list[Migration] = [
     CREATE TRIGGER node_text_delete AFTER DELETE ON memory_nodes BEGIN
         DELETE FROM node_text WHERE rowid = old.id;
     END;
-    """), postgres_only(NODE_TEXT_POSTGRES)),
+    """)),
     Migration(5, both("""
     -- Research memory (seed 002), per model_id and session. Times are Unix seconds (REAL): the
     -- retention arithmetic and time ranges compare them directly.
@@ -382,7 +358,7 @@ MIGRATIONS: list[Migration] = [
     DROP TABLE personal_memory_text;
     CREATE VIRTUAL TABLE personal_memory_text USING fts5(body, context,
         tokenize = 'porter unicode61 remove_diacritics 2');
-    """), postgres_only(MEMORY_TEXT_POSTGRES)),
+    """), postgres_only(FULLTEXT_POSTGRES)),
     # 11: deleted text leaves the files. A memory's context is the memory kept of what was said
     # before it (context_id), never queued input the privacy filter discarded; written queue items
     # keep their decision only; deleted memories keep no text, vector or metadata, nor does their
