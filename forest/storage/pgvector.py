@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,6 @@ REGISTRY = "forest_vector_tables"
 # at once would otherwise race in CREATE EXTENSION / CREATE TABLE IF NOT EXISTS (a unique violation).
 DDL_LOCK = 0x666F7265737476  # "forestv"
 MAX_HNSW_DIM = 2000  # pgvector's HNSW index takes vectors of at most 2,000 dimensions
-MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
 CONNECT_TIMEOUT = 5  # seconds; libpq waits for ever on a host that drops packets
 
 
@@ -44,16 +43,30 @@ def table_name(embedder_name: str, dim: int) -> str:
     return f"forest_vectors_{slug}_{dim}_{digest}"
 
 
+# The search: the table, then a vector, a model_id and top_k.
+SEARCH = sql.SQL("SELECT node_id, embedding <=> %b AS distance FROM {} WHERE model_id = %s "
+                 "ORDER BY distance LIMIT %s")
+# A model_id filter drops most of what an HNSW scan meets in a big shared table: an iterative scan
+# goes on until top_k rows pass it (strict_order keeps them sorted; pgvector 0.8). ef_search is
+# the candidate list of each step: 100 finds more of the true top 10 than pgvector's 40 at the
+# same latency (bench/bench_pgvector.py). Set once per connection; a larger top_k raises it.
+MIN_PGVECTOR = (0, 8)
+EF_SEARCH = 100
+MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
+SESSION_SETTINGS = f"SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = {EF_SEARCH}"
+
+
 def _one_line(exc: BaseException) -> str:
     """libpq's messages span lines (a detail, a hint): one line for a ForestError."""
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _register_vector(conn: psycopg.Connection) -> None:
-    """Vectors travel in pgvector's binary format, read and written as numpy arrays."""
+def _configure(conn: psycopg.Connection) -> None:
+    """Each pooled connection: vectors in pgvector's binary format (numpy arrays), the search settings."""
     from pgvector.psycopg.vector import register_vector_info
 
     register_vector_info(conn, TypeInfo.fetch(conn, "vector"))
+    conn.execute(SESSION_SETTINGS)
 
 
 class PgVectorStore(VectorStore):
@@ -83,17 +96,23 @@ class PgVectorStore(VectorStore):
         # `check` tests a connection before handing it out: after a server restart the pool's
         # connections are dead, and the next call gets a new one instead of failing.
         self._pool = ConnectionPool(database_url, kwargs=options, min_size=1, max_size=pool_size,
-                                    timeout=timeout, configure=_register_vector,
+                                    timeout=timeout, configure=_configure,
                                     check=ConnectionPool.check_connection, name="forest-pgvector",
                                     open=True)
 
     def _create_tables(self, conn: psycopg.Connection) -> None:
         """pgvector, the registry and this embedder's table, unless they are there (the usual case:
-        one query). CREATE INDEX IF NOT EXISTS would lock the table against writers even then."""
-        there = conn.execute("SELECT to_regtype('vector') IS NOT NULL AND to_regclass(%s) IS NOT NULL",
-                             [self.table]).fetchone()
-        if there and there[0]:
-            return
+        one query; CREATE INDEX IF NOT EXISTS would lock the table against writers even then)."""
+        installed = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+        version, there = conn.execute(f"SELECT ({installed}), to_regclass(%s) IS NOT NULL", [self.table]).fetchone()
+        if not (version and there):
+            self._create(conn)
+            version = conn.execute(installed).fetchone()[0]
+        if tuple(int(part) for part in re.findall(r"\d+", version)[:2]) < MIN_PGVECTOR:
+            raise ConfigError(f"the pgvector store needs pgvector {'.'.join(map(str, MIN_PGVECTOR))} or later "
+                              f"(iterative index scans); the database at {self.location} has {version}")
+
+    def _create(self, conn: psycopg.Connection) -> None:
         t = self._t
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [DDL_LOCK])
@@ -163,20 +182,16 @@ class PgVectorStore(VectorStore):
     def query(self, model_id, vector, top_k):
         if top_k <= 0:
             return []
-        # A model_id filter drops most of what an HNSW scan meets in a big shared table: an
-        # iterative scan goes on until top_k rows pass it (strict_order keeps them sorted).
-        # ef_search is the candidate list of each step; below top_k a step could not fill it.
-        ef_search = min(max(40, int(top_k)), MAX_EF_SEARCH)
-        statement = sql.SQL("SELECT node_id, embedding <=> %b AS distance FROM {} WHERE model_id = %s "
-                            "ORDER BY distance LIMIT %s").format(self._t)
         query_vector = np.ascontiguousarray(vector, dtype=np.float32)
-        # Pipelined: BEGIN, the settings and the query go in one round trip.
-        with self._connection(model_id) as conn, conn.pipeline(), conn.transaction():
-            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+        ef_search = min(int(top_k), MAX_EF_SEARCH)
+        # A transaction only to raise ef_search for this query (a step's candidates must hold top_k).
+        with self._connection(model_id) as conn, conn.transaction() if ef_search > EF_SEARCH else nullcontext():
+            if ef_search > EF_SEARCH:
+                conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
             # Never prepared: a prepared statement's generic plan would choose one plan for small
             # and big model_ids alike (the planner picks the btree for a small one, HNSW for a big one).
-            rows = conn.execute(statement, [query_vector, model_id, int(top_k)], prepare=False).fetchall()
+            rows = conn.execute(SEARCH.format(self._t), [query_vector, model_id, int(top_k)],
+                                prepare=False).fetchall()
         return [(int(node_id), 1.0 - float(distance)) for node_id, distance in rows]
 
     def get_vectors(self, model_id, ids):

