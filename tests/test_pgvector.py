@@ -10,10 +10,11 @@ from urllib.parse import quote
 import numpy as np
 import psycopg
 import pytest
+from psycopg import sql
 
 from forest.config import without_password
 from forest.errors import ForestError
-from forest.storage.pgvector import PgVectorStore
+from forest.storage.pgvector import SEARCH, PgVectorStore
 from forest.storage.vectors import VectorStoreError
 
 DIM = 8
@@ -38,29 +39,46 @@ def store(postgres_url):
     made.close()
 
 
-def test_a_small_model_id_in_a_big_table_gets_its_full_top_k(postgres_url):
-    """The HNSW scan meets the big model_id's vectors first (they surround the query); the small
-    one's lie on the far side. Sorting is turned off for the session so the planner takes HNSW even
-    for the small model_id (it would sort the btree's few rows): the iterative scan must go on
-    until top_k of them pass the filter (without it: none)."""
+def fill_big_and_small(store: PgVectorStore) -> tuple[np.ndarray, list[int]]:
+    """A big model_id's vectors surround the query, a small one's lie on the far side: the query
+    and the small one's exact top 10."""
+    rng = np.random.default_rng(0)
+    query = unit(np.ones(DIM))
+    big = unit(query + 0.3 * rng.normal(size=(1000, DIM)))
+    small = unit(-query + 0.3 * rng.normal(size=(15, DIM)))
+    store.upsert("big", list(range(1, 1001)), big, [meta("big")] * 1000)
+    store.upsert("small", list(range(2001, 2016)), small, [meta("small")] * 15)
+    return query, [2001 + i for i in sorted(range(15), key=lambda i: -float(small[i] @ query))[:10]]
+
+
+def test_a_small_model_id_in_a_big_table_gets_its_full_top_k_from_the_index(postgres_url):
+    """Sorting turned off for the session makes the planner take HNSW even for the small model_id
+    (it would sort the btree's few rows): the HNSW scan meets the big one's vectors first, and the
+    iterative scan goes on until top_k of the small one's pass the filter (without it: none)."""
     url = with_options(postgres_url, "-c enable_sort=off")
     store = PgVectorStore(url, embedder_name="test-embedder", dim=DIM)
     try:
-        rng = np.random.default_rng(0)
-        query = unit(np.ones(DIM))
-        big = unit(query + 0.3 * rng.normal(size=(1000, DIM)))
-        small = unit(-query + 0.3 * rng.normal(size=(15, DIM)))
-        store.upsert("big", list(range(1, 1001)), big, [meta("big")] * 1000)
-        store.upsert("small", list(range(2001, 2016)), small, [meta("small")] * 15)
-        with psycopg.connect(url) as conn:
-            plan = " ".join(row[0] for row in conn.execute(
-                f"EXPLAIN SELECT node_id FROM {store.table} WHERE model_id = 'small' ORDER BY embedding <=> %s::vector "
-                "LIMIT 10", [str(query.tolist())]))
-        assert f"{store.table}_hnsw" in plan
+        query, exact = fill_big_and_small(store)
+        search = SEARCH.format(sql.Identifier(store.table))
+        with store._pool.connection() as conn:  # the store's settings, without its exact fallback
+            plan = " ".join(row[0] for row in conn.execute(sql.SQL("EXPLAIN ") + search, [query, "small", 10]))
+            assert f"{store.table}_hnsw" in plan
+            assert [row[0] for row in conn.execute(search, [query, "small", 10])] == exact
+        assert [i for i, _ in store.query("small", query, 10)] == exact
+    finally:
+        store.close()
+
+
+def test_a_search_the_index_gives_up_on_is_done_exactly(postgres_url):
+    """hnsw.max_scan_tuples stops an iterative scan (20,000 tuples by default; 20 here) before the
+    small model_id's vectors are met: the store searches its rows exactly instead."""
+    store = PgVectorStore(with_options(postgres_url, "-c enable_sort=off -c hnsw.max_scan_tuples=20"),
+                          embedder_name="test-embedder", dim=DIM)
+    try:
+        query, exact = fill_big_and_small(store)
         found = store.query("small", query, 10)
-        exact = sorted(range(15), key=lambda i: -float(small[i] @ query))[:10]
-        assert [i for i, _ in found] == [2001 + i for i in exact]
-        assert np.allclose([s for _, s in found], [float(small[i] @ query) for i in exact], atol=1e-5)
+        assert [i for i, _ in found] == exact
+        assert store.query("small", query, 50)[:10] == found  # a top_k above the model_id's 15
     finally:
         store.close()
 
