@@ -13,7 +13,7 @@ import pytest
 from psycopg import sql
 
 from forest.config import without_password
-from forest.errors import ForestError
+from forest.errors import ConfigError, ForestError
 from forest.storage.pgvector import SEARCH, PgVectorStore
 from forest.storage.vectors import VectorStoreError
 
@@ -113,6 +113,21 @@ def test_stores_creating_the_tables_at_once_do_not_fail(postgres_url):
     finally:
         for s in made:
             s.close()
+
+
+def test_model_ids_lists_those_of_every_embedder(postgres_url, store):
+    """As Chroma lists every collection: doctor then meets another embedder's model_id as a ConfigError."""
+    other = PgVectorStore(postgres_url, embedder_name="another-embedder", dim=DIM)
+    try:
+        vector = unit(np.ones((1, DIM)))
+        store.upsert("alice", [1], vector, [meta("alice")])
+        store.upsert("bob", [2], vector, [meta("bob")])
+        other.upsert("carol", [3], vector, [meta("carol")])
+        assert store.model_ids() == other.model_ids() == ["alice", "bob", "carol"]
+        with pytest.raises(ConfigError, match="made by another-embedder"):
+            store.ids("carol")
+    finally:
+        other.close()
 
 
 def test_an_upsert_of_an_id_another_model_id_holds_is_refused_whole(store):

@@ -242,9 +242,9 @@ class PgVectorStore(VectorStore):
             tables = [name for name, in conn.execute(
                 sql.SQL("SELECT table_name FROM {}").format(sql.Identifier(REGISTRY)))]
             skip = sql.SQL(
-                "WITH RECURSIVE m AS ((SELECT model_id FROM {t} ORDER BY model_id LIMIT 1) UNION ALL "
+                "(WITH RECURSIVE m AS ((SELECT model_id FROM {t} ORDER BY model_id LIMIT 1) UNION ALL "
                 "SELECT (SELECT model_id FROM {t} WHERE model_id > m.model_id ORDER BY model_id LIMIT 1) "
-                "FROM m WHERE m.model_id IS NOT NULL) SELECT model_id FROM m WHERE model_id IS NOT NULL")
+                "FROM m WHERE m.model_id IS NOT NULL) SELECT model_id FROM m WHERE model_id IS NOT NULL)")
             union = sql.SQL(" UNION ").join(skip.format(t=sql.Identifier(name)) for name in tables)
             return sorted(model_id for model_id, in conn.execute(union))
 
