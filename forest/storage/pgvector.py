@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -33,7 +33,7 @@ REGISTRY = "forest_vector_tables"
 # at once would otherwise race in CREATE EXTENSION / CREATE TABLE IF NOT EXISTS (a unique violation).
 DDL_LOCK = 0x666F7265737476  # "forestv"
 MAX_HNSW_DIM = 2000  # pgvector's HNSW index takes vectors of at most 2,000 dimensions
-CONNECT_TIMEOUT = 5  # seconds; libpq waits for ever on a host that drops packets
+CONNECT_TIMEOUT = 5  # seconds; else libpq waits out TCP's own timeout (minutes) on a host that drops packets
 
 
 def table_name(embedder_name: str, dim: int) -> str:
@@ -55,7 +55,6 @@ MIN_PGVECTOR = (0, 8)
 EF_SEARCH = 200
 EF_PER_RESULT = 20
 MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
-SESSION_SETTINGS = f"SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = {EF_SEARCH}"
 # HNSW cannot serve a bitmap scan: without index scans the planner reads the model_id's rows
 # through its btree (a bitmap) and sorts them, an exact search.
 EXACT = "SET LOCAL enable_indexscan = off"
@@ -71,7 +70,7 @@ def _configure(conn: psycopg.Connection) -> None:
     from pgvector.psycopg.vector import register_vector_info
 
     register_vector_info(conn, TypeInfo.fetch(conn, "vector"))
-    conn.execute(SESSION_SETTINGS)
+    conn.execute(f"SET hnsw.iterative_scan = strict_order; SET hnsw.ef_search = {EF_SEARCH}")
 
 
 class PgVectorStore(VectorStore):
