@@ -89,7 +89,9 @@ class PgVectorStore(VectorStore):
         self._checked: set[str] = set()  # model_ids whose vectors are known not to be another embedder's
         try:
             params = conninfo_to_dict(database_url)
-            options: dict[str, Any] = {"autocommit": True}
+            # Never prepared: a prepared statement's generic plan serves every model_id alike, and
+            # the one a big model_id makes (a sequential scan) reads the whole table for a small one.
+            options: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
             if "connect_timeout" not in params:
                 options["connect_timeout"] = CONNECT_TIMEOUT
             with psycopg.connect(database_url, **options) as conn:
@@ -128,7 +130,8 @@ class PgVectorStore(VectorStore):
                 'CREATE TABLE IF NOT EXISTS {} (node_id BIGINT PRIMARY KEY, model_id TEXT COLLATE "C" NOT NULL, '
                 "archive_id BIGINT, node_type TEXT, depth INT, embedding vector({}) NOT NULL)"
             ).format(t, sql.Literal(self.dim)))
-            conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (model_id)").format(
+            # node_id too: ids() reads the index alone (a big model_id's: 3.5 times faster).
+            conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (model_id, node_id)").format(
                 sql.Identifier(self.table + "_model_id"), t))
             conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
                 sql.Identifier(self.table + "_hnsw"), t))
@@ -200,9 +203,7 @@ class PgVectorStore(VectorStore):
         with conn.transaction() if settings else nullcontext():
             for setting in settings:
                 conn.execute(setting)
-            # Never prepared: a prepared statement's generic plan would choose one plan for small
-            # and big model_ids alike (the planner picks the btree for a small one, HNSW for a big one).
-            return conn.execute(SEARCH.format(self._t), params, prepare=False).fetchall()
+            return conn.execute(SEARCH.format(self._t), params).fetchall()
 
     def get_vectors(self, model_id, ids):
         if not ids:
