@@ -36,6 +36,13 @@ def _qdrant(tmp_path, request, embedder_name="test-embedder", dim=DIM):
     return QdrantVectorStore(str(tmp_path / "qdrant"), embedder_name=embedder_name, dim=dim)
 
 
+@backend("pgvector")
+def _pgvector(tmp_path, request, embedder_name="test-embedder", dim=DIM):
+    from forest.storage.pgvector import PgVectorStore
+
+    return PgVectorStore(request.getfixturevalue("postgres_url"), embedder_name=embedder_name, dim=dim)
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 def make_store(request, tmp_path):
     made = []
