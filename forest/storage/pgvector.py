@@ -56,7 +56,7 @@ EF_SEARCH = 200
 EF_PER_RESULT = 20
 MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
 # HNSW cannot serve a bitmap scan: without index scans the planner reads the model_id's rows
-# through its btree (a bitmap) and sorts them, an exact search.
+# through a bitmap of its btree (or the whole table, for a big one) and sorts them: exact.
 EXACT = "SET LOCAL enable_indexscan = off"
 
 
