@@ -79,39 +79,49 @@ def corpus(n: int) -> Corpus:
 
 
 def upsert_rates(url: str, vectors: np.ndarray, rounds: int) -> None:
-    """10,000 vectors into an empty table with its HNSW index, the two ways taking turns (the
-    machine's load drifts), each into a table of its own, emptied before every round."""
+    """10,000 vectors into an empty table, with its HNSW index and then without it, the two ways
+    taking turns (the machine's load drifts), each into a table of its own emptied every round."""
     rows = vectors[:10_000]
     ids = list(range(1, len(rows) + 1))
     tables = {}
     for way in ("copy", "executemany"):
         made = PgVectorStore(url, embedder_name=f"bench/upsert-{way}", dim=DIM)
-        tables[way] = sql.Identifier(made.table)
+        tables[way] = made.table
         made.close()
     insert = sql.SQL(
         "INSERT INTO {} AS t (node_id, model_id, archive_id, node_type, depth, embedding) VALUES (%s, %s, %s, %s, "
         "%s, %b) ON CONFLICT (node_id) DO UPDATE SET archive_id = EXCLUDED.archive_id, node_type = "
         "EXCLUDED.node_type, depth = EXCLUDED.depth, embedding = EXCLUDED.embedding "
-        "WHERE t.model_id = EXCLUDED.model_id").format(tables["executemany"])
-    rates: dict[str, list[float]] = {"copy": [], "executemany": []}
+        "WHERE t.model_id = EXCLUDED.model_id").format(sql.Identifier(tables["executemany"]))
     store = PgVectorStore(url, embedder_name="bench/upsert-copy", dim=DIM)
     with psycopg.connect(url) as conn:
         register_vector(conn)
-        for _ in range(rounds):
-            for table in tables.values():
-                conn.execute(sql.SQL("TRUNCATE {}").format(table))
-            conn.commit()
-            start = time.perf_counter()
-            store.upsert("copy", ids, rows, [meta("copy")] * len(ids))
-            rates["copy"].append(len(ids) / (time.perf_counter() - start))
-            start = time.perf_counter()
-            conn.cursor().executemany(insert, [(i, "executemany", 1, "LEAF_CHUNK", 1, v) for i, v in zip(ids, rows)])
-            conn.commit()
-            rates["executemany"].append(len(ids) / (time.perf_counter() - start))
+        for indexed in (True, False):
+            rates: dict[str, list[float]] = {"copy": [], "executemany": []}
+            def copy() -> None:
+                store.upsert("copy", ids, rows, [meta("copy")] * len(ids))
+
+            def executemany() -> None:
+                conn.cursor().executemany(insert, [(i, "executemany", 1, "LEAF_CHUNK", 1, v) for i, v in zip(ids, rows)])
+                conn.commit()
+
+            for round_ in range(rounds):
+                for table in tables.values():
+                    conn.execute(sql.SQL("TRUNCATE {}").format(sql.Identifier(table)))
+                conn.commit()
+                for way in (copy, executemany)[:: 1 if round_ % 2 else -1]:  # each goes first in turn
+                    start = time.perf_counter()
+                    way()
+                    rates[way.__name__].append(len(ids) / (time.perf_counter() - start))
+            print(f"upsert of 10,000 {DIM}-d vectors into an empty table {'with' if indexed else 'without'} its HNSW "
+                  f"index, median of {rounds} rounds: the store's COPY into a temporary table + INSERT ... ON CONFLICT "
+                  f"{statistics.median(rates['copy']):,.0f} vectors/s; pipelined executemany of INSERT ... ON CONFLICT "
+                  f"{statistics.median(rates['executemany']):,.0f} vectors/s")
+            if indexed:
+                for table in tables.values():
+                    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(table + "_hnsw")))
+                conn.commit()
     store.close()
-    print(f"upsert of 10,000 {DIM}-d vectors into an empty table, median of {rounds} rounds: the store's COPY into "
-          f"a temporary table + INSERT ... ON CONFLICT {statistics.median(rates['copy']):,.0f} vectors/s; "
-          f"pipelined executemany of INSERT ... ON CONFLICT {statistics.median(rates['executemany']):,.0f} vectors/s")
 
 
 def drop_scratch_tables(url: str) -> None:
@@ -200,7 +210,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/forest-bench-pgvector"))
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200, help="per tenant")
-    parser.add_argument("--upsert-rounds", type=int, default=3)
+    parser.add_argument("--upsert-rounds", type=int, default=4)
     parser.add_argument("--ef-search", type=int, default=pgvector.EF_SEARCH,
                         help="hnsw.ef_search of a top 10 (the store's: %(default)s; pgvector's default: 40)")
     args = parser.parse_args()

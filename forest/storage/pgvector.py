@@ -49,14 +49,14 @@ SEARCH = sql.SQL("SELECT node_id, embedding <=> %b AS distance FROM {} WHERE mod
 # A model_id filter drops most of what an HNSW scan meets in a big shared table: an iterative scan
 # goes on until top_k rows pass it (strict_order keeps them sorted; pgvector 0.8). ef_search is
 # the candidate list of each step: 20 per result asked, at least 200, finds about 0.9 of the exact
-# top 10 where pgvector's default 40 finds 0.75 (bench/bench_pgvector.py). Set once per
+# top 10 where pgvector's default 40 finds 0.73 (bench/bench_pgvector.py). Set once per
 # connection; a larger top_k raises it for its query.
 MIN_PGVECTOR = (0, 8)
 EF_SEARCH = 200
 EF_PER_RESULT = 20
 MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
 # HNSW cannot serve a bitmap scan: without index scans the planner reads the model_id's rows
-# through its btree (a bitmap) and sorts them, an exact search.
+# through a bitmap of its btree (or the whole table, for a big one) and sorts them: exact.
 EXACT = "SET LOCAL enable_indexscan = off"
 
 
@@ -170,9 +170,10 @@ class PgVectorStore(VectorStore):
         if len(ids) == 0:
             return
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        # COPY into a temporary table, then one INSERT: faster than a pipelined executemany of
-        # INSERTs (bench/bench_pgvector.py). An id another model_id holds is neither inserted nor
-        # updated (the WHERE): fewer rows written than sent, and the whole upsert is refused.
+        # COPY into a temporary table, then one INSERT: without the HNSW index 1.7-2.8 times as fast
+        # as a pipelined executemany of INSERTs; with it, the index's upkeep bounds both alike
+        # (bench/bench_pgvector.py). An id another model_id holds is neither inserted nor updated
+        # (the WHERE): fewer rows written than sent, and the whole upsert is refused.
         upsert = sql.SQL(
             "INSERT INTO {} AS t (node_id, model_id, archive_id, node_type, depth, embedding) "
             "SELECT node_id, %s, archive_id, node_type, depth, embedding FROM forest_staged_vectors "
