@@ -123,8 +123,8 @@ class ResearchMemory:
         """update_semantic_knowledge: the topic's conclusion in force becomes `conclusion`; earlier
         versions stay as history. Also an episodic event, so it can be recalled by time."""
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
-        topic = check_text(topic, "topic", MAX_TOPIC_CHARS)
-        conclusion = check_text(conclusion, "conclusion", MAX_CONCLUSION_CHARS)
+        topic = kept(check_text(topic, "topic", MAX_TOPIC_CHARS))
+        conclusion = kept(check_text(conclusion, "conclusion", MAX_CONCLUSION_CHARS))
         key = topic_key(topic)
         if not key:
             raise InvalidInput(f"the topic {topic!r} has no words")
@@ -159,7 +159,7 @@ class ResearchMemory:
         """A workspace note checked and embedded, ready to be written in a short transaction."""
         if kind not in WORKSPACE_KINDS:
             raise InvalidInput(f"a workspace note is one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
-        text = check_text(text, kind, MAX_NOTE_CHARS)
+        text = kept(check_text(text, kind, MAX_NOTE_CHARS))
         source = truncate(source or "", 300)
         return _Note(kind, text, source, self._event(kind, text + (f" ({source})" if source else ""),
                                                      {"source": source}))
@@ -213,7 +213,7 @@ class ResearchMemory:
         """One episodic event (e.g. an observation from outside the agent loop)."""
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
         kind = check_text(kind, "event kind", 40)
-        event = self._event(kind, check_text(content, "event", MAX_MESSAGE_CHARS), data or {})
+        event = self._event(kind, kept(check_text(content, "event", MAX_MESSAGE_CHARS)), data or {})
         with self.db.transaction(lock=_writes_of(model_id)) as conn:
             return self.store.add_events(conn, model_id, session_id, [event], self.clock())[0]
 
@@ -256,7 +256,7 @@ class ResearchMemory:
         model_id, session_id = check_model_id(model_id), check_session_id(session_id)
         if role not in ("user", "assistant"):
             raise InvalidInput(f"a message role is 'user' or 'assistant', got {role!r}")
-        content = check_text(content, "message", MAX_MESSAGE_CHARS)
+        content = kept(check_text(content, "message", MAX_MESSAGE_CHARS))
         event = self._event(f"message:{role}", content, {})
         now = self.clock()
         with self.db.transaction(lock=_writes_of(model_id)) as conn:
@@ -374,7 +374,7 @@ class ResearchMemory:
                       for c in self.conflicts(model_id, session_id, leaves)[:MAX_RECONCILED_PER_TURN]]
         # The question is remembered with its secrets redacted, as personal memory is (the loop
         # itself ran on the question as asked).
-        question = redact(state.question).text
+        question = kept(state.question)
         answer = state.answer or ""
         if reconciled:
             answer += "\n\n" + "\n".join(r.note() for r in reconciled)
@@ -423,6 +423,11 @@ def _document(archive: Archive | None, node: MemoryNode) -> str:
 
 def _vector(vector: Any) -> tuple[float, ...] | None:
     return None if vector is None else tuple(float(x) for x in vector)
+
+
+def kept(text: str) -> str:
+    """What research memory keeps of a text: its secrets redacted, as personal memory keeps them."""
+    return redact(text).text
 
 
 def _writes_of(model_id: str) -> str:
