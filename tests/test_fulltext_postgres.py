@@ -297,3 +297,51 @@ def test_rows_a_tsvector_cannot_hold_are_ranked_exactly(stores, memories):
     with stores.pg.transaction():
         pg_text.delete_node_text(stores.pg, [ids[0]])
     assert stores.pg.execute("SELECT count(*) FROM node_text_overflow WHERE node_id = %s", (ids[0],)).fetchone()[0] == 0
+
+
+def recount(pg, table: str, tenant: str, words: str) -> tuple[set, set]:
+    """(totals, lexeme counts) recounted from the index rows, and as the triggers keep them."""
+    kept = (set(pg.execute(f"SELECT {tenant}, rows, tokens FROM {table}_totals").fetchall()),
+            set(pg.execute(f"SELECT {tenant}, lexeme, rows FROM {table}_lexemes").fetchall()))
+    counted = (set(pg.execute(f"SELECT {tenant}, count(*), sum(length) FROM {table} GROUP BY 1").fetchall()),
+               set(pg.execute(f"SELECT {tenant}, lexeme, count(*) FROM {table}, unnest(tsvector_to_array({words})) "
+                              "AS lexeme GROUP BY 1, 2").fetchall()))
+    return kept, counted
+
+
+def test_statistics_follow_every_write(pg):
+    """The totals and lexeme counts the triggers keep equal a recount after inserts, replacements,
+    an update, deletions and a cascade; a deleted tenant's rows and words leave nothing in them."""
+    leaves = qasper_papers()[3][1] + qasper_papers()[4][1]
+    with pg.transaction():
+        pg.execute("INSERT INTO archives VALUES (1, 'a', 'ready'), (2, 'a', 'ready'), (3, 'b', 'building')")
+        pg.execute("INSERT INTO memory_nodes SELECT i, 1 + i %% 3 FROM generate_series(1, %s) i", (len(leaves),))
+        pg_text.write_node_text(pg, [(i, "a" if i % 3 < 2 else "b", fulltext.index_text(LEAF, "", leaf))
+                                     for i, leaf in enumerate(leaves, 1)])
+    kept, counted = recount(pg, "node_text", "model_id", "body")
+    assert kept == counted and len(kept[1]) > 1000
+    with pg.transaction():
+        pg_text.write_node_text(pg, [(i, "a" if i % 3 < 2 else "b", "replaced text " * i) for i in range(1, 30)])
+        pg.execute("UPDATE node_text SET model_id = 'c' WHERE node_id BETWEEN 30 AND 40")
+        pg_text.delete_node_text(pg, range(41, 60))
+        pg.execute("DELETE FROM archives WHERE id = 2")  # its nodes and their index rows go by cascade
+    assert recount(pg, "node_text", "model_id", "body")[0] == recount(pg, "node_text", "model_id", "body")[1]
+    with pg.transaction():
+        pg.execute("DELETE FROM archives")
+    assert pg.execute("SELECT (SELECT count(*) FROM node_text_totals) + (SELECT count(*) FROM node_text_lexemes)"
+                      ).fetchone()[0] == 0
+    turns = locomo_conversation(3)[:200]
+    with pg.transaction():
+        pg.execute("INSERT INTO personal_memories (id, user_id) SELECT i, 'u' || i %% 2 FROM generate_series(1, %s) i",
+                   (len(turns),))
+        for i, turn in enumerate(turns, 1):
+            pg_text.write_memory_text(pg, i, f"u{i % 2}", " ".join(tokenize(turn)), " ".join(tokenize(turns[i - 2])))
+        for i in range(1, 50):
+            pg_text.write_memory_text(pg, i, f"u{i % 2}", " ".join(tokenize(turns[-i])), "")
+        pg_text.delete_memory_text(pg, range(50, 80))
+    kept, counted = recount(pg, "personal_memory_text", "user_id", "body || context")
+    assert kept == counted and len(kept[0]) == 2
+    with pg.transaction():
+        pg.execute("DELETE FROM personal_memories WHERE user_id = 'u1'")
+    kept, counted = recount(pg, "personal_memory_text", "user_id", "body || context")
+    assert kept == counted and {row[0] for row in kept[0] | kept[1]} == {"u0"}

@@ -4,18 +4,19 @@ with each tenant's statistics its own.
 The index holds FTS5's own lexemes (forest.storage.lexemes) with their positions, as tsvector
 values built here (PostgreSQL's parser is never used: its result depends on the server's locale),
 under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted.
-The score is fts5Bm25Function's formula, in its order of floating-point operations, so with one
-tenant in the store the scores are FTS5's to the last bit. N, n and avgdl are the tenant's (model_id
-for node text, user_id for personal memory), kept per tenant by triggers (the totals tables): one
-tenant's rows never move another's scores.
+The score is fts5Bm25Function's formula in its order of floating-point operations, so with one
+tenant in the store the scores are FTS5's bm25() to the last bit. N, n and avgdl are the tenant's
+(model_id for node text, user_id for personal memory): one tenant's rows never move another's
+scores. Triggers keep them as FTS5 keeps its own, so a query reads them instead of counting rows:
+each tenant's rows and tokens (the _totals tables) and each lexeme's rows (the _lexemes tables).
 
 A row a tsvector cannot hold exactly (a lexeme more than 256 times, more than 16383 tokens in a
-column, over a tsvector's size) gets an empty tsvector and its postings in the overflow table; such
-rows are scored in Python with the same formula.
+column, over a tsvector's size) gets empty tsvectors and its postings in the _overflow table;
+such rows are scored in Python with the same formula.
 
 The top hits are pruned as forest.storage.fulltext prunes them (MaxScore): when the rarest phrases
 fill the answer with scores that no row holding only common phrases can reach, those rows are
-never scored; they are only counted, for their idf.
+never read.
 """
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ CREATE TABLE node_text (
     length   INTEGER NOT NULL           -- FTS5's column size: the row's number of tokens
 );
 CREATE INDEX node_text_words ON node_text USING gin (body);
-CREATE INDEX node_text_model ON node_text (model_id) INCLUDE (length);
 
 CREATE TABLE personal_memory_text (
     memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id) ON DELETE CASCADE,
@@ -44,9 +44,8 @@ CREATE TABLE personal_memory_text (
     length    INTEGER NOT NULL          -- tokens of body and context
 );
 CREATE INDEX personal_memory_text_words ON personal_memory_text USING gin (body, context);
-CREATE INDEX personal_memory_text_user ON personal_memory_text (user_id) INCLUDE (length);
 
--- Rows a tsvector cannot hold exactly: every lexeme's positions (0-based, per column).
+-- Rows a tsvector cannot hold exactly: each lexeme's positions (0-based) in each column.
 CREATE TABLE node_text_overflow (
     node_id   BIGINT NOT NULL REFERENCES node_text (node_id) ON DELETE CASCADE,
     col       SMALLINT NOT NULL,
@@ -64,49 +63,74 @@ CREATE TABLE personal_memory_text_overflow (
 );
 CREATE INDEX personal_memory_text_overflow_memory ON personal_memory_text_overflow (memory_id);
 
--- Each tenant's N and total tokens (FTS5 keeps them for the whole table), kept by the triggers
--- below on every insert, update and delete (cascades included), so a query reads one row.
+-- BM25's statistics per tenant: rows and tokens (N and avgdl), and the rows holding each lexeme
+-- (n of a one-lexeme phrase), kept by fulltext_statistics on every write.
 CREATE TABLE node_text_totals (
     model_id TEXT COLLATE "C" PRIMARY KEY,
     rows     BIGINT NOT NULL,
     tokens   BIGINT NOT NULL
+);
+CREATE TABLE node_text_lexemes (
+    model_id TEXT COLLATE "C" NOT NULL,
+    lexeme   TEXT COLLATE "C" NOT NULL,
+    rows     BIGINT NOT NULL,
+    PRIMARY KEY (model_id, lexeme)
 );
 CREATE TABLE personal_memory_text_totals (
     user_id TEXT COLLATE "C" PRIMARY KEY,
     rows    BIGINT NOT NULL,
     tokens  BIGINT NOT NULL
 );
-CREATE FUNCTION fulltext_count_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE TABLE personal_memory_text_lexemes (
+    user_id TEXT COLLATE "C" NOT NULL,
+    lexeme  TEXT COLLATE "C" NOT NULL,
+    rows    BIGINT NOT NULL,
+    PRIMARY KEY (user_id, lexeme)
+);
+
+-- TG_ARGV: the index table, its tenant column, its tsvector of all columns.
+CREATE FUNCTION fulltext_statistics() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed text := CASE TG_OP
+        WHEN 'INSERT' THEN 'SELECT 1 AS sign, * FROM new_rows'
+        WHEN 'DELETE' THEN 'SELECT -1 AS sign, * FROM old_rows'
+        ELSE 'SELECT 1 AS sign, * FROM new_rows UNION ALL SELECT -1, * FROM old_rows' END;
 BEGIN
-    -- TG_ARGV: the totals table and the tenant column. Tenants in sorted order: two statements
-    -- never lock two tenants' totals in opposite orders.
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, -count(*), -sum(length) FROM old_rows '
-                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
-                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
-                       TG_ARGV[0], TG_ARGV[1]);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, count(*), sum(length) FROM new_rows '
-                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
-                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
-                       TG_ARGV[0], TG_ARGV[1]);
+    -- The tenant's totals row first: a second writer of the tenant waits there before it locks
+    -- any lexeme row, so two writers never lock lexeme rows in opposite orders.
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, sum(sign), sum(sign * length) FROM (%3$s) c '
+                   'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
+                   'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
+                   TG_ARGV[0] || '_totals', TG_ARGV[1], changed);
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, lexeme, sum(sign) '
+                   'FROM (%3$s) c, unnest(tsvector_to_array(%4$s)) AS lexeme '
+                   'GROUP BY 1, 2 ORDER BY 1, 2 ON CONFLICT (%2$I, lexeme) DO UPDATE SET rows = t.rows + excluded.rows',
+                   TG_ARGV[0] || '_lexemes', TG_ARGV[1], changed, TG_ARGV[2]);
+    IF TG_OP <> 'INSERT' THEN  -- a deleted row's words and tenant leave no trace here
+        EXECUTE format('DELETE FROM %1$I t USING (SELECT DISTINCT %2$I AS tenant, lexeme FROM old_rows, '
+                       'unnest(tsvector_to_array(%3$s)) AS lexeme) g '
+                       'WHERE t.%2$I = g.tenant AND t.lexeme = g.lexeme AND t.rows = 0',
+                       TG_ARGV[0] || '_lexemes', TG_ARGV[1], TG_ARGV[2]);
+        EXECUTE format('DELETE FROM %1$I t WHERE t.%2$I IN (SELECT %2$I FROM old_rows) AND t.rows = 0',
+                       TG_ARGV[0] || '_totals', TG_ARGV[1]);
     END IF;
     RETURN NULL;
 END $$;
 CREATE TRIGGER node_text_inserted AFTER INSERT ON node_text REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
 CREATE TRIGGER node_text_updated AFTER UPDATE ON node_text REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
 CREATE TRIGGER node_text_deleted AFTER DELETE ON node_text REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
-CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
+CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
 CREATE TRIGGER personal_memory_text_updated AFTER UPDATE ON personal_memory_text
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
-CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
+CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
 """
 
 # fts5Bm25Function's constants, combined as C combines them (k1 + 1.0, 1 - b).
@@ -119,8 +143,7 @@ MAX_POSITIONS = 256
 MAX_TSVECTOR_BYTES = 1_000_000
 # Longer lexemes (and any that is not UTF-8) are stored as '#' + SHA-256: no FTS5 token holds '#'.
 MAX_LEXEME_BYTES = 255
-# MaxScore: the rarest phrases' rows, at most RARE_ROWS of them, are scored first (a common
-# phrase's rows are then only counted, which costs a fraction of scoring them).
+# MaxScore: the rows of the rarest phrases, at most RARE_ROWS of them, are scored first.
 RARE_ROWS = 2_000
 # Ranking a model_id's nodes reads this many times the hits wanted before it checks which are
 # visible (the check joins each row to its node and archive).
@@ -139,13 +162,16 @@ class _Index:
     weights: tuple[float, ...]
     porter: bool
 
-    @property
-    def overflow(self) -> str:
-        return f"{self.table}_overflow"
-
-    @property
-    def totals(self) -> str:
-        return f"{self.table}_totals"
+    def statistics(self) -> str:
+        """SQL of a tenant's rows and tokens, the rows of each of some lexemes, and its overflow
+        rows' postings of those lexemes (parameters: lexemes, lexemes, tenant)."""
+        return (f"SELECT t.rows, t.tokens, "
+                f"(SELECT coalesce(jsonb_object_agg(l.lexeme, l.rows), '{{}}') FROM {self.table}_lexemes l "
+                f"WHERE l.{self.tenant} = t.{self.tenant} AND l.lexeme = ANY(%s)), "
+                f"(SELECT coalesce(jsonb_agg(jsonb_build_array(o.{self.key}, r.length, o.col, o.lexeme, o.positions)), "
+                f"'[]') FROM {self.table}_overflow o JOIN {self.table} r USING ({self.key}) "
+                f"WHERE r.{self.tenant} = t.{self.tenant} AND o.lexeme = ANY(%s)) "
+                f"FROM {self.table}_totals t WHERE t.{self.tenant} = %s")
 
 
 NODE_TEXT = _Index("node_text", "node_id", "model_id", ("body",), (1.0,), porter=False)
@@ -193,7 +219,7 @@ def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) ->
         for record in records:
             copy.write_row(record)
     if overflow:
-        with conn.cursor().copy(f"COPY {index.overflow} ({index.key}, col, lexeme, positions) FROM STDIN") as copy:
+        with conn.cursor().copy(f"COPY {index.table}_overflow ({index.key}, col, lexeme, positions) FROM STDIN") as copy:
             for record in overflow:
                 copy.write_row(record)
 
@@ -258,7 +284,7 @@ def memory_hits(conn, user_id: str, phrases: list[str], limit: int, where: str,
 
 class _Search:
     """One query over one tenant's rows: its phrases' lexemes, the tenant's statistics, each
-    phrase's count (exact where its idf needs it), and the ranking."""
+    phrase's row count (exact where its idf needs it), and the ranking."""
 
     def __init__(self, conn, index: _Index, tenant: str, phrases: list[str]) -> None:
         self.conn, self.index, self.tenant = conn, index, tenant
@@ -272,23 +298,27 @@ class _Search:
         on those only, unless too few of them are in it."""
         if not self.phrases or limit <= 0:
             return []
-        row = self.conn.execute(f"SELECT rows, tokens FROM {self.index.totals} WHERE {self.index.tenant} = %s",
-                                (self.tenant,)).fetchone()
-        if row is None or row[0] == 0:
+        keys = sorted({key for keys in self.phrases for key in keys})
+        row = self.conn.execute(self.index.statistics(), (keys, keys, self.tenant)).fetchone()
+        if row is None:
             return []
-        self.rows, self.avgdl = row[0], row[1] / row[0]
+        self.rows, tokens, lexeme_rows, overflow = row
+        self.avgdl = tokens / self.rows
         self.half = (self.rows + 1) // 2  # a phrase in at least half the rows gets the idf floor
-        self.spill = _Spill(self.conn, self.index, self.tenant, self.phrases)
-        self.cap = min(RARE_ROWS + 1, self.half)
-        self.hits = [self._count(i, self.cap) for i in range(len(self.phrases))]
+        self.spill = _Spill(self.index, self.phrases, overflow)
+        # A one-lexeme phrase's tsvector rows are its lexeme's; a longer phrase's are counted.
         everything = list(range(len(self.phrases)))
-        if sum(self.hits) > RARE_ROWS:
+        self.found = [lexeme_rows.get(keys[0], 0) if len(keys) == 1 else 0 for keys in self.phrases]
+        self.upto = [math.inf if len(keys) == 1 else 0 for keys in self.phrases]
+        self._count([i for i in everything if len(self.phrases[i]) > 1], min(RARE_ROWS + 1, self.half))
+        hits = [self._hits(i) for i in everything]  # exact, or a lower bound over RARE_ROWS
+        if sum(hits) > RARE_ROWS:
             rare: list[int] = []
-            for i in sorted(everything, key=lambda i: self.hits[i]):
-                if sum(self.hits[r] for r in rare) + self.hits[i] > RARE_ROWS:
+            for i in sorted(everything, key=lambda i: hits[i]):
+                if sum(hits[r] for r in rare) + hits[i] > RARE_ROWS:
                     break
                 rare.append(i)
-            if any(self.hits[i] for i in rare):
+            if any(hits[i] for i in rare):
                 ranked = self._ranked(rare, limit, scope, depth)
                 # A row holding only common phrases scores less than their idfs x (k1 + 1); the
                 # floor a hair lower, so the bound holds against the scores' rounding too.
@@ -297,25 +327,36 @@ class _Search:
                     return ranked
         return self._ranked(everything, limit, scope, depth)
 
-    def _count(self, i: int, cap: int) -> int:
-        """The tenant's rows holding phrase i: its tsvector rows counted up to `cap`, plus its
-        overflow rows. Exact if the tsvector rows fall short of `cap`."""
+    def _count(self, phrases: list[int], upto: int) -> None:
+        """Count the tenant's tsvector rows holding each phrase, up to `upto`, in one statement."""
+        if not phrases:
+            return
         match = " OR ".join(f"{column} @@ %s::tsquery" for column in self.index.columns)
-        found = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {self.index.table} WHERE {self.index.tenant} = %s "
-            f"AND ({match}) LIMIT %s) s",
-            (self.tenant, *[_tsquery([self.phrases[i]])] * len(self.index.columns), cap)).fetchone()[0]
-        return found + self.spill.hits(i)
+        one = (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} WHERE {self.index.tenant} = %s "
+               f"AND ({match}) LIMIT %s) s)")
+        params = [p for i in phrases for p in (self.tenant, *[_tsquery([self.phrases[i]])] * len(self.index.columns), upto)]
+        found = self.conn.execute("SELECT " + ", ".join([one] * len(phrases)), params).fetchone()
+        for i, count in zip(phrases, found):
+            self.found[i], self.upto[i] = count, upto
+
+    def _hits(self, i: int) -> int:
+        return self.found[i] + self.spill.hits(i)
 
     def _idf(self, i: int) -> float:
-        if self.cap <= self.hits[i] - self.spill.hits(i) and self.hits[i] < self.half:
-            self.hits[i] = self._count(i, self.half)  # the count stopped at its cap: now exact (or the floor)
-        n = self.hits[i]
+        """Phrase i's idf (its count must be exact: see _settle)."""
+        n = self._hits(i)
         idf = math.log((self.rows - n + 0.5) / (n + 0.5))
         return idf if idf > 0 else IDF_FLOOR
 
+    def _settle(self) -> None:
+        """Count on, up to half the rows, the phrases whose count stopped at its limit: a count of
+        half the rows or more gives the idf floor whatever it is, any other must be exact."""
+        self._count([i for i in range(len(self.phrases))
+                     if self.found[i] >= self.upto[i] and self._hits(i) < self.half], self.half)
+
     def _ranked(self, match: list[int], limit: int, scope: tuple[str, tuple], depth: bool) -> list[tuple[int, float]]:
         """The `limit` best rows in scope of those holding a phrase of `match`, scored on all."""
+        self._settle()
         idfs = [self._idf(i) for i in range(len(self.phrases))]
         spilled = self.spill.scored(match, idfs, self.avgdl)
         inside = self._in_scope(scope, [row_id for row_id, _ in spilled])
@@ -340,57 +381,56 @@ class _Search:
     def _rank(self, match: list[int], idfs: list[float], limit: int,
               scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
         """FTS5's bm25 of the tenant's rows (in scope, if given) that hold a phrase of `match`, best
-        `limit` first. Each row's query lexemes are cut out of its tsvectors (setweight marks them,
-        ts_filter keeps them); a phrase occurs where all its lexemes stand at their offsets from
-        one start; the terms are summed in phrase order, as fts5Bm25Function sums them."""
+        `limit` first: each phrase's weighted count in the row, then fts5Bm25Function's terms,
+        summed in phrase order."""
         index = self.index
-        terms = [(i, k, key, len(keys)) for i, keys in enumerate(self.phrases) for k, key in enumerate(keys)]
-        keys = sorted({key for _, _, key, _ in terms})
-        query = _tsquery([self.phrases[i] for i in match])
-        columns = ", ".join(f"({c}, t.{name})" for c, name in enumerate(index.columns))
-        matched = " OR ".join(f"t.{name} @@ %s::tsquery" for name in index.columns)
+        counts, count_params = [], []
+        for i, keys in enumerate(self.phrases):
+            parts = []
+            for column, weight in zip(index.columns, index.weights):
+                sql, params = _occurrences(f"t.{column}", keys)
+                parts.append(f"%s * {sql}")
+                count_params += [weight, *params]
+            counts.append(f"({' + '.join(parts)}) AS f{i}")
+        score = " + ".join(f"%s * ((f{i} * %s) / (f{i} + k))" for i in range(len(self.phrases)))
+        matched = " OR ".join(f"t.{column} @@ %s::tsquery" for column in index.columns)
         restrict = f"AND t.{index.key} IN ({scope[0]})" if scope else ""
-        sql = f"""
-            WITH term (i, k, lexeme, size) AS (SELECT * FROM unnest(%s::int[], %s::int[], %s::text[], %s::int[])),
-            hit AS (
-                SELECT t.{index.key} AS id, t.length, c.col, u.lexeme, u.positions
-                FROM {index.table} t
-                CROSS JOIN LATERAL (VALUES {columns}) AS c (col, words)
-                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.words, 'A', %s::text[]), '{{a}}')) AS u
-                WHERE t.{index.tenant} = %s AND ({matched}) {restrict}
-            ),
-            start AS (
-                SELECT h.id, h.length, h.col, term.i
-                FROM hit h JOIN term ON term.lexeme = h.lexeme CROSS JOIN LATERAL unnest(h.positions) AS p
-                GROUP BY h.id, h.length, h.col, term.i, p - term.k
-                HAVING count(*) = min(term.size)
-            ),
-            freq AS (
-                SELECT id, length, i, sum((%s::float8[])[col + 1]) AS f FROM start GROUP BY id, length, i
-            )
-            SELECT id, sum((%s::float8[])[i + 1] * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score
-            FROM freq GROUP BY id ORDER BY score DESC, id LIMIT %s"""
-        params = ([t[0] for t in terms], [t[1] for t in terms], [t[2] for t in terms], [t[3] for t in terms],
-                  keys, self.tenant, *[query] * len(index.columns), *(scope[1] if scope else ()),
-                  list(index.weights), idfs, BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, limit)
+        # OFFSET 0 keeps the counts a subquery's columns, each computed once a row.
+        sql = (f"SELECT id, {score} AS score FROM (SELECT t.{index.key} AS id, "
+               f"%s * (%s + %s * t.length / %s) AS k, {', '.join(counts)} FROM {index.table} t "
+               f"WHERE t.{index.tenant} = %s AND ({matched}) {restrict} OFFSET 0) r "
+               f"ORDER BY score DESC, id LIMIT %s")
+        params = [*(p for idf in idfs for p in (idf, BM25_K1 + 1.0)),
+                  BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *count_params,
+                  self.tenant, *[_tsquery([self.phrases[i] for i in match])] * len(index.columns),
+                  *(scope[1] if scope else ()), limit]
         return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
+
+
+def _occurrences(column: str, keys: tuple[str, ...]) -> tuple[str, list]:
+    """SQL counting a phrase's occurrences in a tsvector column, and its parameters. One lexeme:
+    ts_rank_cd with unit weights and no normalization adds 1 a cover, and a one-lexeme query's
+    covers are its positions, so it is their count (a binary search, where cutting the positions
+    out costs several times more). Several: the starts where every lexeme of the phrase stands at
+    its offset, every start counted (overlaps too), as FTS5 counts them."""
+    if len(keys) == 1:
+        return f"ts_rank_cd('{{1,1,1,1}}', {column}, %s::tsquery)", [_tsquery([keys])]
+    return (f"(SELECT count(*) FROM (SELECT FROM unnest(ts_filter(setweight({column}, 'A', %s::text[]), '{{a}}')) u "
+            f"JOIN unnest(%s::text[]) WITH ORDINALITY AS q (lexeme, k) ON q.lexeme = u.lexeme "
+            f"CROSS JOIN LATERAL unnest(u.positions) AS p GROUP BY p - q.k HAVING count(*) = %s) s)",
+            [list(keys), list(keys), len(keys)])
 
 
 class _Spill:
     """The tenant's overflow rows that hold a query lexeme, with each phrase's weighted count in
-    each (counted in Python, as FTS5 counts: every start where all the phrase's lexemes line up)."""
+    each (counted as FTS5 counts: every start where all the phrase's lexemes line up)."""
 
-    def __init__(self, conn, index: _Index, tenant: str, phrases: list[tuple[str, ...]]) -> None:
-        self.index = index
-        postings: dict[int, tuple[int, dict[tuple[int, str], set[int]]]] = {}
-        keys = sorted({key for keys in phrases for key in keys})
-        for row_id, length, col, key, positions in conn.execute(
-                f"SELECT o.{index.key}, t.length, o.col, o.lexeme, o.positions FROM {index.overflow} o "
-                f"JOIN {index.table} t USING ({index.key}) WHERE t.{index.tenant} = %s AND o.lexeme = ANY(%s)",
-                (tenant, keys)):
-            postings.setdefault(row_id, (length, {}))[1][col, key] = set(positions)
+    def __init__(self, index: _Index, phrases: list[tuple[str, ...]], postings: list[list]) -> None:
+        rows: dict[int, tuple[int, dict[tuple[int, str], set[int]]]] = {}
+        for row_id, length, col, key, positions in postings:
+            rows.setdefault(row_id, (length, {}))[1][col, key] = set(positions)
         self.rows = {}
-        for row_id, (length, at) in postings.items():
+        for row_id, (length, at) in rows.items():
             freqs = [sum(weight * sum(1 for p in at.get((col, phrase[0]), ())
                                       if all(p + k in at.get((col, key), ()) for k, key in enumerate(phrase)))
                          for col, weight in enumerate(index.weights)) for phrase in phrases]
