@@ -216,6 +216,19 @@ def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories):
         assert memories.pg_hits("u", query, limit) == hits, query
 
 
+def test_phrases_count_as_fts5_counts_them(stores):
+    """Rows of three words in random order, queried with random phrases ("beta-alpha-beta" is the
+    phrase beta alpha beta): overlapping and repeated occurrences count as in FTS5."""
+    rng = random.Random(9)
+    vocabulary = ["alpha", "beta", "gamma"]
+    stores.add_archive(1, "m", [(LEAF, None, "", " ".join(rng.choices(vocabulary, k=rng.randint(1, 60))))
+                                for _ in range(400)])
+    for _ in range(150):
+        query = " ".join("-".join(rng.choices(vocabulary, k=rng.randint(1, 4))) for _ in range(rng.randint(1, 3)))
+        phrases = fulltext.query_phrases(query)
+        assert_same(stores.sqlite_hits("m", phrases, 10), stores.pg_hits("m", phrases, 10), query)
+
+
 HOSTILE = ["it's", "O'Brien's \"quoted\" 'single'", "back\\slash \\\\ \\'", "a & b | c ! d <-> e ( f ) : g * h",
            "x:* y:A z:1 'w':*", "!!! ||| &&& <-> <2> ()", "'' \"\" ''' \\", "NEAR(a b) AND OR NOT ^x a*",
            "火山 位于 大多数火山位于板块边界", "東京タワー 서울 日本語のテキスト", "café naïve Ünïcödé ﬁnance",

@@ -381,44 +381,31 @@ class _Search:
     def _rank(self, match: list[int], idfs: list[float], limit: int,
               scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
         """FTS5's bm25 of the tenant's rows (in scope, if given) that hold a phrase of `match`, best
-        `limit` first: each phrase's weighted count in the row, then fts5Bm25Function's terms,
-        summed in phrase order."""
+        `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows through the
+        GIN index, its count in each, fts5Bm25Function's term; a row's terms summed in phrase
+        order. When only some phrases drive, their rows are found first, then checked for the
+        others."""
         index = self.index
-        counts, count_params = [], []
-        for i, keys in enumerate(self.phrases):
-            parts = []
-            for column, weight in zip(index.columns, index.weights):
-                sql, params = _occurrences(f"t.{column}", keys)
-                parts.append(f"%s * {sql}")
-                count_params += [weight, *params]
-            counts.append(f"({' + '.join(parts)}) AS f{i}")
-        score = " + ".join(f"%s * ((f{i} * %s) / (f{i} + k))" for i in range(len(self.phrases)))
-        matched = " OR ".join(f"t.{column} @@ %s::tsquery" for column in index.columns)
+        holds = " OR ".join(f"t.{column} @@ p.query" for column in index.columns)
+        count = " + ".join(f"%s * ts_rank_cd('{{1,1,1,1}}', t.{column}, p.query)" for column in index.columns)
         restrict = f"AND t.{index.key} IN ({scope[0]})" if scope else ""
-        # OFFSET 0 keeps the counts a subquery's columns, each computed once a row.
-        sql = (f"SELECT id, {score} AS score FROM (SELECT t.{index.key} AS id, "
-               f"%s * (%s + %s * t.length / %s) AS k, {', '.join(counts)} FROM {index.table} t "
-               f"WHERE t.{index.tenant} = %s AND ({matched}) {restrict} OFFSET 0) r "
-               f"ORDER BY score DESC, id LIMIT %s")
-        params = [*(p for idf in idfs for p in (idf, BM25_K1 + 1.0)),
-                  BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *count_params,
-                  self.tenant, *[_tsquery([self.phrases[i] for i in match])] * len(index.columns),
-                  *(scope[1] if scope else ()), limit]
+        scope_params = list(scope[1]) if scope else []
+        if len(match) == len(self.phrases):
+            rows = f"phrase p JOIN {index.table} t ON {holds} WHERE t.{index.tenant} = %s {restrict}"
+            rows_params = [self.tenant, *scope_params]
+        else:
+            rows = (f"(SELECT DISTINCT t.{index.key} AS id FROM phrase p JOIN {index.table} t ON {holds} "
+                    f"WHERE p.i = ANY(%s) AND t.{index.tenant} = %s {restrict}) found "
+                    f"JOIN {index.table} t ON t.{index.key} = found.id JOIN phrase p ON {holds}")
+            rows_params = [match, self.tenant, *scope_params]
+        # OFFSET 0: each count computed once, not once for each use in the term.
+        sql = (f"WITH phrase (i, query, idf) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[], %s::float8[])) "
+               f"SELECT id, sum(idf * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score "
+               f"FROM (SELECT t.{index.key} AS id, t.length, p.i, p.idf, {count} AS f FROM {rows} OFFSET 0) posting "
+               f"GROUP BY id ORDER BY score DESC, id LIMIT %s")
+        params = [list(range(len(self.phrases))), [_tsquery([keys]) for keys in self.phrases], idfs,
+                  BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *rows_params, limit]
         return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
-
-
-def _occurrences(column: str, keys: tuple[str, ...]) -> tuple[str, list]:
-    """SQL counting a phrase's occurrences in a tsvector column, and its parameters. One lexeme:
-    ts_rank_cd with unit weights and no normalization adds 1 a cover, and a one-lexeme query's
-    covers are its positions, so it is their count (a binary search, where cutting the positions
-    out costs several times more). Several: the starts where every lexeme of the phrase stands at
-    its offset, every start counted (overlaps too), as FTS5 counts them."""
-    if len(keys) == 1:
-        return f"ts_rank_cd('{{1,1,1,1}}', {column}, %s::tsquery)", [_tsquery([keys])]
-    return (f"(SELECT count(*) FROM (SELECT FROM unnest(ts_filter(setweight({column}, 'A', %s::text[]), '{{a}}')) u "
-            f"JOIN unnest(%s::text[]) WITH ORDINALITY AS q (lexeme, k) ON q.lexeme = u.lexeme "
-            f"CROSS JOIN LATERAL unnest(u.positions) AS p GROUP BY p - q.k HAVING count(*) = %s) s)",
-            [list(keys), list(keys), len(keys)])
 
 
 class _Spill:
