@@ -175,8 +175,8 @@ class Memories:
                     memory_id = 1_000_000 + len(ids) + 1
                 self.pg.execute("INSERT INTO personal_memories (id, user_id, agent_id) VALUES (%s, %s, %s)",
                                 (memory_id, user_id, agent))
-                pg_text.write_memory_text(self.pg, memory_id, user_id, " ".join(tokenize(turn)),
-                                          " ".join(tokenize(context.text if context else "")))
+                pg_text.write_memory_text(self.pg, [(memory_id, user_id, " ".join(tokenize(turn)),
+                                                     " ".join(tokenize(context.text if context else "")))])
                 ids.append(memory_id)
                 previous = (memory_id, turn)
         return ids
@@ -280,8 +280,8 @@ def test_deleted_rows_leave_the_results_and_the_statistics(stores, memories):
         memories.pg.execute("UPDATE personal_memories SET deleted_at = 2 WHERE id = ANY(%s)", (kept[::3],))
         # As PersonalStore.delete does: a memory said after a deleted one loses its context.
         for memory_id in kept[1::3]:
-            pg_text.write_memory_text(memories.pg, memory_id, "u", " ".join(tokenize(
-                memories.sqlite.query_one("SELECT memory FROM personal_memories WHERE id = ?", (memory_id,))[0])), "")
+            memory = memories.sqlite.query_one("SELECT memory FROM personal_memories WHERE id = ?", (memory_id,))[0]
+            pg_text.write_memory_text(memories.pg, [(memory_id, "u", " ".join(tokenize(memory)), "")])
     for query in locomo_questions(2)[:60]:
         got = memories.pg_hits("u", query, 8)
         assert not set(kept[::3]) & {i for i, _ in got}
@@ -347,10 +347,9 @@ def test_statistics_follow_every_write(pg):
     with pg.transaction():
         pg.execute("INSERT INTO personal_memories (id, user_id) SELECT i, 'u' || i %% 2 FROM generate_series(1, %s) i",
                    (len(turns),))
-        for i, turn in enumerate(turns, 1):
-            pg_text.write_memory_text(pg, i, f"u{i % 2}", " ".join(tokenize(turn)), " ".join(tokenize(turns[i - 2])))
-        for i in range(1, 50):
-            pg_text.write_memory_text(pg, i, f"u{i % 2}", " ".join(tokenize(turns[-i])), "")
+        pg_text.write_memory_text(pg, [(i, f"u{i % 2}", " ".join(tokenize(turn)), " ".join(tokenize(turns[i - 2])))
+                                       for i, turn in enumerate(turns, 1)])
+        pg_text.write_memory_text(pg, [(i, f"u{i % 2}", " ".join(tokenize(turns[-i])), "") for i in range(1, 50)])
         pg_text.delete_memory_text(pg, range(50, 80))
     kept, counted = recount(pg, "personal_memory_text", "user_id", "body || context")
     assert kept == counted and len(kept[0]) == 2

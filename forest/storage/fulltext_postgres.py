@@ -3,20 +3,22 @@ with each tenant's statistics its own.
 
 The index holds FTS5's own lexemes (forest.storage.lexemes) with their positions, as tsvector
 values built here (PostgreSQL's parser is never used: its result depends on the server's locale),
-under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted.
-The score is fts5Bm25Function's formula in its order of floating-point operations, so with one
-tenant in the store the scores are FTS5's bm25() to the last bit. N, n and avgdl are the tenant's
-(model_id for node text, user_id for personal memory): one tenant's rows never move another's
-scores. Triggers keep them as FTS5 keeps its own, so a query reads them instead of counting rows:
-each tenant's rows and tokens (the _totals tables) and each lexeme's rows (the _lexemes tables).
+under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted,
+overlapping ones too. The score is fts5Bm25Function's formula in its order of floating-point
+operations, so with one tenant in the store the scores are FTS5's bm25() to the last bit. N, n and
+avgdl are the tenant's (model_id for node text, user_id for personal memory): one tenant's rows
+never move another's scores. Triggers keep them as FTS5 keeps its own, so a query reads them
+instead of counting rows: each tenant's rows and tokens (the _totals tables) and each lexeme's
+rows (the _lexemes tables).
 
 A row a tsvector cannot hold exactly (a lexeme more than 256 times, more than 16383 tokens in a
 column, over a tsvector's size) gets empty tsvectors and its postings in the _overflow table;
 such rows are scored in Python with the same formula.
 
-The top hits are pruned as forest.storage.fulltext prunes them (MaxScore): when the rarest phrases
-fill the answer with scores that no row holding only common phrases can reach, those rows are
-never read.
+Ranking reads term at a time, as FTS5 reads its doclists: each phrase's rows through the GIN
+index. It is pruned as forest.storage.fulltext prunes it (MaxScore): when the rarest phrases fill
+the answer with scores that no row holding only common phrases can reach, those rows are never
+read.
 """
 from __future__ import annotations
 
@@ -24,8 +26,12 @@ import hashlib
 import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from forest.storage.lexemes import lexemes
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 SCHEMA = """
 CREATE TABLE node_text (
@@ -143,8 +149,10 @@ MAX_POSITIONS = 256
 MAX_TSVECTOR_BYTES = 1_000_000
 # Longer lexemes (and any that is not UTF-8) are stored as '#' + SHA-256: no FTS5 token holds '#'.
 MAX_LEXEME_BYTES = 255
-# MaxScore: the rows of the rarest phrases, at most RARE_ROWS of them, are scored first.
+# MaxScore: the rows of the rarest phrases, at most RARE_ROWS of them, are scored first; then
+# only the rows holding sets of common phrases that could reach their score, at most MAX_SETS sets.
 RARE_ROWS = 2_000
+MAX_SETS = 32
 # Ranking a model_id's nodes reads this many times the hits wanted before it checks which are
 # visible (the check joins each row to its node and archive).
 LIMIT_DEPTH = 4
@@ -180,28 +188,32 @@ MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "c
 
 # --- writing -----------------------------------------------------------------------------------
 
-def write_node_text(conn, rows: Iterable[tuple[int, str, str]]) -> None:
-    """Index nodes, (node id, model_id, text) each, the text what FTS5 indexes for it
-    (forest.storage.fulltext.index_text of its type, title + newline + summary, and content);
-    an earlier row of the node is replaced."""
+# Each write updates the tenant's statistics rows, and a row updated many times in one transaction
+# gets slower to update each time (its versions pile up until the transaction ends): write a
+# transaction's rows in one call, not one call a row.
+
+def write_node_text(conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
+    """Index nodes: (node id, model_id, text) each, the text what FTS5 indexes for the node
+    (forest.storage.fulltext.index_text of its type, its title + newline + summary, and its
+    content). An earlier row of a node is replaced."""
     _write(conn, NODE_TEXT, [(node_id, model_id, (text,)) for node_id, model_id, text in rows])
 
 
-def write_memory_text(conn, memory_id: int, user_id: str, body: str, context: str) -> None:
-    """Index a memory: body and context as FTS5 indexes them (our tokens joined by spaces); an
-    earlier row of the memory is replaced."""
-    _write(conn, MEMORY_TEXT, [(memory_id, user_id, (body, context))])
+def write_memory_text(conn: Connection, rows: Iterable[tuple[int, str, str, str]]) -> None:
+    """Index memories: (memory id, user_id, body, context) each, body and context what FTS5
+    indexes (our tokens joined by spaces). An earlier row of a memory is replaced."""
+    _write(conn, MEMORY_TEXT, [(memory_id, user_id, (body, context)) for memory_id, user_id, body, context in rows])
 
 
-def delete_node_text(conn, node_ids: Collection[int]) -> None:
+def delete_node_text(conn: Connection, node_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM node_text WHERE node_id = ANY(%s)", (list(node_ids),))
 
 
-def delete_memory_text(conn, memory_ids: Collection[int]) -> None:
+def delete_memory_text(conn: Connection, memory_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM personal_memory_text WHERE memory_id = ANY(%s)", (list(memory_ids),))
 
 
-def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) -> None:
+def _write(conn: Connection, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) -> None:
     if not rows:
         return
     conn.execute(f"DELETE FROM {index.table} WHERE {index.key} = ANY(%s)", ([row_id for row_id, _, _ in rows],))
@@ -225,10 +237,15 @@ def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) ->
 
 
 def _key(lexeme: str) -> str:
-    """The lexeme as stored: itself, or '#' and its SHA-256 if it is long or not UTF-8."""
-    data = lexeme.encode(errors="surrogateescape")
-    if len(data) <= MAX_LEXEME_BYTES and not any(0xDC80 <= ord(c) <= 0xDCFF for c in lexeme):
-        return lexeme
+    """The lexeme as stored: itself, or '#' and its SHA-256 if it is long or not UTF-8 (a token
+    FTS5 cut inside a character, its stray bytes as surrogates)."""
+    try:
+        data = lexeme.encode()
+    except UnicodeEncodeError:
+        data = lexeme.encode(errors="surrogateescape")
+    else:
+        if len(data) <= MAX_LEXEME_BYTES:
+            return lexeme
     return "#" + hashlib.sha256(data).hexdigest()
 
 
@@ -258,7 +275,7 @@ def _quote(key: str) -> str:
 
 # --- searching ---------------------------------------------------------------------------------
 
-def top_hits(conn, model_id: str, phrases: list[str], limit: int,
+def top_hits(conn: Connection, model_id: str, phrases: list[str], limit: int,
              archive_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
     """(node id, -bm25) of the model_id's `limit` best visible matches of the OR of `phrases`
     (forest.storage.fulltext.query_phrases), best first, ties by id; only those in
@@ -273,7 +290,7 @@ def top_hits(conn, model_id: str, phrases: list[str], limit: int,
     return _Search(conn, NODE_TEXT, model_id, phrases).top(limit, (_VISIBLE, (model_id,)), depth=True)
 
 
-def memory_hits(conn, user_id: str, phrases: list[str], limit: int, where: str,
+def memory_hits(conn: Connection, user_id: str, phrases: list[str], limit: int, where: str,
                 params: Sequence) -> list[tuple[int, float]]:
     """(memory id, -bm25 with context weighing 0.5) of the user's `limit` best matches among the
     memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best
@@ -286,7 +303,7 @@ class _Search:
     """One query over one tenant's rows: its phrases' lexemes, the tenant's statistics, each
     phrase's row count (exact where its idf needs it), and the ranking."""
 
-    def __init__(self, conn, index: _Index, tenant: str, phrases: list[str]) -> None:
+    def __init__(self, conn: Connection, index: _Index, tenant: str, phrases: list[str]) -> None:
         self.conn, self.index, self.tenant = conn, index, tenant
         # A phrase FTS5 tokenizes to nothing matches nothing and adds nothing: left out. Two
         # phrases with the same lexemes ("run", "running" under porter) each count, as in FTS5.
@@ -305,7 +322,7 @@ class _Search:
         self.rows, tokens, lexeme_rows, overflow = row
         self.avgdl = tokens / self.rows
         self.half = (self.rows + 1) // 2  # a phrase in at least half the rows gets the idf floor
-        self.spill = _Spill(self.index, self.phrases, overflow)
+        self.overflow = _Overflow(self.index, self.phrases, overflow)
         # A one-lexeme phrase's tsvector rows are its lexeme's; a longer phrase's are counted.
         everything = list(range(len(self.phrases)))
         self.found = [lexeme_rows.get(keys[0], 0) if len(keys) == 1 else 0 for keys in self.phrases]
@@ -318,33 +335,75 @@ class _Search:
                 if sum(hits[r] for r in rare) + hits[i] > RARE_ROWS:
                     break
                 rare.append(i)
-            if any(hits[i] for i in rare):
-                ranked = self._ranked(rare, limit, scope, depth)
-                # A row holding only common phrases scores less than their idfs x (k1 + 1); the
-                # floor a hair lower, so the bound holds against the scores' rounding too.
-                most = sum(self._idf(i) * (BM25_K1 + 1.0) for i in everything if i not in rare)
-                if len(ranked) >= limit and most < ranked[limit - 1][1] / (1 + 1e-9):
+            common = [i for i in everything if i not in rare]
+            # First the rows of the rare phrases, and those holding every common phrase if they
+            # are few: the best of them set the floor that the other rows must be able to reach.
+            groups = [(i,) for i in rare if hits[i]]
+            if len(common) > 1 and self._holding([tuple(common)], RARE_ROWS + 1) <= RARE_ROWS:
+                groups.append(tuple(common))
+            ranked = self._ranked(groups, limit, scope, depth) if groups else []
+            if len(ranked) >= limit:
+                # The floor a hair lower, so the bounds hold against the scores' rounding too.
+                reaching = self._reaching(common, ranked[limit - 1][1] / (1 + 1e-9))
+                if reaching == []:
                     return ranked
-        return self._ranked(everything, limit, scope, depth)
+                if reaching is not None:  # the rows of the rare phrases (again) and of these sets
+                    return self._ranked([(i,) for i in rare] + reaching, limit, scope, depth)
+        return self._ranked([(i,) for i in everything], limit, scope, depth)
+
+    def _reaching(self, common: list[int], floor: float) -> list[tuple[int, ...]] | None:
+        """The smallest sets of common phrases that could together reach `floor` in a row: a
+        phrase adds less than its idf x (k1 + 1), so a row holding none of these sets scores
+        below it. None if there are more than MAX_SETS (then every row is ranked)."""
+        most = {i: self._idf(i) * (BM25_K1 + 1.0) for i in common}
+        order = sorted(common, key=lambda i: -most[i])
+        found: list[tuple[int, ...]] = []
+
+        def extend(start: int, chosen: tuple[int, ...], total: float) -> None:
+            # In falling order of bound, a set is kept as soon as it reaches: it is then smallest.
+            for j in range(start, len(order)):
+                if total + most[order[j]] >= floor:
+                    found.append(chosen + (order[j],))
+                elif total + sum(most[i] for i in order[j:]) >= floor:
+                    extend(j + 1, chosen + (order[j],), total + most[order[j]])
+                if len(found) > MAX_SETS:
+                    return
+
+        extend(0, (), 0.0)
+        return found if len(found) <= MAX_SETS else None
 
     def _count(self, phrases: list[int], upto: int) -> None:
         """Count the tenant's tsvector rows holding each phrase, up to `upto`, in one statement."""
         if not phrases:
             return
-        match = " OR ".join(f"{column} @@ %s::tsquery" for column in self.index.columns)
-        one = (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} WHERE {self.index.tenant} = %s "
-               f"AND ({match}) LIMIT %s) s)")
-        params = [p for i in phrases for p in (self.tenant, *[_tsquery([self.phrases[i]])] * len(self.index.columns), upto)]
-        found = self.conn.execute("SELECT " + ", ".join([one] * len(phrases)), params).fetchone()
+        counts = [self._holding([(i,)], upto, run=False) for i in phrases]
+        found = self.conn.execute("SELECT " + ", ".join(sql for sql, _ in counts),
+                                  [p for _, params in counts for p in params]).fetchone()
         for i, count in zip(phrases, found):
             self.found[i], self.upto[i] = count, upto
 
+    def _holding(self, groups: list[tuple[int, ...]], upto: int, run: bool = True):
+        """The tenant's tsvector rows holding all the phrases of a group, counted up to `upto`
+        (or, if not `run`, the SQL and parameters of that count)."""
+        condition, params = self._condition(groups)
+        sql = (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} t WHERE t.{self.index.tenant} = %s "
+               f"AND {condition} LIMIT %s) s)")
+        params = [self.tenant, *params, upto]
+        return self.conn.execute("SELECT " + sql, params).fetchone()[0] if run else (sql, params)
+
+    def _condition(self, groups: list[tuple[int, ...]]) -> tuple[str, list]:
+        """SQL true of a row `t` holding all the phrases of some group, and its parameters."""
+        def has(i: int) -> str:
+            return "(" + " OR ".join(f"t.{column} @@ %s::tsquery" for column in self.index.columns) + ")"
+        sql = " OR ".join("(" + " AND ".join(map(has, group)) + ")" for group in groups)
+        return f"({sql})", [_tsquery([self.phrases[i]]) for group in groups for i in group for _ in self.index.columns]
+
     def _hits(self, i: int) -> int:
-        return self.found[i] + self.spill.hits(i)
+        return self.found[i] + self.overflow.hits(i)
 
     def _idf(self, i: int) -> float:
         """Phrase i's idf (its count must be exact: see _settle)."""
-        n = self._hits(i)
+        n = min(self._hits(i), self.rows)  # outside one snapshot a later count may pass the totals
         idf = math.log((self.rows - n + 0.5) / (n + 0.5))
         return idf if idf > 0 else IDF_FLOOR
 
@@ -354,22 +413,24 @@ class _Search:
         self._count([i for i in range(len(self.phrases))
                      if self.found[i] >= self.upto[i] and self._hits(i) < self.half], self.half)
 
-    def _ranked(self, match: list[int], limit: int, scope: tuple[str, tuple], depth: bool) -> list[tuple[int, float]]:
-        """The `limit` best rows in scope of those holding a phrase of `match`, scored on all."""
+    def _ranked(self, groups: list[tuple[int, ...]], limit: int, scope: tuple[str, tuple],
+                depth: bool) -> list[tuple[int, float]]:
+        """The `limit` best rows in scope of those holding all the phrases of a group, scored on
+        all phrases."""
         self._settle()
         idfs = [self._idf(i) for i in range(len(self.phrases))]
-        spilled = self.spill.scored(match, idfs, self.avgdl)
-        inside = self._in_scope(scope, [row_id for row_id, _ in spilled])
-        found = [(row_id, score) for row_id, score in spilled if row_id in inside]
+        scored = self.overflow.scored(groups, idfs, self.avgdl)
+        inside = self._in_scope(scope, [row_id for row_id, _ in scored])
+        found = [(row_id, score) for row_id, score in scored if row_id in inside]
         if depth:
-            ranked = self._rank(match, idfs, limit * LIMIT_DEPTH, None)
+            ranked = self._rank(groups, idfs, limit * LIMIT_DEPTH, None)
             inside = self._in_scope(scope, [row_id for row_id, _ in ranked])
             if len(inside) >= limit or len(ranked) < limit * LIMIT_DEPTH:
                 found += [(row_id, score) for row_id, score in ranked if row_id in inside]
             else:
-                found += self._rank(match, idfs, limit, scope)
+                found += self._rank(groups, idfs, limit, scope)
         else:
-            found += self._rank(match, idfs, limit, scope)
+            found += self._rank(groups, idfs, limit, scope)
         return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]
 
     def _in_scope(self, scope: tuple[str, tuple], ids: list[int]) -> set[int]:
@@ -378,37 +439,34 @@ class _Search:
         return {r[0] for r in self.conn.execute(f"SELECT s.id FROM ({scope[0]}) s WHERE s.id = ANY(%s)",
                                                 (*scope[1], ids))}
 
-    def _rank(self, match: list[int], idfs: list[float], limit: int,
+    def _rank(self, groups: list[tuple[int, ...]], idfs: list[float], limit: int,
               scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
-        """FTS5's bm25 of the tenant's rows (in scope, if given) that hold a phrase of `match`, best
-        `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows through the
-        GIN index, its count in each, fts5Bm25Function's term; a row's terms summed in phrase
-        order. When only some phrases drive, their rows are found first, then checked for the
-        others."""
+        """FTS5's bm25 of the tenant's rows (in scope, if given) that hold all the phrases of a
+        group, best `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows
+        through the GIN index, its count in each (ts_rank_cd with unit weights and no
+        normalization adds 1 a cover, and a phrase's covers are its occurrences, overlapping ones
+        too), fts5Bm25Function's term; a row's terms summed in phrase order."""
         index = self.index
         holds = " OR ".join(f"t.{column} @@ p.query" for column in index.columns)
         count = " + ".join(f"%s * ts_rank_cd('{{1,1,1,1}}', t.{column}, p.query)" for column in index.columns)
-        restrict = f"AND t.{index.key} IN ({scope[0]})" if scope else ""
-        scope_params = list(scope[1]) if scope else []
-        if len(match) == len(self.phrases):
-            rows = f"phrase p JOIN {index.table} t ON {holds} WHERE t.{index.tenant} = %s {restrict}"
-            rows_params = [self.tenant, *scope_params]
-        else:
-            rows = (f"(SELECT DISTINCT t.{index.key} AS id FROM phrase p JOIN {index.table} t ON {holds} "
-                    f"WHERE p.i = ANY(%s) AND t.{index.tenant} = %s {restrict}) found "
-                    f"JOIN {index.table} t ON t.{index.key} = found.id JOIN phrase p ON {holds}")
-            rows_params = [match, self.tenant, *scope_params]
+        where, where_params = f"t.{index.tenant} = %s", [self.tenant]
+        if sorted(groups) != [(i,) for i in range(len(self.phrases))]:  # else every row holding a phrase
+            condition, params = self._condition(groups)
+            where, where_params = f"{where} AND {condition}", where_params + params
+        if scope:
+            where, where_params = f"{where} AND t.{index.key} IN ({scope[0]})", where_params + list(scope[1])
         # OFFSET 0: each count computed once, not once for each use in the term.
         sql = (f"WITH phrase (i, query, idf) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[], %s::float8[])) "
                f"SELECT id, sum(idf * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score "
-               f"FROM (SELECT t.{index.key} AS id, t.length, p.i, p.idf, {count} AS f FROM {rows} OFFSET 0) posting "
+               f"FROM (SELECT t.{index.key} AS id, t.length, p.i, p.idf, {count} AS f "
+               f"FROM phrase p JOIN {index.table} t ON {holds} WHERE {where} OFFSET 0) posting "
                f"GROUP BY id ORDER BY score DESC, id LIMIT %s")
         params = [list(range(len(self.phrases))), [_tsquery([keys]) for keys in self.phrases], idfs,
-                  BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *rows_params, limit]
+                  BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *where_params, limit]
         return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
 
 
-class _Spill:
+class _Overflow:
     """The tenant's overflow rows that hold a query lexeme, with each phrase's weighted count in
     each (counted as FTS5 counts: every start where all the phrase's lexemes line up)."""
 
@@ -427,11 +485,12 @@ class _Spill:
     def hits(self, i: int) -> int:
         return sum(1 for _, freqs in self.rows.values() if freqs[i])
 
-    def scored(self, match: list[int], idfs: list[float], avgdl: float) -> list[tuple[int, float]]:
-        """(row id, score) of the rows holding a phrase of `match`: fts5Bm25Function's arithmetic."""
+    def scored(self, groups: list[tuple[int, ...]], idfs: list[float], avgdl: float) -> list[tuple[int, float]]:
+        """(row id, score) of the rows holding all the phrases of a group: fts5Bm25Function's
+        arithmetic."""
         out = []
         for row_id, (length, freqs) in self.rows.items():
-            if any(freqs[i] for i in match):
+            if any(all(freqs[i] for i in group) for group in groups):
                 score = 0.0
                 for idf, f in zip(idfs, freqs):
                     score += idf * ((f * (BM25_K1 + 1.0)) / (f + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
