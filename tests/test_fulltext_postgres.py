@@ -197,10 +197,12 @@ def memories(tmp_path, pg):
     return Memories(Database(tmp_path / "forest.db"), pg)
 
 
-def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories):
+@pytest.mark.parametrize("rare_rows", [pg_text.RARE_ROWS, 40])
+def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories, monkeypatch, rare_rows):
     """A LoCoMo conversation, each turn a memory with the turn before as its context (porter
-    stemmed, context weighing 0.5), asked LoCoMo's questions; then another user's conversation
-    beside it changes nothing."""
+    stemmed, context weighing 0.5), asked LoCoMo's questions (also pruned, as a larger store
+    would be); then another user's conversation beside it changes nothing."""
+    monkeypatch.setattr(pg_text, "RARE_ROWS", rare_rows)
     memories.add_conversation("u", locomo_conversation(0))
     asked = locomo_questions(0)
     before = {}

@@ -16,9 +16,10 @@ column, over a tsvector's size) gets empty tsvectors and its postings in the _ov
 such rows are scored in Python with the same formula.
 
 Ranking reads term at a time, as FTS5 reads its doclists: each phrase's rows through the GIN
-index. It is pruned as forest.storage.fulltext prunes it (MaxScore): when the rarest phrases fill
-the answer with scores that no row holding only common phrases can reach, those rows are never
-read.
+index. It is pruned (MaxScore, Turtle & Flood 1995, as forest.storage.fulltext prunes): the rows
+of the rarest phrases, and those holding every common phrase, are scored first; a common phrase
+adds less than its idf x (k1 + 1) to any row, so then only the rows holding a set of common
+phrases that could reach the best scores found are read, and often none.
 """
 from __future__ import annotations
 
@@ -150,7 +151,8 @@ MAX_TSVECTOR_BYTES = 1_000_000
 # Longer lexemes (and any that is not UTF-8) are stored as '#' + SHA-256: no FTS5 token holds '#'.
 MAX_LEXEME_BYTES = 255
 # MaxScore: the rows of the rarest phrases, at most RARE_ROWS of them, are scored first; then
-# only the rows holding sets of common phrases that could reach their score, at most MAX_SETS sets.
+# only the rows holding sets of common phrases that could reach their score (at most MAX_SETS
+# sets, of at most MAX_SETS common phrases).
 RARE_ROWS = 2_000
 MAX_SETS = 32
 # Ranking a model_id's nodes reads this many times the hits wanted before it checks which are
@@ -354,9 +356,12 @@ class _Search:
     def _reaching(self, common: list[int], floor: float) -> list[tuple[int, ...]] | None:
         """The smallest sets of common phrases that could together reach `floor` in a row: a
         phrase adds less than its idf x (k1 + 1), so a row holding none of these sets scores
-        below it. None if there are more than MAX_SETS (then every row is ranked)."""
+        below it. None if there are more than MAX_SETS phrases or sets (then every row is ranked)."""
+        if len(common) > MAX_SETS:
+            return None
         most = {i: self._idf(i) * (BM25_K1 + 1.0) for i in common}
         order = sorted(common, key=lambda i: -most[i])
+        rest = [sum(most[i] for i in order[j:]) for j in range(len(order))]
         found: list[tuple[int, ...]] = []
 
         def extend(start: int, chosen: tuple[int, ...], total: float) -> None:
@@ -364,7 +369,7 @@ class _Search:
             for j in range(start, len(order)):
                 if total + most[order[j]] >= floor:
                     found.append(chosen + (order[j],))
-                elif total + sum(most[i] for i in order[j:]) >= floor:
+                elif total + rest[j] >= floor:
                     extend(j + 1, chosen + (order[j],), total + most[order[j]])
                 if len(found) > MAX_SETS:
                     return
@@ -376,20 +381,22 @@ class _Search:
         """Count the tenant's tsvector rows holding each phrase, up to `upto`, in one statement."""
         if not phrases:
             return
-        counts = [self._holding([(i,)], upto, run=False) for i in phrases]
+        counts = [self._counting([(i,)], upto) for i in phrases]
         found = self.conn.execute("SELECT " + ", ".join(sql for sql, _ in counts),
                                   [p for _, params in counts for p in params]).fetchone()
         for i, count in zip(phrases, found):
             self.found[i], self.upto[i] = count, upto
 
-    def _holding(self, groups: list[tuple[int, ...]], upto: int, run: bool = True):
-        """The tenant's tsvector rows holding all the phrases of a group, counted up to `upto`
-        (or, if not `run`, the SQL and parameters of that count)."""
+    def _holding(self, groups: list[tuple[int, ...]], upto: int) -> int:
+        sql, params = self._counting(groups, upto)
+        return self.conn.execute("SELECT " + sql, params).fetchone()[0]
+
+    def _counting(self, groups: list[tuple[int, ...]], upto: int) -> tuple[str, list]:
+        """SQL counting the tenant's tsvector rows that hold all the phrases of a group, up to
+        `upto`, and its parameters."""
         condition, params = self._condition(groups)
-        sql = (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} t WHERE t.{self.index.tenant} = %s "
-               f"AND {condition} LIMIT %s) s)")
-        params = [self.tenant, *params, upto]
-        return self.conn.execute("SELECT " + sql, params).fetchone()[0] if run else (sql, params)
+        return (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} t WHERE t.{self.index.tenant} = %s "
+                f"AND {condition} LIMIT %s) s)", [self.tenant, *params, upto])
 
     def _condition(self, groups: list[tuple[int, ...]]) -> tuple[str, list]:
         """SQL true of a row `t` holding all the phrases of some group, and its parameters."""
