@@ -403,7 +403,7 @@ class _Search:
         def has(i: int) -> str:
             return "(" + " OR ".join(f"t.{column} @@ %s::tsquery" for column in self.index.columns) + ")"
         sql = " OR ".join("(" + " AND ".join(map(has, group)) + ")" for group in groups)
-        return f"({sql})", [_tsquery([self.phrases[i]]) for group in groups for i in group for _ in self.index.columns]
+        return f"({sql})", [_tsquery(self.phrases[i]) for group in groups for i in group for _ in self.index.columns]
 
     def _hits(self, i: int) -> int:
         return self.found[i] + self.overflow.hits(i)
@@ -430,10 +430,10 @@ class _Search:
         inside = self._in_scope(scope, [row_id for row_id, _ in scored])
         found = [(row_id, score) for row_id, score in scored if row_id in inside]
         if depth:
-            ranked = self._rank(groups, idfs, limit * LIMIT_DEPTH, None)
-            inside = self._in_scope(scope, [row_id for row_id, _ in ranked])
+            ranked = self._rank(groups, idfs, limit * LIMIT_DEPTH, scope, check=True)
+            inside = [(row_id, score) for row_id, score, is_inside in ranked if is_inside]
             if len(inside) >= limit or len(ranked) < limit * LIMIT_DEPTH:
-                found += [(row_id, score) for row_id, score in ranked if row_id in inside]
+                found += inside
             else:
                 found += self._rank(groups, idfs, limit, scope)
         else:
@@ -447,12 +447,13 @@ class _Search:
                                                 (*scope[1], ids))}
 
     def _rank(self, groups: list[tuple[int, ...]], idfs: list[float], limit: int,
-              scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
-        """FTS5's bm25 of the tenant's rows (in scope, if given) that hold all the phrases of a
-        group, best `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows
-        through the GIN index, its count in each (ts_rank_cd with unit weights and no
-        normalization adds 1 a cover, and a phrase's covers are its occurrences, overlapping ones
-        too), fts5Bm25Function's term; a row's terms summed in phrase order."""
+              scope: tuple[str, tuple], check: bool = False) -> list[tuple]:
+        """FTS5's bm25 of the tenant's rows in scope that hold all the phrases of a group, best
+        `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows through the
+        GIN index, its count in each (ts_rank_cd with unit weights and no normalization adds 1 a
+        cover, and a phrase's covers are its occurrences, overlapping ones too: FTS5's count),
+        fts5Bm25Function's term; a row's terms summed in phrase order. With `check`, rows out of
+        scope are ranked too, each with whether it is in scope."""
         index = self.index
         holds = " OR ".join(f"t.{column} @@ p.query" for column in index.columns)
         count = " + ".join(f"%s * ts_rank_cd('{{1,1,1,1}}', t.{column}, p.query)" for column in index.columns)
@@ -460,17 +461,21 @@ class _Search:
         if sorted(groups) != [(i,) for i in range(len(self.phrases))]:  # else every row holding a phrase
             condition, params = self._condition(groups)
             where, where_params = f"{where} AND {condition}", where_params + params
-        if scope:
+        if not check:
             where, where_params = f"{where} AND t.{index.key} IN ({scope[0]})", where_params + list(scope[1])
         # OFFSET 0: each count computed once, not once for each use in the term.
-        sql = (f"WITH phrase (i, query, idf) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[], %s::float8[])) "
-               f"SELECT id, sum(idf * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score "
+        sql = (f"SELECT id, sum(idf * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score "
                f"FROM (SELECT t.{index.key} AS id, t.length, p.i, p.idf, {count} AS f "
                f"FROM phrase p JOIN {index.table} t ON {holds} WHERE {where} OFFSET 0) posting "
                f"GROUP BY id ORDER BY score DESC, id LIMIT %s")
-        params = [list(range(len(self.phrases))), [_tsquery([keys]) for keys in self.phrases], idfs,
-                  BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *where_params, limit]
-        return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
+        params = [BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *where_params, limit]
+        if check:
+            sql = (f"SELECT id, score, EXISTS (SELECT FROM ({scope[0]}) s WHERE s.id = r.id) FROM ({sql}) r "
+                   "ORDER BY score DESC, id")
+            params = [*scope[1], *params]
+        table = "WITH phrase (i, query, idf) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[], %s::float8[])) "
+        params = [list(range(len(self.phrases))), [_tsquery(keys) for keys in self.phrases], idfs, *params]
+        return [tuple(row) for row in self.conn.execute(table + sql, params)]
 
 
 class _Overflow:
@@ -505,6 +510,7 @@ class _Overflow:
         return out
 
 
-def _tsquery(phrases: list[tuple[str, ...]]) -> str:
-    """A tsquery matching any of the phrases (lexemes consecutive), every lexeme quoted."""
-    return " | ".join("(" + " <-> ".join(_quote(key) for key in keys) + ")" for keys in phrases)
+def _tsquery(phrase: tuple[str, ...]) -> str:
+    """The tsquery of a phrase (its lexemes consecutive), every lexeme quoted: no text of the
+    user's is read as tsquery syntax."""
+    return " <-> ".join(_quote(key) for key in phrase)
