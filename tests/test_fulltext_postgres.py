@@ -241,9 +241,12 @@ HOSTILE_ROWS = ["it's O'Brien's quoted single back slash text", "a b c d e f g h
 
 
 def test_hostile_queries_run_and_match_literally(stores, memories):
-    stores.add_archive(1, "m", [(LEAF, None, "", text) for text in HOSTILE_ROWS + list(qasper_papers()[0][1])])
-    memories.add_conversation("u", HOSTILE_ROWS * 3)
-    for query in HOSTILE + [" ".join(HOSTILE)]:
+    leaves = list(qasper_papers()[0][1])
+    stores.add_archive(1, "m", [(LEAF, None, "", text) for text in HOSTILE_ROWS + leaves])
+    memories.add_conversation("u", HOSTILE_ROWS * 3 + leaves)
+    words = sorted({w for _, paper in qasper_papers()[:6] for leaf in paper for w in leaf.split()})
+    pasted = " ".join(random.Random(2).sample(words, 1500))[:10_000]  # a page of words, most in no row
+    for query in HOSTILE + [" ".join(HOSTILE), pasted]:
         phrases = fulltext.query_phrases(query)
         for limit in LIMITS:
             assert_same(stores.sqlite_hits("m", phrases, limit), stores.pg_hits("m", phrases, limit), query[:80])
