@@ -13,6 +13,7 @@ scores within 1e-9 (relative).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import statistics
@@ -38,7 +39,8 @@ SIZES = (600, 450, 750, 300, 900, 525, 675, 375, 825, 1050)
 TOP_K = 8
 BASE_SCHEMA = """
 CREATE TABLE archives (id BIGINT PRIMARY KEY, model_id TEXT NOT NULL, status TEXT NOT NULL);
-CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY, archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
+CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY,
+                           archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
 CREATE TABLE personal_memories (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL);
 """
 
@@ -64,7 +66,7 @@ def queries(archives: list[tuple[int, list[str]]], count: int, rows: int) -> dic
     rare = [w for w in words if df[w] <= rows // 1000]
     common = [w for w in words if df[w] >= rows // 20]
     rng = random.Random(11)
-    questions = fulltext_questions()
+    questions = qasper_questions()
     return {
         "rare": [" ".join(rng.sample(rare, rng.randint(1, 3))) for _ in range(count)],
         "common": [" ".join(rng.sample(common, rng.randint(1, 3))) for _ in range(count)],
@@ -73,10 +75,9 @@ def queries(archives: list[tuple[int, list[str]]], count: int, rows: int) -> dic
     }
 
 
-def fulltext_questions() -> list[str]:
-    import json
-
-    return [q["question"] for q in json.loads((EVAL / "qasper-dev" / "questions.json").read_text(encoding="utf-8"))]
+def qasper_questions() -> list[str]:
+    path = EVAL / "qasper-dev" / "questions.json"
+    return [q["question"] for q in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def build_sqlite(path: Path, archives) -> Database:
@@ -88,7 +89,7 @@ def build_sqlite(path: Path, archives) -> Database:
                          (archive_id, f"a{archive_id}"))
             conn.executemany("INSERT INTO memory_nodes (id, archive_id, path, depth, node_type, content, summary) "
                              "VALUES (?, ?, ?, 0, ?, ?, '')",
-                             [(node + k + 1, archive_id, f"{node + k + 1}/", LEAF, leaf) for k, leaf in enumerate(leaves)])
+                             [(node + k, archive_id, f"{node + k}/", LEAF, leaf) for k, leaf in enumerate(leaves, 1)])
             node += len(leaves)
     return db
 
@@ -141,8 +142,8 @@ def main() -> None:
                                     "WHERE c.relname LIKE 'node_text%%' AND c.relkind = 'r'").fetchone()[0]
                 print(f"{args.rows} rows in {len(archives)} archives; index built in {sqlite_build:.0f} s (SQLite, "
                       f"with the tokenizer trigger), {pg_build:.0f} s (PostgreSQL, {size})")
-                print(f"{'queries':<10} {'SQLite p50':>11} {'p95':>7} {'PostgreSQL p50':>15} {'p95':>7}   (ms, top {TOP_K};"
-                      f" {args.queries} queries each)")
+                print(f"{'queries':<10} {'SQLite p50':>11} {'p95':>7} {'PostgreSQL p50':>15} {'p95':>7}"
+                      f"   (ms, top {TOP_K}; {args.queries} queries each)")
                 for kind, texts in asked.items():
                     lite, post, differ = [], [], 0
                     for text in texts:

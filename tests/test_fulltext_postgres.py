@@ -22,8 +22,10 @@ from forest.text import tokenize
 # What fulltext_postgres reads of the tables the database layer makes.
 BASE_SCHEMA = """
 CREATE TABLE archives (id BIGINT PRIMARY KEY, model_id TEXT NOT NULL, status TEXT NOT NULL);
-CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY, archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
-CREATE TABLE personal_memories (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT, deleted_at DOUBLE PRECISION);
+CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY,
+                           archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
+CREATE TABLE personal_memories (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT,
+                                deleted_at DOUBLE PRECISION);
 """
 LIMITS = (1, 8, 50)
 
@@ -59,7 +61,8 @@ class Stores:
                                  "title) VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
                                  [(i, archive_id, f"{i}/", t, c, s, title) for i, (t, title, s, c) in zip(ids, nodes)])
         with self.pg.transaction():
-            self.pg.execute("INSERT INTO archives (id, model_id, status) VALUES (%s, %s, %s)", (archive_id, model_id, status))
+            self.pg.execute("INSERT INTO archives (id, model_id, status) VALUES (%s, %s, %s)",
+                            (archive_id, model_id, status))
             self.pg.cursor().executemany("INSERT INTO memory_nodes (id, archive_id) VALUES (%s, %s)",
                                          [(i, archive_id) for i in ids])
             # What migration 7's trigger gives FTS5.

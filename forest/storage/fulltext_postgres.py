@@ -233,7 +233,8 @@ def _write(conn: Connection, index: _Index, rows: list[tuple[int, str, tuple[str
         for record in records:
             copy.write_row(record)
     if overflow:
-        with conn.cursor().copy(f"COPY {index.table}_overflow ({index.key}, col, lexeme, positions) FROM STDIN") as copy:
+        columns = f"{index.key}, col, lexeme, positions"
+        with conn.cursor().copy(f"COPY {index.table}_overflow ({columns}) FROM STDIN") as copy:
             for record in overflow:
                 copy.write_row(record)
 
