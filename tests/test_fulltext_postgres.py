@@ -16,7 +16,7 @@ from eval_corpus import locomo_conversation, locomo_questions, qasper_papers, qa
 from forest.personal.memory_store import PersonalStore, SaidBefore
 from forest.records import LEAF, SUMMARY
 from forest.storage import fulltext, fulltext_postgres as pg_text
-from forest.storage.db import Database
+from forest.storage.sqlite import SQLiteDatabase
 from forest.text import tokenize
 
 # What fulltext_postgres reads of the tables the database layer makes.
@@ -44,7 +44,7 @@ def pg(postgres_url):
 class Stores:
     """The same archives in a SQLite store (FTS5 through migrations 4 and 7) and in PostgreSQL."""
 
-    def __init__(self, sqlite: Database, pg) -> None:
+    def __init__(self, sqlite: SQLiteDatabase, pg) -> None:
         self.sqlite, self.pg = sqlite, pg
         self.next_node = 1
 
@@ -84,7 +84,7 @@ class Stores:
 
 @pytest.fixture
 def stores(tmp_path, pg):
-    return Stores(Database(tmp_path / "forest.db"), pg)
+    return Stores(SQLiteDatabase(tmp_path / "forest.db"), pg)
 
 
 def paper_nodes(leaves: tuple[str, ...], paper_id: str) -> list[tuple[str, str | None, str, str]]:
@@ -139,7 +139,7 @@ def test_each_tenant_scores_as_if_alone(tmp_path, pg):
     alone: dict[str, Stores] = {}
     next_node, archive_id, before = 1, 0, {}
     for model_id, mine in chosen.items():
-        store = alone[model_id] = Stores(Database(tmp_path / model_id / "forest.db"), pg)
+        store = alone[model_id] = Stores(SQLiteDatabase(tmp_path / model_id / "forest.db"), pg)
         store.next_node = next_node  # node ids are unique in the one PostgreSQL
         for paper_id, leaves in mine:
             archive_id += 1
@@ -160,7 +160,7 @@ def test_each_tenant_scores_as_if_alone(tmp_path, pg):
 class Memories:
     """The same memories in a SQLite store (PersonalStore) and in PostgreSQL."""
 
-    def __init__(self, sqlite: Database, pg) -> None:
+    def __init__(self, sqlite: SQLiteDatabase, pg) -> None:
         self.sqlite, self.pg, self.store = sqlite, pg, PersonalStore(sqlite)
 
     def add_conversation(self, user_id: str, turns: list[str], agents: tuple[str, ...] = ("a1", "a2"),
@@ -197,7 +197,7 @@ class Memories:
 
 @pytest.fixture
 def memories(tmp_path, pg):
-    return Memories(Database(tmp_path / "forest.db"), pg)
+    return Memories(SQLiteDatabase(tmp_path / "forest.db"), pg)
 
 
 @pytest.mark.parametrize("rare_rows", [pg_text.RARE_ROWS, 40])

@@ -274,7 +274,8 @@ def _server_url(url: str) -> str | None:
         parts = None
     if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
         return url
-    if "://" in url or re.fullmatch(r"[\w.-]+:\d+", url):
+    host, colon, port = url.rpartition(":")
+    if "://" in url or (colon and port.isdigit() and host and "/" not in host):
         raise ConfigError(f"qdrant_url must be an http(s) URL of a Qdrant server or a directory, got "
                           f"{without_password(url)!r}")
     return None
