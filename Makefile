@@ -21,8 +21,12 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.headless true --browser.gatherUsageStats false
 
+# Two pytest-xdist workers, one test module at a time each (--dist loadfile: a module's fixtures are
+# set up once). A serial run used about one of the two cores: it spends much of its time waiting on
+# the processes it starts (the workbench, Chromium, CLI commands, servers).
+TEST_WORKERS ?= 2
 test: setup browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"

@@ -2,6 +2,7 @@
 default embedder (loaded once per session)."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -108,6 +109,53 @@ def personal(make_forest):
 @pytest.fixture
 def forest(make_forest) -> MemoryForest:
     return make_forest(chunk_size=300, chunk_overlap=0)
+
+
+AQA_PAPER = SHARED_EVAL / "pdfs" / "1705.07830.pdf"
+
+
+@pytest.fixture(scope="session")
+def aqa_store(tmp_path_factory, embedder) -> Path:
+    """A store holding AQA_PAPER (15 pages), ingested by model_id "m" with the default settings as
+    archive 1. The ingest takes ~50 s of CPU and several tests read that same tree, so it is built
+    once per run, for every xdist worker (under a lock, in the directory the workers share), and
+    each test opens its own copy (copy_store)."""
+    if not AQA_PAPER.exists():
+        pytest.skip("shared/eval is not beside the project")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    store = shared / "aqa-store"
+    with open(shared / "aqa-store.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not store.exists():
+            building = shared / "aqa-store.building"
+            shutil.rmtree(building, ignore_errors=True)
+            forest = MemoryForest(load_settings({"data_dir": building}, environ={}), embedder=embedder)
+            forest.ingest_file(AQA_PAPER, "m")
+            forest.close()
+            building.rename(store)
+    return store
+
+
+def copy_store(store: Path, data_dir: Path) -> Path:
+    """A copy of a closed store's data directory, to open and change without touching the original."""
+    shutil.copytree(store, data_dir, dirs_exist_ok=True)
+    return data_dir
+
+
+@pytest.fixture
+def aqa_forest(request, make_forest, tmp_path):
+    """make_forest's MemoryForest holding AQA_PAPER, and its archive: on a copy of aqa_store, or
+    (FOREST_TEST_DATABASE=postgres, where a SQLite copy is no use) ingested afresh."""
+    if TEST_DATABASE != "sqlite":
+        if not AQA_PAPER.exists():
+            pytest.skip("shared/eval is not beside the project")
+        forest = make_forest()
+        return forest, forest.ingest_file(AQA_PAPER, "m")
+    forest = make_forest(copy_store(request.getfixturevalue("aqa_store"), tmp_path / "store"))
+    [archive] = forest.archives("m")
+    return forest, archive
 
 
 @pytest.fixture(scope="session")

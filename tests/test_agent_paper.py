@@ -8,24 +8,23 @@ import re
 
 import pytest
 
-from conftest import SHARED_EVAL
+from conftest import AQA_PAPER, SHARED_EVAL, copy_store
 from forest import MemoryForest, load_settings
 from forest.recall.agent import ANSWER, EXPLORE, MAX_EXPLORES, OFFLINE_LABEL
 from forest.references import is_reference_node
 from forest.text import split_sentences
 from forest.views.transcript import step_sentence
 
-PAPER = SHARED_EVAL / "pdfs" / "1705.07830.pdf"
+PAPER = AQA_PAPER
 OTHER = SHARED_EVAL / "pdfs" / "1909.00754.pdf"
 
 
 @pytest.fixture(scope="module")
-def papers(tmp_path_factory, embedder):
-    if not PAPER.exists():
-        pytest.skip("shared/eval is not beside the project")
-    settings = load_settings({"data_dir": tmp_path_factory.mktemp("paper")}, environ={})
+def papers(tmp_path_factory, embedder, aqa_store):
+    """PAPER as archive 1 (the run's one ingest of it, copied), then OTHER uploaded beside it."""
+    settings = load_settings({"data_dir": copy_store(aqa_store, tmp_path_factory.mktemp("paper"))}, environ={})
     forest = MemoryForest(settings, embedder=embedder)
-    aqa = forest.ingest_file(PAPER, "m").id
+    [aqa] = [a.id for a in forest.archives("m")]
     dst = forest.ingest_file(OTHER, "m").id
     yield forest, aqa, dst
     forest.close()

@@ -120,7 +120,8 @@ def test_ask_page_answers_in_one_click_answer_first_steps_folded(workbench):
     open_page(driver, "Ask")
     question = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]"))
     question.send_keys("Who played bebop?")
-    driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
+    # Streamlit can draw the button after the field: on a busy machine it was not there yet
+    wait(driver, lambda d: d.find_element(By.XPATH, "//button[.//p[text()='Ask']]")).click()
     link = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=stMarkdown] a[href^='#cite-']"), 120)[0]
     steps = driver.find_element(By.XPATH, "//details[.//p[starts-with(text(), 'How the agent got there')]]")
     # the answer comes before the folded steps, which open on a click and say what the agent did

@@ -237,7 +237,8 @@ def test_a_citation_opens_its_pdf_page_with_the_passage_highlighted(reader):
     open_page(driver, "Ask")
     wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "input[aria-label=Question]")).send_keys(
         "How are offensive tweets detected?")   # answered from two passages
-    driver.find_element(By.XPATH, "//button[.//p[text()='Ask']]").click()
+    # Streamlit can draw the button after the field: on a busy machine it was not there yet
+    wait(driver, lambda d: d.find_element(By.XPATH, "//button[.//p[text()='Ask']]")).click()
     links = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-testid=stMarkdown] a[href^='#cite-']"), 120)
     assert links[0].text == "[1]"
     folded = driver.find_element(By.XPATH, "//details[.//p[starts-with(text(), 'How the agent got there')]]")

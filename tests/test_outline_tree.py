@@ -6,7 +6,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from conftest import SHARED_EVAL, topic_text
+from conftest import topic_text
 from forest.tree.outline import document_lead, heading_paths
 from forest.ingest.document import Heading
 from forest.records import SEPARATOR
@@ -234,12 +234,8 @@ def test_append_and_export_keep_the_outline_and_the_history(forest, make_forest,
     assert len(other.merge_history("m", copy.id)) == len(history)
 
 
-def test_a_real_fifteen_page_pdf_reads_like_its_table_of_contents(make_forest):
-    pdf = SHARED_EVAL / "pdfs" / "1705.07830.pdf"
-    if not pdf.exists():
-        pytest.skip("shared/eval is not beside the project")
-    forest = make_forest()
-    archive = forest.ingest_file(pdf, "m")
+def test_a_real_fifteen_page_pdf_reads_like_its_table_of_contents(aqa_forest):
+    forest, archive = aqa_forest
     nodes, _, leaves = tree(forest, "m", archive.id)
     assert archive.roots == 1 and archive.depth <= 5
     summaries = [n for n in nodes if not n.is_leaf]
