@@ -117,7 +117,6 @@ class Server:
         self.postgres = postgres
 
     def store(self, where: Path) -> Store:
-        where.mkdir(parents=True)
         return Store(str(where), self._create('CREATE DATABASE "{}"'))
 
     def copy(self, base: Store, where: Path) -> Store:
