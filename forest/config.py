@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -175,18 +176,22 @@ class Settings:
         return bool(self.database_url) and not str(self.database_url).startswith("sqlite:")
 
 
+# A password given as a parameter (`?password=...` in a URL, `password=...` in a libpq conninfo).
+_PASSWORD_PARAMETER = re.compile(r"(?i)(password=)[^&\s]*")
+
+
 def without_password(url: str) -> str:
-    """A database or server URL as it may be shown: its password replaced by ***."""
+    """A database or server URL (or libpq conninfo) as it may be shown: every password replaced by ***."""
     from urllib.parse import urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)
-        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}"))
+        if parts.password is not None:
+            netloc = parts.netloc.rsplit("@", 1)
+            url = urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}"))
     except ValueError:
         return "(unreadable URL)"
+    return _PASSWORD_PARAMETER.sub(r"\1***", url)
 
 
 _ENV_ALIASES = {"chroma_host": ("CHROMA_HOST",), "chroma_port": ("CHROMA_PORT",),

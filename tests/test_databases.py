@@ -90,6 +90,16 @@ def test_an_unreachable_database_is_one_line_without_the_password(tmp_path):
         open_database(load_settings({"database_url": "mysql://x@y/z"}, environ={}))
 
 
+@pytest.mark.parametrize("url", ["postgresql://forest:s3cret@db:5432/forest",
+                                 "postgresql://forest@db/forest?sslmode=require&password=s3cret",
+                                 "host=db dbname=forest password=s3cret"])
+def test_a_url_is_shown_without_its_password(url):
+    from forest.config import load_settings as settings_of, without_password
+
+    assert "s3cret" not in without_password(url) and "***" in without_password(url)
+    assert "s3cret" not in str(settings_of({"database_url": url}, environ={}).describe())
+
+
 def test_sqlite_urls_name_a_file(tmp_path):
     db = open_database(load_settings({"database_url": f"sqlite:///{tmp_path}/other.sqlite3"}, environ={}))
     assert isinstance(db, SQLiteDatabase) and db.path == tmp_path / "other.sqlite3"

@@ -22,8 +22,10 @@ from forest.text import tokenize
 # What fulltext_postgres reads of the tables the database layer makes.
 BASE_SCHEMA = """
 CREATE TABLE archives (id BIGINT PRIMARY KEY, model_id TEXT NOT NULL, status TEXT NOT NULL);
-CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY, archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
-CREATE TABLE personal_memories (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT, deleted_at DOUBLE PRECISION);
+CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY,
+                           archive_id BIGINT NOT NULL REFERENCES archives (id) ON DELETE CASCADE);
+CREATE TABLE personal_memories (id BIGINT PRIMARY KEY, user_id TEXT NOT NULL, agent_id TEXT,
+                                deleted_at DOUBLE PRECISION);
 """
 LIMITS = (1, 8, 50)
 
@@ -59,7 +61,8 @@ class Stores:
                                  "title) VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
                                  [(i, archive_id, f"{i}/", t, c, s, title) for i, (t, title, s, c) in zip(ids, nodes)])
         with self.pg.transaction():
-            self.pg.execute("INSERT INTO archives (id, model_id, status) VALUES (%s, %s, %s)", (archive_id, model_id, status))
+            self.pg.execute("INSERT INTO archives (id, model_id, status) VALUES (%s, %s, %s)",
+                            (archive_id, model_id, status))
             self.pg.cursor().executemany("INSERT INTO memory_nodes (id, archive_id) VALUES (%s, %s)",
                                          [(i, archive_id) for i in ids])
             # What migration 7's trigger gives FTS5.
@@ -175,8 +178,8 @@ class Memories:
                     memory_id = 1_000_000 + len(ids) + 1
                 self.pg.execute("INSERT INTO personal_memories (id, user_id, agent_id) VALUES (%s, %s, %s)",
                                 (memory_id, user_id, agent))
-                pg_text.write_memory_text(self.pg, memory_id, user_id, " ".join(tokenize(turn)),
-                                          " ".join(tokenize(context.text if context else "")))
+                pg_text.write_memory_text(self.pg, [(memory_id, user_id, " ".join(tokenize(turn)),
+                                                     " ".join(tokenize(context.text if context else "")))])
                 ids.append(memory_id)
                 previous = (memory_id, turn)
         return ids
@@ -197,10 +200,12 @@ def memories(tmp_path, pg):
     return Memories(Database(tmp_path / "forest.db"), pg)
 
 
-def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories):
+@pytest.mark.parametrize("rare_rows", [pg_text.RARE_ROWS, 40])
+def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories, monkeypatch, rare_rows):
     """A LoCoMo conversation, each turn a memory with the turn before as its context (porter
-    stemmed, context weighing 0.5), asked LoCoMo's questions; then another user's conversation
-    beside it changes nothing."""
+    stemmed, context weighing 0.5), asked LoCoMo's questions (also pruned, as a larger store
+    would be); then another user's conversation beside it changes nothing."""
+    monkeypatch.setattr(pg_text, "RARE_ROWS", rare_rows)
     memories.add_conversation("u", locomo_conversation(0))
     asked = locomo_questions(0)
     before = {}
@@ -216,6 +221,19 @@ def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories):
         assert memories.pg_hits("u", query, limit) == hits, query
 
 
+def test_phrases_count_as_fts5_counts_them(stores):
+    """Rows of three words in random order, queried with random phrases ("beta-alpha-beta" is the
+    phrase beta alpha beta): overlapping and repeated occurrences count as in FTS5."""
+    rng = random.Random(9)
+    vocabulary = ["alpha", "beta", "gamma"]
+    stores.add_archive(1, "m", [(LEAF, None, "", " ".join(rng.choices(vocabulary, k=rng.randint(1, 60))))
+                                for _ in range(400)])
+    for _ in range(150):
+        query = " ".join("-".join(rng.choices(vocabulary, k=rng.randint(1, 4))) for _ in range(rng.randint(1, 3)))
+        phrases = fulltext.query_phrases(query)
+        assert_same(stores.sqlite_hits("m", phrases, 10), stores.pg_hits("m", phrases, 10), query)
+
+
 HOSTILE = ["it's", "O'Brien's \"quoted\" 'single'", "back\\slash \\\\ \\'", "a & b | c ! d <-> e ( f ) : g * h",
            "x:* y:A z:1 'w':*", "!!! ||| &&& <-> <2> ()", "'' \"\" ''' \\", "NEAR(a b) AND OR NOT ^x a*",
            "火山 位于 大多数火山位于板块边界", "東京タワー 서울 日本語のテキスト", "café naïve Ünïcödé ﬁnance",
@@ -226,9 +244,12 @@ HOSTILE_ROWS = ["it's O'Brien's quoted single back slash text", "a b c d e f g h
 
 
 def test_hostile_queries_run_and_match_literally(stores, memories):
-    stores.add_archive(1, "m", [(LEAF, None, "", text) for text in HOSTILE_ROWS + list(qasper_papers()[0][1])])
-    memories.add_conversation("u", HOSTILE_ROWS * 3)
-    for query in HOSTILE + [" ".join(HOSTILE)]:
+    leaves = list(qasper_papers()[0][1])
+    stores.add_archive(1, "m", [(LEAF, None, "", text) for text in HOSTILE_ROWS + leaves])
+    memories.add_conversation("u", HOSTILE_ROWS * 3 + leaves)
+    words = sorted({w for _, paper in qasper_papers()[:6] for leaf in paper for w in leaf.split()})
+    pasted = " ".join(random.Random(2).sample(words, 1500))[:10_000]  # a page of words, most in no row
+    for query in HOSTILE + [" ".join(HOSTILE), pasted]:
         phrases = fulltext.query_phrases(query)
         for limit in LIMITS:
             assert_same(stores.sqlite_hits("m", phrases, limit), stores.pg_hits("m", phrases, limit), query[:80])
@@ -267,8 +288,8 @@ def test_deleted_rows_leave_the_results_and_the_statistics(stores, memories):
         memories.pg.execute("UPDATE personal_memories SET deleted_at = 2 WHERE id = ANY(%s)", (kept[::3],))
         # As PersonalStore.delete does: a memory said after a deleted one loses its context.
         for memory_id in kept[1::3]:
-            pg_text.write_memory_text(memories.pg, memory_id, "u", " ".join(tokenize(
-                memories.sqlite.query_one("SELECT memory FROM personal_memories WHERE id = ?", (memory_id,))[0])), "")
+            memory = memories.sqlite.query_one("SELECT memory FROM personal_memories WHERE id = ?", (memory_id,))[0]
+            pg_text.write_memory_text(memories.pg, [(memory_id, "u", " ".join(tokenize(memory)), "")])
     for query in locomo_questions(2)[:60]:
         got = memories.pg_hits("u", query, 8)
         assert not set(kept[::3]) & {i for i, _ in got}
@@ -297,3 +318,50 @@ def test_rows_a_tsvector_cannot_hold_are_ranked_exactly(stores, memories):
     with stores.pg.transaction():
         pg_text.delete_node_text(stores.pg, [ids[0]])
     assert stores.pg.execute("SELECT count(*) FROM node_text_overflow WHERE node_id = %s", (ids[0],)).fetchone()[0] == 0
+
+
+def recount(pg, table: str, tenant: str, words: str) -> tuple[set, set]:
+    """(totals, lexeme counts) recounted from the index rows, and as the triggers keep them."""
+    kept = (set(pg.execute(f"SELECT {tenant}, rows, tokens FROM {table}_totals").fetchall()),
+            set(pg.execute(f"SELECT {tenant}, lexeme, rows FROM {table}_lexemes").fetchall()))
+    counted = (set(pg.execute(f"SELECT {tenant}, count(*), sum(length) FROM {table} GROUP BY 1").fetchall()),
+               set(pg.execute(f"SELECT {tenant}, lexeme, count(*) FROM {table}, unnest(tsvector_to_array({words})) "
+                              "AS lexeme GROUP BY 1, 2").fetchall()))
+    return kept, counted
+
+
+def test_statistics_follow_every_write(pg):
+    """The totals and lexeme counts the triggers keep equal a recount after inserts, replacements,
+    an update, deletions and a cascade; a deleted tenant's rows and words leave nothing in them."""
+    leaves = qasper_papers()[3][1] + qasper_papers()[4][1]
+    with pg.transaction():
+        pg.execute("INSERT INTO archives VALUES (1, 'a', 'ready'), (2, 'a', 'ready'), (3, 'b', 'building')")
+        pg.execute("INSERT INTO memory_nodes SELECT i, 1 + i %% 3 FROM generate_series(1, %s) i", (len(leaves),))
+        pg_text.write_node_text(pg, [(i, "a" if i % 3 < 2 else "b", fulltext.index_text(LEAF, "", leaf))
+                                     for i, leaf in enumerate(leaves, 1)])
+    kept, counted = recount(pg, "node_text", "model_id", "body")
+    assert kept == counted and len(kept[1]) > 1000
+    with pg.transaction():
+        pg_text.write_node_text(pg, [(i, "a" if i % 3 < 2 else "b", "replaced text " * i) for i in range(1, 30)])
+        pg.execute("UPDATE node_text SET model_id = 'c' WHERE node_id BETWEEN 30 AND 40")
+        pg_text.delete_node_text(pg, range(41, 60))
+        pg.execute("DELETE FROM archives WHERE id = 2")  # its nodes and their index rows go by cascade
+    assert recount(pg, "node_text", "model_id", "body")[0] == recount(pg, "node_text", "model_id", "body")[1]
+    with pg.transaction():
+        pg.execute("DELETE FROM archives")
+    assert pg.execute("SELECT (SELECT count(*) FROM node_text_totals) + (SELECT count(*) FROM node_text_lexemes)"
+                      ).fetchone()[0] == 0
+    turns = locomo_conversation(3)[:200]
+    with pg.transaction():
+        pg.execute("INSERT INTO personal_memories (id, user_id) SELECT i, 'u' || i %% 2 FROM generate_series(1, %s) i",
+                   (len(turns),))
+        pg_text.write_memory_text(pg, [(i, f"u{i % 2}", " ".join(tokenize(turn)), " ".join(tokenize(turns[i - 2])))
+                                       for i, turn in enumerate(turns, 1)])
+        pg_text.write_memory_text(pg, [(i, f"u{i % 2}", " ".join(tokenize(turns[-i])), "") for i in range(1, 50)])
+        pg_text.delete_memory_text(pg, range(50, 80))
+    kept, counted = recount(pg, "personal_memory_text", "user_id", "body || context")
+    assert kept == counted and len(kept[0]) == 2
+    with pg.transaction():
+        pg.execute("DELETE FROM personal_memories WHERE user_id = 'u1'")
+    kept, counted = recount(pg, "personal_memory_text", "user_id", "body || context")
+    assert kept == counted and {row[0] for row in kept[0] | kept[1]} == {"u0"}

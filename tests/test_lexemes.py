@@ -92,7 +92,8 @@ def test_porter_on_words_with_other_scripts_inside():
     others = ["é", "ж", "ア", "ࠠ", "\U0001f600", "ß", "ø"]
     endings = ["", "s", "es", "ies", "sses", "ed", "eed", "ing", "y", "ational", "tional", "izer", "bli",
                "alli", "ousli", "ization", "ation", "iveness", "biliti", "icate", "ative", "alize", "ical",
-               "ness", "ful", "ement", "ment", "ion", "sion", "tion", "ance", "able", "ize", "e", "ll", "at", "bl", "iz"]
+               "ness", "ful", "ement", "ment", "ion", "sion", "tion", "ance", "able", "ize", "e", "ll", "at", "bl",
+               "iz"]
     words = ["".join(rng.choice("aeiouybcdlmnrstwx" + "".join(others)) for _ in range(rng.randint(1, 9)))
              + rng.choice(endings) for _ in range(50_000)]
     assert mismatches(words, porter=True) == []

@@ -227,8 +227,8 @@ class PersonalStore:
             rows = conn.execute("SELECT id, user_id, memory, context FROM personal_memories m WHERE deleted_at IS NULL "
                                 f"AND NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.{self._text_id} = m.id)"
                                 ).fetchall()
-            for memory_id, user_id, memory, context in rows:
-                self._index(conn, user_id, memory_id, memory, context)
+            self._index_many(conn, [(memory_id, user_id, memory, context)
+                                    for memory_id, user_id, memory, context in rows])
         return len(rows)
 
     def tag_untagged(self, embedder: str) -> None:
@@ -484,14 +484,20 @@ class PersonalStore:
         return sql, params
 
     def _index(self, conn: Connection, user_id: str, memory_id: int, memory: str, context: str | None = None) -> None:
-        body, said = " ".join(tokenize(memory)), " ".join(tokenize(context or ""))
+        self._index_many(conn, [(memory_id, user_id, memory, context)])
+
+    def _index_many(self, conn: Connection, memories: list[tuple[int, str, str, str | None]]) -> None:
+        """BM25 rows of (memory id, user_id, memory, context): the memory's tokens, and those of
+        what was said before it. In one call: PostgreSQL keeps each user's statistics per call."""
+        rows = [(memory_id, user_id, " ".join(tokenize(memory)), " ".join(tokenize(context or "")))
+                for memory_id, user_id, memory, context in memories]
         if self.db.dialect == "postgres":
             from forest.storage import fulltext_postgres
 
-            fulltext_postgres.write_memory_text(conn.raw, memory_id, user_id, body, said)
+            fulltext_postgres.write_memory_text(conn.raw, rows)
         else:
-            conn.execute("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
-                         (memory_id, body, said))
+            conn.executemany("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
+                             [(memory_id, body, said) for memory_id, _, body, said in rows])
 
     def _unindex(self, conn: Connection, memory_id: int) -> None:
         conn.execute(f"DELETE FROM personal_memory_text WHERE {self._text_id} = ?", (memory_id,))

@@ -3,19 +3,23 @@ with each tenant's statistics its own.
 
 The index holds FTS5's own lexemes (forest.storage.lexemes) with their positions, as tsvector
 values built here (PostgreSQL's parser is never used: its result depends on the server's locale),
-under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted.
-The score is fts5Bm25Function's formula, in its order of floating-point operations, so with one
-tenant in the store the scores are FTS5's to the last bit. N, n and avgdl are the tenant's (model_id
-for node text, user_id for personal memory), kept per tenant by triggers (the totals tables): one
-tenant's rows never move another's scores.
+under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted,
+overlapping ones too. The score is fts5Bm25Function's formula in its order of floating-point
+operations, so with one tenant in the store the scores are FTS5's bm25() to the last bit. N, n and
+avgdl are the tenant's (model_id for node text, user_id for personal memory): one tenant's rows
+never move another's scores. Triggers keep them as FTS5 keeps its own, so a query reads them
+instead of counting rows: each tenant's rows and tokens (the _totals tables) and each lexeme's
+rows (the _lexemes tables).
 
 A row a tsvector cannot hold exactly (a lexeme more than 256 times, more than 16383 tokens in a
-column, over a tsvector's size) gets an empty tsvector and its postings in the overflow table; such
-rows are scored in Python with the same formula.
+column, over a tsvector's size) gets empty tsvectors and its postings in the _overflow table;
+such rows are scored in Python with the same formula.
 
-The top hits are pruned as forest.storage.fulltext prunes them (MaxScore): when the rarest phrases
-fill the answer with scores that no row holding only common phrases can reach, those rows are
-never scored; they are only counted, for their idf.
+Ranking reads term at a time, as FTS5 reads its doclists: each phrase's rows through the GIN
+index. It is pruned (MaxScore, Turtle & Flood 1995, as forest.storage.fulltext prunes): the rows
+of the rarest phrases, and those holding every common phrase, are scored first; a common phrase
+adds less than its idf x (k1 + 1) to any row, so then only the rows holding a set of common
+phrases that could reach the best scores found are read, and often none.
 """
 from __future__ import annotations
 
@@ -23,8 +27,12 @@ import hashlib
 import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from forest.storage.lexemes import lexemes
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 SCHEMA = """
 CREATE TABLE node_text (
@@ -34,7 +42,6 @@ CREATE TABLE node_text (
     length   INTEGER NOT NULL           -- FTS5's column size: the row's number of tokens
 );
 CREATE INDEX node_text_words ON node_text USING gin (body);
-CREATE INDEX node_text_model ON node_text (model_id) INCLUDE (length);
 
 CREATE TABLE personal_memory_text (
     memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id) ON DELETE CASCADE,
@@ -44,9 +51,8 @@ CREATE TABLE personal_memory_text (
     length    INTEGER NOT NULL          -- tokens of body and context
 );
 CREATE INDEX personal_memory_text_words ON personal_memory_text USING gin (body, context);
-CREATE INDEX personal_memory_text_user ON personal_memory_text (user_id) INCLUDE (length);
 
--- Rows a tsvector cannot hold exactly: every lexeme's positions (0-based, per column).
+-- Rows a tsvector cannot hold exactly: each lexeme's positions (0-based) in each column.
 CREATE TABLE node_text_overflow (
     node_id   BIGINT NOT NULL REFERENCES node_text (node_id) ON DELETE CASCADE,
     col       SMALLINT NOT NULL,
@@ -64,49 +70,74 @@ CREATE TABLE personal_memory_text_overflow (
 );
 CREATE INDEX personal_memory_text_overflow_memory ON personal_memory_text_overflow (memory_id);
 
--- Each tenant's N and total tokens (FTS5 keeps them for the whole table), kept by the triggers
--- below on every insert, update and delete (cascades included), so a query reads one row.
+-- BM25's statistics per tenant: rows and tokens (N and avgdl), and the rows holding each lexeme
+-- (n of a one-lexeme phrase), kept by fulltext_statistics on every write.
 CREATE TABLE node_text_totals (
     model_id TEXT COLLATE "C" PRIMARY KEY,
     rows     BIGINT NOT NULL,
     tokens   BIGINT NOT NULL
+);
+CREATE TABLE node_text_lexemes (
+    model_id TEXT COLLATE "C" NOT NULL,
+    lexeme   TEXT COLLATE "C" NOT NULL,
+    rows     BIGINT NOT NULL,
+    PRIMARY KEY (model_id, lexeme)
 );
 CREATE TABLE personal_memory_text_totals (
     user_id TEXT COLLATE "C" PRIMARY KEY,
     rows    BIGINT NOT NULL,
     tokens  BIGINT NOT NULL
 );
-CREATE FUNCTION fulltext_count_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE TABLE personal_memory_text_lexemes (
+    user_id TEXT COLLATE "C" NOT NULL,
+    lexeme  TEXT COLLATE "C" NOT NULL,
+    rows    BIGINT NOT NULL,
+    PRIMARY KEY (user_id, lexeme)
+);
+
+-- TG_ARGV: the index table, its tenant column, its tsvector of all columns.
+CREATE FUNCTION fulltext_statistics() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed text := CASE TG_OP
+        WHEN 'INSERT' THEN 'SELECT 1 AS sign, * FROM new_rows'
+        WHEN 'DELETE' THEN 'SELECT -1 AS sign, * FROM old_rows'
+        ELSE 'SELECT 1 AS sign, * FROM new_rows UNION ALL SELECT -1, * FROM old_rows' END;
 BEGIN
-    -- TG_ARGV: the totals table and the tenant column. Tenants in sorted order: two statements
-    -- never lock two tenants' totals in opposite orders.
-    IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, -count(*), -sum(length) FROM old_rows '
-                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
-                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
-                       TG_ARGV[0], TG_ARGV[1]);
-    END IF;
-    IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, count(*), sum(length) FROM new_rows '
-                       'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
-                       'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
-                       TG_ARGV[0], TG_ARGV[1]);
+    -- The tenant's totals row first: a second writer of the tenant waits there before it locks
+    -- any lexeme row, so two writers never lock lexeme rows in opposite orders.
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, sum(sign), sum(sign * length) FROM (%3$s) c '
+                   'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
+                   'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
+                   TG_ARGV[0] || '_totals', TG_ARGV[1], changed);
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, lexeme, sum(sign) '
+                   'FROM (%3$s) c, unnest(tsvector_to_array(%4$s)) AS lexeme '
+                   'GROUP BY 1, 2 ORDER BY 1, 2 ON CONFLICT (%2$I, lexeme) DO UPDATE SET rows = t.rows + excluded.rows',
+                   TG_ARGV[0] || '_lexemes', TG_ARGV[1], changed, TG_ARGV[2]);
+    IF TG_OP <> 'INSERT' THEN  -- a deleted row's words and tenant leave no trace here
+        EXECUTE format('DELETE FROM %1$I t USING (SELECT DISTINCT %2$I AS tenant, lexeme FROM old_rows, '
+                       'unnest(tsvector_to_array(%3$s)) AS lexeme) g '
+                       'WHERE t.%2$I = g.tenant AND t.lexeme = g.lexeme AND t.rows = 0',
+                       TG_ARGV[0] || '_lexemes', TG_ARGV[1], TG_ARGV[2]);
+        EXECUTE format('DELETE FROM %1$I t WHERE t.%2$I IN (SELECT %2$I FROM old_rows) AND t.rows = 0',
+                       TG_ARGV[0] || '_totals', TG_ARGV[1]);
     END IF;
     RETURN NULL;
 END $$;
 CREATE TRIGGER node_text_inserted AFTER INSERT ON node_text REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
 CREATE TRIGGER node_text_updated AFTER UPDATE ON node_text REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
 CREATE TRIGGER node_text_deleted AFTER DELETE ON node_text REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('node_text_totals', 'model_id');
-CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
+CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
 CREATE TRIGGER personal_memory_text_updated AFTER UPDATE ON personal_memory_text
     REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
-CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_count_rows('personal_memory_text_totals', 'user_id');
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
+CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
 """
 
 # fts5Bm25Function's constants, combined as C combines them (k1 + 1.0, 1 - b).
@@ -119,9 +150,11 @@ MAX_POSITIONS = 256
 MAX_TSVECTOR_BYTES = 1_000_000
 # Longer lexemes (and any that is not UTF-8) are stored as '#' + SHA-256: no FTS5 token holds '#'.
 MAX_LEXEME_BYTES = 255
-# MaxScore: the rarest phrases' rows, at most RARE_ROWS of them, are scored first (a common
-# phrase's rows are then only counted, which costs a fraction of scoring them).
+# MaxScore: the rows of the rarest phrases, at most RARE_ROWS of them, are scored first; then
+# only the rows holding sets of common phrases that could reach their score (at most MAX_SETS
+# sets, of at most MAX_SETS common phrases).
 RARE_ROWS = 2_000
+MAX_SETS = 32
 # Ranking a model_id's nodes reads this many times the hits wanted before it checks which are
 # visible (the check joins each row to its node and archive).
 LIMIT_DEPTH = 4
@@ -139,13 +172,16 @@ class _Index:
     weights: tuple[float, ...]
     porter: bool
 
-    @property
-    def overflow(self) -> str:
-        return f"{self.table}_overflow"
-
-    @property
-    def totals(self) -> str:
-        return f"{self.table}_totals"
+    def statistics(self) -> str:
+        """SQL of a tenant's rows and tokens, the rows of each of some lexemes, and its overflow
+        rows' postings of those lexemes (parameters: lexemes, lexemes, tenant)."""
+        return (f"SELECT t.rows, t.tokens, "
+                f"(SELECT coalesce(jsonb_object_agg(l.lexeme, l.rows), '{{}}') FROM {self.table}_lexemes l "
+                f"WHERE l.{self.tenant} = t.{self.tenant} AND l.lexeme = ANY(%s)), "
+                f"(SELECT coalesce(jsonb_agg(jsonb_build_array(o.{self.key}, r.length, o.col, o.lexeme, o.positions)), "
+                f"'[]') FROM {self.table}_overflow o JOIN {self.table} r USING ({self.key}) "
+                f"WHERE r.{self.tenant} = t.{self.tenant} AND o.lexeme = ANY(%s)) "
+                f"FROM {self.table}_totals t WHERE t.{self.tenant} = %s")
 
 
 NODE_TEXT = _Index("node_text", "node_id", "model_id", ("body",), (1.0,), porter=False)
@@ -154,28 +190,32 @@ MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "c
 
 # --- writing -----------------------------------------------------------------------------------
 
-def write_node_text(conn, rows: Iterable[tuple[int, str, str]]) -> None:
-    """Index nodes, (node id, model_id, text) each, the text what FTS5 indexes for it
-    (forest.storage.fulltext.index_text of its type, title + newline + summary, and content);
-    an earlier row of the node is replaced."""
+# Each write updates the tenant's statistics rows, and a row updated many times in one transaction
+# gets slower to update each time (its versions pile up until the transaction ends): write a
+# transaction's rows in one call, not one call a row.
+
+def write_node_text(conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
+    """Index nodes: (node id, model_id, text) each, the text what FTS5 indexes for the node
+    (forest.storage.fulltext.index_text of its type, its title + newline + summary, and its
+    content). An earlier row of a node is replaced."""
     _write(conn, NODE_TEXT, [(node_id, model_id, (text,)) for node_id, model_id, text in rows])
 
 
-def write_memory_text(conn, memory_id: int, user_id: str, body: str, context: str) -> None:
-    """Index a memory: body and context as FTS5 indexes them (our tokens joined by spaces); an
-    earlier row of the memory is replaced."""
-    _write(conn, MEMORY_TEXT, [(memory_id, user_id, (body, context))])
+def write_memory_text(conn: Connection, rows: Iterable[tuple[int, str, str, str]]) -> None:
+    """Index memories: (memory id, user_id, body, context) each, body and context what FTS5
+    indexes (our tokens joined by spaces). An earlier row of a memory is replaced."""
+    _write(conn, MEMORY_TEXT, [(memory_id, user_id, (body, context)) for memory_id, user_id, body, context in rows])
 
 
-def delete_node_text(conn, node_ids: Collection[int]) -> None:
+def delete_node_text(conn: Connection, node_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM node_text WHERE node_id = ANY(%s)", (list(node_ids),))
 
 
-def delete_memory_text(conn, memory_ids: Collection[int]) -> None:
+def delete_memory_text(conn: Connection, memory_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM personal_memory_text WHERE memory_id = ANY(%s)", (list(memory_ids),))
 
 
-def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) -> None:
+def _write(conn: Connection, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) -> None:
     if not rows:
         return
     conn.execute(f"DELETE FROM {index.table} WHERE {index.key} = ANY(%s)", ([row_id for row_id, _, _ in rows],))
@@ -193,16 +233,22 @@ def _write(conn, index: _Index, rows: list[tuple[int, str, tuple[str, ...]]]) ->
         for record in records:
             copy.write_row(record)
     if overflow:
-        with conn.cursor().copy(f"COPY {index.overflow} ({index.key}, col, lexeme, positions) FROM STDIN") as copy:
+        columns = f"{index.key}, col, lexeme, positions"
+        with conn.cursor().copy(f"COPY {index.table}_overflow ({columns}) FROM STDIN") as copy:
             for record in overflow:
                 copy.write_row(record)
 
 
 def _key(lexeme: str) -> str:
-    """The lexeme as stored: itself, or '#' and its SHA-256 if it is long or not UTF-8."""
-    data = lexeme.encode(errors="surrogateescape")
-    if len(data) <= MAX_LEXEME_BYTES and not any(0xDC80 <= ord(c) <= 0xDCFF for c in lexeme):
-        return lexeme
+    """The lexeme as stored: itself, or '#' and its SHA-256 if it is long or not UTF-8 (a token
+    FTS5 cut inside a character, its stray bytes as surrogates)."""
+    try:
+        data = lexeme.encode()
+    except UnicodeEncodeError:
+        data = lexeme.encode(errors="surrogateescape")
+    else:
+        if len(data) <= MAX_LEXEME_BYTES:
+            return lexeme
     return "#" + hashlib.sha256(data).hexdigest()
 
 
@@ -232,7 +278,7 @@ def _quote(key: str) -> str:
 
 # --- searching ---------------------------------------------------------------------------------
 
-def top_hits(conn, model_id: str, phrases: list[str], limit: int,
+def top_hits(conn: Connection, model_id: str, phrases: list[str], limit: int,
              archive_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
     """(node id, -bm25) of the model_id's `limit` best visible matches of the OR of `phrases`
     (forest.storage.fulltext.query_phrases), best first, ties by id; only those in
@@ -247,7 +293,7 @@ def top_hits(conn, model_id: str, phrases: list[str], limit: int,
     return _Search(conn, NODE_TEXT, model_id, phrases).top(limit, (_VISIBLE, (model_id,)), depth=True)
 
 
-def memory_hits(conn, user_id: str, phrases: list[str], limit: int, where: str,
+def memory_hits(conn: Connection, user_id: str, phrases: list[str], limit: int, where: str,
                 params: Sequence) -> list[tuple[int, float]]:
     """(memory id, -bm25 with context weighing 0.5) of the user's `limit` best matches among the
     memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best
@@ -258,9 +304,9 @@ def memory_hits(conn, user_id: str, phrases: list[str], limit: int, where: str,
 
 class _Search:
     """One query over one tenant's rows: its phrases' lexemes, the tenant's statistics, each
-    phrase's count (exact where its idf needs it), and the ranking."""
+    phrase's row count (exact where its idf needs it), and the ranking."""
 
-    def __init__(self, conn, index: _Index, tenant: str, phrases: list[str]) -> None:
+    def __init__(self, conn: Connection, index: _Index, tenant: str, phrases: list[str]) -> None:
         self.conn, self.index, self.tenant = conn, index, tenant
         # A phrase FTS5 tokenizes to nothing matches nothing and adds nothing: left out. Two
         # phrases with the same lexemes ("run", "running" under porter) each count, as in FTS5.
@@ -272,63 +318,127 @@ class _Search:
         on those only, unless too few of them are in it."""
         if not self.phrases or limit <= 0:
             return []
-        row = self.conn.execute(f"SELECT rows, tokens FROM {self.index.totals} WHERE {self.index.tenant} = %s",
-                                (self.tenant,)).fetchone()
-        if row is None or row[0] == 0:
+        keys = sorted({key for keys in self.phrases for key in keys})
+        row = self.conn.execute(self.index.statistics(), (keys, keys, self.tenant)).fetchone()
+        if row is None:
             return []
-        self.rows, self.avgdl = row[0], row[1] / row[0]
+        self.rows, tokens, lexeme_rows, overflow = row
+        self.avgdl = tokens / self.rows
         self.half = (self.rows + 1) // 2  # a phrase in at least half the rows gets the idf floor
-        self.spill = _Spill(self.conn, self.index, self.tenant, self.phrases)
-        self.cap = min(RARE_ROWS + 1, self.half)
-        self.hits = [self._count(i, self.cap) for i in range(len(self.phrases))]
+        self.overflow = _Overflow(self.index, self.phrases, overflow)
+        # A one-lexeme phrase's tsvector rows are its lexeme's; a longer phrase's are counted.
         everything = list(range(len(self.phrases)))
-        if sum(self.hits) > RARE_ROWS:
+        self.found = [lexeme_rows.get(keys[0], 0) if len(keys) == 1 else 0 for keys in self.phrases]
+        self.upto = [math.inf if len(keys) == 1 else 0 for keys in self.phrases]
+        self._count([i for i in everything if len(self.phrases[i]) > 1], min(RARE_ROWS + 1, self.half))
+        hits = [self._hits(i) for i in everything]  # exact, or a lower bound over RARE_ROWS
+        if sum(hits) > RARE_ROWS:
             rare: list[int] = []
-            for i in sorted(everything, key=lambda i: self.hits[i]):
-                if sum(self.hits[r] for r in rare) + self.hits[i] > RARE_ROWS:
+            for i in sorted(everything, key=lambda i: hits[i]):
+                if sum(hits[r] for r in rare) + hits[i] > RARE_ROWS:
                     break
                 rare.append(i)
-            if any(self.hits[i] for i in rare):
-                ranked = self._ranked(rare, limit, scope, depth)
-                # A row holding only common phrases scores less than their idfs x (k1 + 1); the
-                # floor a hair lower, so the bound holds against the scores' rounding too.
-                most = sum(self._idf(i) * (BM25_K1 + 1.0) for i in everything if i not in rare)
-                if len(ranked) >= limit and most < ranked[limit - 1][1] / (1 + 1e-9):
+            common = [i for i in everything if i not in rare]
+            # First the rows of the rare phrases, and those holding every common phrase if they
+            # are few: the best of them set the floor that the other rows must be able to reach.
+            groups = [(i,) for i in rare if hits[i]]
+            if len(common) > 1 and self._holding([tuple(common)], RARE_ROWS + 1) <= RARE_ROWS:
+                groups.append(tuple(common))
+            ranked = self._ranked(groups, limit, scope, depth) if groups else []
+            if len(ranked) >= limit:
+                # The floor a hair lower, so the bounds hold against the scores' rounding too.
+                reaching = self._reaching(common, ranked[limit - 1][1] / (1 + 1e-9))
+                if reaching == []:
                     return ranked
-        return self._ranked(everything, limit, scope, depth)
+                if reaching is not None:  # the rows of the rare phrases (again) and of these sets
+                    return self._ranked([(i,) for i in rare] + reaching, limit, scope, depth)
+        return self._ranked([(i,) for i in everything], limit, scope, depth)
 
-    def _count(self, i: int, cap: int) -> int:
-        """The tenant's rows holding phrase i: its tsvector rows counted up to `cap`, plus its
-        overflow rows. Exact if the tsvector rows fall short of `cap`."""
-        match = " OR ".join(f"{column} @@ %s::tsquery" for column in self.index.columns)
-        found = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {self.index.table} WHERE {self.index.tenant} = %s "
-            f"AND ({match}) LIMIT %s) s",
-            (self.tenant, *[_tsquery([self.phrases[i]])] * len(self.index.columns), cap)).fetchone()[0]
-        return found + self.spill.hits(i)
+    def _reaching(self, common: list[int], floor: float) -> list[tuple[int, ...]] | None:
+        """The smallest sets of common phrases that could together reach `floor` in a row: a
+        phrase adds less than its idf x (k1 + 1), so a row holding none of these sets scores
+        below it. None if there are more than MAX_SETS phrases or sets (then every row is ranked)."""
+        if len(common) > MAX_SETS:
+            return None
+        most = {i: self._idf(i) * (BM25_K1 + 1.0) for i in common}
+        order = sorted(common, key=lambda i: -most[i])
+        rest = [sum(most[i] for i in order[j:]) for j in range(len(order))]
+        found: list[tuple[int, ...]] = []
+
+        def extend(start: int, chosen: tuple[int, ...], total: float) -> None:
+            # In falling order of bound, a set is kept as soon as it reaches: it is then smallest.
+            for j in range(start, len(order)):
+                if total + most[order[j]] >= floor:
+                    found.append(chosen + (order[j],))
+                elif total + rest[j] >= floor:
+                    extend(j + 1, chosen + (order[j],), total + most[order[j]])
+                if len(found) > MAX_SETS:
+                    return
+
+        extend(0, (), 0.0)
+        return found if len(found) <= MAX_SETS else None
+
+    def _count(self, phrases: list[int], upto: int) -> None:
+        """Count the tenant's tsvector rows holding each phrase, up to `upto`, in one statement."""
+        if not phrases:
+            return
+        counts = [self._counting([(i,)], upto) for i in phrases]
+        found = self.conn.execute("SELECT " + ", ".join(sql for sql, _ in counts),
+                                  [p for _, params in counts for p in params]).fetchone()
+        for i, count in zip(phrases, found):
+            self.found[i], self.upto[i] = count, upto
+
+    def _holding(self, groups: list[tuple[int, ...]], upto: int) -> int:
+        sql, params = self._counting(groups, upto)
+        return self.conn.execute("SELECT " + sql, params).fetchone()[0]
+
+    def _counting(self, groups: list[tuple[int, ...]], upto: int) -> tuple[str, list]:
+        """SQL counting the tenant's tsvector rows that hold all the phrases of a group, up to
+        `upto`, and its parameters."""
+        condition, params = self._condition(groups)
+        return (f"(SELECT count(*) FROM (SELECT FROM {self.index.table} t WHERE t.{self.index.tenant} = %s "
+                f"AND {condition} LIMIT %s) s)", [self.tenant, *params, upto])
+
+    def _condition(self, groups: list[tuple[int, ...]]) -> tuple[str, list]:
+        """SQL true of a row `t` holding all the phrases of some group, and its parameters."""
+        def has(i: int) -> str:
+            return "(" + " OR ".join(f"t.{column} @@ %s::tsquery" for column in self.index.columns) + ")"
+        sql = " OR ".join("(" + " AND ".join(map(has, group)) + ")" for group in groups)
+        return f"({sql})", [_tsquery(self.phrases[i]) for group in groups for i in group for _ in self.index.columns]
+
+    def _hits(self, i: int) -> int:
+        return self.found[i] + self.overflow.hits(i)
 
     def _idf(self, i: int) -> float:
-        if self.cap <= self.hits[i] - self.spill.hits(i) and self.hits[i] < self.half:
-            self.hits[i] = self._count(i, self.half)  # the count stopped at its cap: now exact (or the floor)
-        n = self.hits[i]
+        """Phrase i's idf (its count must be exact: see _settle)."""
+        n = min(self._hits(i), self.rows)  # outside one snapshot a later count may pass the totals
         idf = math.log((self.rows - n + 0.5) / (n + 0.5))
         return idf if idf > 0 else IDF_FLOOR
 
-    def _ranked(self, match: list[int], limit: int, scope: tuple[str, tuple], depth: bool) -> list[tuple[int, float]]:
-        """The `limit` best rows in scope of those holding a phrase of `match`, scored on all."""
+    def _settle(self) -> None:
+        """Count on, up to half the rows, the phrases whose count stopped at its limit: a count of
+        half the rows or more gives the idf floor whatever it is, any other must be exact."""
+        self._count([i for i in range(len(self.phrases))
+                     if self.found[i] >= self.upto[i] and self._hits(i) < self.half], self.half)
+
+    def _ranked(self, groups: list[tuple[int, ...]], limit: int, scope: tuple[str, tuple],
+                depth: bool) -> list[tuple[int, float]]:
+        """The `limit` best rows in scope of those holding all the phrases of a group, scored on
+        all phrases."""
+        self._settle()
         idfs = [self._idf(i) for i in range(len(self.phrases))]
-        spilled = self.spill.scored(match, idfs, self.avgdl)
-        inside = self._in_scope(scope, [row_id for row_id, _ in spilled])
-        found = [(row_id, score) for row_id, score in spilled if row_id in inside]
+        scored = self.overflow.scored(groups, idfs, self.avgdl)
+        inside = self._in_scope(scope, [row_id for row_id, _ in scored])
+        found = [(row_id, score) for row_id, score in scored if row_id in inside]
         if depth:
-            ranked = self._rank(match, idfs, limit * LIMIT_DEPTH, None)
-            inside = self._in_scope(scope, [row_id for row_id, _ in ranked])
+            ranked = self._rank(groups, idfs, limit * LIMIT_DEPTH, scope, check=True)
+            inside = [(row_id, score) for row_id, score, is_inside in ranked if is_inside]
             if len(inside) >= limit or len(ranked) < limit * LIMIT_DEPTH:
-                found += [(row_id, score) for row_id, score in ranked if row_id in inside]
+                found += inside
             else:
-                found += self._rank(match, idfs, limit, scope)
+                found += self._rank(groups, idfs, limit, scope)
         else:
-            found += self._rank(match, idfs, limit, scope)
+            found += self._rank(groups, idfs, limit, scope)
         return sorted(found, key=lambda pair: (-pair[1], pair[0]))[:limit]
 
     def _in_scope(self, scope: tuple[str, tuple], ids: list[int]) -> set[int]:
@@ -337,60 +447,48 @@ class _Search:
         return {r[0] for r in self.conn.execute(f"SELECT s.id FROM ({scope[0]}) s WHERE s.id = ANY(%s)",
                                                 (*scope[1], ids))}
 
-    def _rank(self, match: list[int], idfs: list[float], limit: int,
-              scope: tuple[str, tuple] | None) -> list[tuple[int, float]]:
-        """FTS5's bm25 of the tenant's rows (in scope, if given) that hold a phrase of `match`, best
-        `limit` first. Each row's query lexemes are cut out of its tsvectors (setweight marks them,
-        ts_filter keeps them); a phrase occurs where all its lexemes stand at their offsets from
-        one start; the terms are summed in phrase order, as fts5Bm25Function sums them."""
+    def _rank(self, groups: list[tuple[int, ...]], idfs: list[float], limit: int,
+              scope: tuple[str, tuple], check: bool = False) -> list[tuple]:
+        """FTS5's bm25 of the tenant's rows in scope that hold all the phrases of a group, best
+        `limit` first. Term at a time, as FTS5 reads its doclists: each phrase's rows through the
+        GIN index, its count in each (ts_rank_cd with unit weights and no normalization adds 1 a
+        cover, and a phrase's covers are its occurrences, overlapping ones too: FTS5's count),
+        fts5Bm25Function's term; a row's terms summed in phrase order. With `check`, rows out of
+        scope are ranked too, each with whether it is in scope."""
         index = self.index
-        terms = [(i, k, key, len(keys)) for i, keys in enumerate(self.phrases) for k, key in enumerate(keys)]
-        keys = sorted({key for _, _, key, _ in terms})
-        query = _tsquery([self.phrases[i] for i in match])
-        columns = ", ".join(f"({c}, t.{name})" for c, name in enumerate(index.columns))
-        matched = " OR ".join(f"t.{name} @@ %s::tsquery" for name in index.columns)
-        restrict = f"AND t.{index.key} IN ({scope[0]})" if scope else ""
-        sql = f"""
-            WITH term (i, k, lexeme, size) AS (SELECT * FROM unnest(%s::int[], %s::int[], %s::text[], %s::int[])),
-            hit AS (
-                SELECT t.{index.key} AS id, t.length, c.col, u.lexeme, u.positions
-                FROM {index.table} t
-                CROSS JOIN LATERAL (VALUES {columns}) AS c (col, words)
-                CROSS JOIN LATERAL unnest(ts_filter(setweight(c.words, 'A', %s::text[]), '{{a}}')) AS u
-                WHERE t.{index.tenant} = %s AND ({matched}) {restrict}
-            ),
-            start AS (
-                SELECT h.id, h.length, h.col, term.i
-                FROM hit h JOIN term ON term.lexeme = h.lexeme CROSS JOIN LATERAL unnest(h.positions) AS p
-                GROUP BY h.id, h.length, h.col, term.i, p - term.k
-                HAVING count(*) = min(term.size)
-            ),
-            freq AS (
-                SELECT id, length, i, sum((%s::float8[])[col + 1]) AS f FROM start GROUP BY id, length, i
-            )
-            SELECT id, sum((%s::float8[])[i + 1] * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score
-            FROM freq GROUP BY id ORDER BY score DESC, id LIMIT %s"""
-        params = ([t[0] for t in terms], [t[1] for t in terms], [t[2] for t in terms], [t[3] for t in terms],
-                  keys, self.tenant, *[query] * len(index.columns), *(scope[1] if scope else ()),
-                  list(index.weights), idfs, BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, limit)
-        return [(row_id, score) for row_id, score in self.conn.execute(sql, params)]
+        holds = " OR ".join(f"t.{column} @@ p.query" for column in index.columns)
+        count = " + ".join(f"%s * ts_rank_cd('{{1,1,1,1}}', t.{column}, p.query)" for column in index.columns)
+        where, where_params = f"t.{index.tenant} = %s", [self.tenant]
+        if sorted(groups) != [(i,) for i in range(len(self.phrases))]:  # else every row holding a phrase
+            condition, params = self._condition(groups)
+            where, where_params = f"{where} AND {condition}", where_params + params
+        if not check:
+            where, where_params = f"{where} AND t.{index.key} IN ({scope[0]})", where_params + list(scope[1])
+        # OFFSET 0: each count computed once, not once for each use in the term.
+        sql = (f"SELECT id, sum(idf * ((f * %s) / (f + %s * (%s + %s * length / %s))) ORDER BY i) AS score "
+               f"FROM (SELECT t.{index.key} AS id, t.length, p.i, p.idf, {count} AS f "
+               f"FROM phrase p JOIN {index.table} t ON {holds} WHERE {where} OFFSET 0) posting "
+               f"GROUP BY id ORDER BY score DESC, id LIMIT %s")
+        params = [BM25_K1 + 1.0, BM25_K1, 1 - BM25_B, BM25_B, self.avgdl, *index.weights, *where_params, limit]
+        if check:
+            sql = (f"SELECT id, score, EXISTS (SELECT FROM ({scope[0]}) s WHERE s.id = r.id) FROM ({sql}) r "
+                   "ORDER BY score DESC, id")
+            params = [*scope[1], *params]
+        table = "WITH phrase (i, query, idf) AS (SELECT * FROM unnest(%s::int[], %s::tsquery[], %s::float8[])) "
+        params = [list(range(len(self.phrases))), [_tsquery(keys) for keys in self.phrases], idfs, *params]
+        return [tuple(row) for row in self.conn.execute(table + sql, params)]
 
 
-class _Spill:
+class _Overflow:
     """The tenant's overflow rows that hold a query lexeme, with each phrase's weighted count in
-    each (counted in Python, as FTS5 counts: every start where all the phrase's lexemes line up)."""
+    each (counted as FTS5 counts: every start where all the phrase's lexemes line up)."""
 
-    def __init__(self, conn, index: _Index, tenant: str, phrases: list[tuple[str, ...]]) -> None:
-        self.index = index
-        postings: dict[int, tuple[int, dict[tuple[int, str], set[int]]]] = {}
-        keys = sorted({key for keys in phrases for key in keys})
-        for row_id, length, col, key, positions in conn.execute(
-                f"SELECT o.{index.key}, t.length, o.col, o.lexeme, o.positions FROM {index.overflow} o "
-                f"JOIN {index.table} t USING ({index.key}) WHERE t.{index.tenant} = %s AND o.lexeme = ANY(%s)",
-                (tenant, keys)):
-            postings.setdefault(row_id, (length, {}))[1][col, key] = set(positions)
+    def __init__(self, index: _Index, phrases: list[tuple[str, ...]], postings: list[list]) -> None:
+        rows: dict[int, tuple[int, dict[tuple[int, str], set[int]]]] = {}
+        for row_id, length, col, key, positions in postings:
+            rows.setdefault(row_id, (length, {}))[1][col, key] = set(positions)
         self.rows = {}
-        for row_id, (length, at) in postings.items():
+        for row_id, (length, at) in rows.items():
             freqs = [sum(weight * sum(1 for p in at.get((col, phrase[0]), ())
                                       if all(p + k in at.get((col, key), ()) for k, key in enumerate(phrase)))
                          for col, weight in enumerate(index.weights)) for phrase in phrases]
@@ -400,11 +498,12 @@ class _Spill:
     def hits(self, i: int) -> int:
         return sum(1 for _, freqs in self.rows.values() if freqs[i])
 
-    def scored(self, match: list[int], idfs: list[float], avgdl: float) -> list[tuple[int, float]]:
-        """(row id, score) of the rows holding a phrase of `match`: fts5Bm25Function's arithmetic."""
+    def scored(self, groups: list[tuple[int, ...]], idfs: list[float], avgdl: float) -> list[tuple[int, float]]:
+        """(row id, score) of the rows holding all the phrases of a group: fts5Bm25Function's
+        arithmetic."""
         out = []
         for row_id, (length, freqs) in self.rows.items():
-            if any(freqs[i] for i in match):
+            if any(all(freqs[i] for i in group) for group in groups):
                 score = 0.0
                 for idf, f in zip(idfs, freqs):
                     score += idf * ((f * (BM25_K1 + 1.0)) / (f + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
@@ -412,6 +511,7 @@ class _Spill:
         return out
 
 
-def _tsquery(phrases: list[tuple[str, ...]]) -> str:
-    """A tsquery matching any of the phrases (lexemes consecutive), every lexeme quoted."""
-    return " | ".join("(" + " <-> ".join(_quote(key) for key in keys) + ")" for keys in phrases)
+def _tsquery(phrase: tuple[str, ...]) -> str:
+    """The tsquery of a phrase (its lexemes consecutive), every lexeme quoted: no text of the
+    user's is read as tsquery syntax."""
+    return " <-> ".join(_quote(key) for key in phrase)

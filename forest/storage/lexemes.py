@@ -29,7 +29,8 @@ def _class(ranges: tuple[tuple[int, int], ...]) -> str:
 # One token: a token character, then token characters or marks. Each position is tried once and
 # the run is a single greedy class: linear time on any text.
 _NOT_ASCII_TOKEN = "\x00-/:-@\\[-`{-\x7f"
-_TOKEN = re.compile(f"[^{_NOT_ASCII_TOKEN}{_class(SEPARATORS)}{_class(MARKS)}][^{_NOT_ASCII_TOKEN}{_class(SEPARATORS)}]*")
+_NOT_TOKEN = _NOT_ASCII_TOKEN + _class(SEPARATORS)
+_TOKEN = re.compile(f"[^{_NOT_TOKEN}{_class(MARKS)}][^{_NOT_TOKEN}]*")
 _ASCII_TOKEN = re.compile("[0-9A-Za-z]+")
 _FOLD = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 _FOLD.update({first + k * step: first + k * step + delta for first, count, step, delta in FOLDS for k in range(count)})
@@ -47,6 +48,7 @@ def lexemes(text: str, porter: bool = False) -> list[str]:
 
 
 def _cut(token: str) -> str:
+    """FTS5 keeps a token's first MAX_TOKEN_BYTES bytes, even if that cuts a character."""
     if len(token) * 4 <= MAX_TOKEN_BYTES:
         return token
     return token.encode()[:MAX_TOKEN_BYTES].decode(errors="surrogateescape")

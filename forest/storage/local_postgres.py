@@ -68,7 +68,13 @@ class LocalPostgres:
         a crash would). False if none was running."""
         if not self.running():
             return False
-        self._pg_ctl(["-w", "-m", mode, "stop"])
+        try:
+            self._pg_ctl(["-w", "-m", mode, "stop"])
+        except ForestError:
+            if mode == "immediate":
+                raise
+            log.warning("PostgreSQL in %s did not stop in time (%s mode): stopping it at once", self.directory, mode)
+            self._pg_ctl(["-w", "-m", "immediate", "stop"])
         return True
 
     def restart(self) -> str:
