@@ -131,6 +131,8 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[privacy rules]",
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[redact]",
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[triples]",
+    "test_repeated_writes.py::test_a_document_sent_again_under_its_name_returns_the_archive_built_before",
+    "test_repeated_writes.py::test_a_repeat_that_arrives_while_the_first_call_still_builds_keeps_the_first",
     "test_research_memory.py::test_a_compaction_another_writer_finished_meanwhile_is_not_done_twice",
     "test_research_memory.py::test_a_session_turn_reconciles_conflicting_papers",
     "test_research_memory.py::test_compaction_flushes_findings_and_loses_nothing",
