@@ -221,3 +221,31 @@ def test_postgres_restarted_under_load_loses_and_doubles_nothing(server, tmp_pat
     outcome = server_faults.restart_database(server, tmp_path, restarts=2, rng=random.Random(4))
     assert outcome.faults == 2 and outcome.writes > 0
     assert outcome.violations == []
+
+
+def test_doctor_run_elsewhere_as_a_build_starts_leaves_it_alone(postgres_url, tmp_path, embedder, monkeypatch):
+    """`forest doctor --repair` from another process in the moment a build's row is written: the
+    build is already marked alive, so doctor leaves it and the build finishes. (The mark was taken
+    after the row committed: doctor in between deleted the live build, which then failed with a
+    database error.)"""
+    from conftest import topic_text
+    from forest import MemoryForest
+
+    server = {"database_url": postgres_url, "vector_store": "pgvector", "chunk_size": 300}
+    builder = MemoryForest(data_dir=tmp_path / "builder", embedder=embedder, **server)
+    elsewhere = MemoryForest(data_dir=tmp_path / "elsewhere", embedder=embedder, **server)
+    hold, doctors = PostgresDatabase.hold, []
+
+    def doctor_first(self, name):
+        if self is builder.db and not doctors:
+            doctors.append(elsewhere.doctor(repair_drift=True))
+        return hold(self, name)
+
+    monkeypatch.setattr(PostgresDatabase, "hold", doctor_first)
+    try:
+        archive = builder.ingest_text("lab", "jazz", topic_text("jazz"))
+        assert doctors[0].stale_builds == []
+        assert [a.id for a in elsewhere.archives("lab")] == [archive.id] and elsewhere.doctor().healthy
+    finally:
+        elsewhere.close()
+        builder.close()
