@@ -6,15 +6,23 @@ SIGKILLed while they share one queue, and PostgreSQL restarted under load. After
 lost, written twice or left half-built, and `forest doctor` finds the store healthy or repairs it."""
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import signal
 import threading
 import time
 
+import httpx
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
+from conftest import free_port, topic_text
 from helpers import faults, server_faults
+from forest import MemoryForest
+from forest.serving.http import ThreadServer
 from forest.storage.pgvector import PgVectorStore
 from forest.storage.postgres import PostgresDatabase
 
@@ -47,18 +55,51 @@ def test_a_writer_killed_anywhere_leaves_a_whole_server_store(ctx, server, tmp_p
     assert violations == []
 
 
-# --- what the server stack's kills and restarts found -------------------------------------------
+# --- what only the server stack has ------------------------------------------------------------
+def test_serve_workers_killed_mid_write_lose_and_double_nothing(server, tmp_path):
+    """`forest serve --workers 2` SIGKILLed worker by worker while REST and MCP clients write
+    documents and personal input: every write a client was told succeeded is stored once, none
+    twice, none half-built, doctor repairs what the kills left; every failed call failed at once
+    and was answered when sent again."""
+    outcome = server_faults.kill_serve_workers(server, tmp_path, kills=2, rng=random.Random(2))
+    assert outcome.faults == 2 and outcome.writes > 0
+    assert outcome.violations == []
+
+
+def test_a_serve_process_killed_after_each_write_of_a_call_loses_no_reply_it_cannot_repeat(ctx, server, tmp_path):
+    """Killed right after each durable write of an `add_document` (REST) and of a `process_memory`
+    (MCP) and its queued write: the kills that took a reply made the client send the call again,
+    and each write is stored once."""
+    outcome = server_faults.kill_serve_after_each_write(ctx, server, tmp_path,
+                                                        (("document", "rest"), ("memory", "mcp")))
+    assert outcome.faults >= 4 and outcome.failed_calls >= 2
+    assert outcome.violations == []
+
+
+def test_queue_workers_killed_while_they_share_the_queue_write_each_input_once(server, tmp_path):
+    """`forest personal worker` processes share one queue; one holding claimed input is SIGKILLed,
+    three times: its claims are taken over by another worker (not after the lease), and every
+    queued input is written exactly once."""
+    outcome = server_faults.kill_queue_workers(server, tmp_path, kills=3, rng=random.Random(3))
+    assert outcome.faults == 3 and outcome.writes >= 3 * 48
+    assert outcome.violations == []
+
+
+def test_postgres_restarted_under_load_loses_and_doubles_nothing(server, tmp_path):
+    """A fast restart, then a crash (stop -m immediate, start) while clients write through two
+    serve workers and two queue workers write: no process dies, the calls it cut fail in one line,
+    the next calls work, nothing is lost or doubled and doctor finds no drift."""
+    outcome = server_faults.restart_database(server, tmp_path, restarts=2, rng=random.Random(4))
+    assert outcome.faults == 2 and outcome.writes > 0
+    assert outcome.violations == []
+
+
+# --- what these runs found, each fixed (each test fails on the code before) --------------------
 def test_one_mcp_session_outlives_the_serve_workers_that_answered_it(postgres_url, tmp_path):
     """`forest serve --workers 2`: each worker is SIGKILLed in turn (the supervisor starts another)
     and one MCP session's calls go on being answered by whichever worker takes them. (Sessions
     lived in one worker's memory: the other workers, and a worker started after a crash, answered
     "Session not found", and a client that sent a write again wrote it twice.)"""
-    import asyncio
-
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     serve = server_faults.Serve(faults.Store(str(tmp_path / "store"), postgres_url), tmp_path, workers=2)
     try:
         serve.wait_ready()
@@ -124,14 +165,6 @@ def test_a_call_while_the_database_is_down_gets_one_line_and_the_next_call_works
     it again) once the pool gives up waiting, and the same call works when the server is back.
     (The writer lock's connection came straight from the pool: its PoolTimeout reached clients as
     "internal error in add_document"; and a database outage was a 400, the caller's fault.)"""
-    import asyncio
-
-    import httpx
-
-    from forest import MemoryForest
-    from forest.serving.http import ThreadServer
-    from conftest import free_port, topic_text
-
     monkeypatch.setattr("forest.storage.postgres.POOL_WAIT_SECONDS", 2.0)
     forest = MemoryForest(data_dir=tmp_path / "store", database_url=postgres_url, vector_store="pgvector",
                           embedder=embedder, chunk_size=300)
@@ -163,8 +196,6 @@ def test_a_call_while_the_database_is_down_gets_one_line_and_the_next_call_works
 def _until_answered(url: str, arguments: dict):
     """The call sent again while it gets 503 (the pool connects again at its next try, psycopg_pool
     backing off 1, 2, 4 s... while the server was down), each 503 one line."""
-    import httpx
-
     deadline = time.monotonic() + 60
     while (reply := httpx.post(url, json=arguments, timeout=60)).status_code == 503 and time.monotonic() < deadline:
         assert "\n" not in reply.json()["error"]
@@ -173,10 +204,6 @@ def _until_answered(url: str, arguments: dict):
 
 
 async def _mcp_call(url: str, tool: str, arguments: dict):
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
     http = create_mcp_http_client()
     async with (http, streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write) as session):
@@ -184,53 +211,11 @@ async def _mcp_call(url: str, tool: str, arguments: dict):
         return await session.call_tool(tool, arguments)
 
 
-# --- what only the server stack has ---------------------------------------------------------------
-def test_serve_workers_killed_mid_write_lose_and_double_nothing(server, tmp_path):
-    """`forest serve --workers 2` SIGKILLed worker by worker while REST and MCP clients write
-    documents and personal input: every write a client was told succeeded is stored once, none
-    twice, none half-built, doctor repairs what the kills left; every failed call failed at once
-    and was answered when sent again."""
-    outcome = server_faults.kill_serve_workers(server, tmp_path, kills=2, rng=random.Random(2))
-    assert outcome.faults == 2 and outcome.writes > 0
-    assert outcome.violations == []
-
-
-def test_a_serve_process_killed_after_each_write_of_a_call_loses_no_reply_it_cannot_repeat(ctx, server, tmp_path):
-    """Killed right after each durable write of an `add_document` (REST) and of a `process_memory`
-    (MCP) and its queued write: the kills that took a reply made the client send the call again,
-    and each write is stored once."""
-    outcome = server_faults.kill_serve_after_each_write(ctx, server, tmp_path,
-                                                        (("document", "rest"), ("memory", "mcp")))
-    assert outcome.faults >= 4 and outcome.failed_calls >= 2
-    assert outcome.violations == []
-
-
-def test_queue_workers_killed_while_they_share_the_queue_write_each_input_once(server, tmp_path):
-    """`forest personal worker` processes share one queue; one holding claimed input is SIGKILLed,
-    three times: its claims are taken over by another worker (not after the lease), and every
-    queued input is written exactly once."""
-    outcome = server_faults.kill_queue_workers(server, tmp_path, kills=3, rng=random.Random(3))
-    assert outcome.faults == 3 and outcome.writes >= 3 * 48
-    assert outcome.violations == []
-
-
-def test_postgres_restarted_under_load_loses_and_doubles_nothing(server, tmp_path):
-    """A fast restart, then a crash (stop -m immediate, start) while clients write through two
-    serve workers and two queue workers write: no process dies, the calls it cut fail in one line,
-    the next calls work, nothing is lost or doubled and doctor finds no drift."""
-    outcome = server_faults.restart_database(server, tmp_path, restarts=2, rng=random.Random(4))
-    assert outcome.faults == 2 and outcome.writes > 0
-    assert outcome.violations == []
-
-
 def test_doctor_run_elsewhere_as_a_build_starts_leaves_it_alone(postgres_url, tmp_path, embedder, monkeypatch):
     """`forest doctor --repair` from another process in the moment a build's row is written: the
     build is already marked alive, so doctor leaves it and the build finishes. (The mark was taken
     after the row committed: doctor in between deleted the live build, which then failed with a
     database error.)"""
-    from conftest import topic_text
-    from forest import MemoryForest
-
     server = {"database_url": postgres_url, "vector_store": "pgvector", "chunk_size": 300}
     builder = MemoryForest(data_dir=tmp_path / "builder", embedder=embedder, **server)
     elsewhere = MemoryForest(data_dir=tmp_path / "elsewhere", embedder=embedder, **server)
