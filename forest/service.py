@@ -171,10 +171,12 @@ class MemoryForest:
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None,
-                        allow_duplicate: bool = True) -> Archive:
+                        allow_duplicate: bool = True, once: bool = False) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the document's title, else its file name. With allow_duplicate=False, a
-        document whose text an archive of `model_id` already holds is refused (InvalidInput)."""
+        document whose text an archive of `model_id` already holds is refused (InvalidInput). With
+        once=True, an archive of `model_id` that holds this document alone under this name is
+        returned instead of built again: a call sent again after its reply was lost adds nothing."""
         from forest.tree.build import all_or_nothing
 
         with self._kept_source(document) as keep:
@@ -182,6 +184,8 @@ class MemoryForest:
             name = (name or document.title or document.name or "").strip()
             if not name:
                 raise InvalidInput("the archive needs a name")
+            if once and (same := self._same_archive(model_id, name, document)):
+                return same
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
             progress = progress or _no_progress
             chunks = self._chunks(document, run, progress)
@@ -200,13 +204,18 @@ class MemoryForest:
             # holds up no delete, import or doctor; the lock is held for the write alone.
             archive_id = self.store.create_archive(model_id, name, document.source, recorded)
             builder = self._builder
-            with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
-                growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
-                with self._build_lock:
-                    if not allow_duplicate:
-                        self._refuse_duplicate(model_id, document)
-                    keep()
-                    builder.write(archive_id, model_id, growth, written_ids, progress)
+            try:
+                with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
+                    growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
+                    with self._build_lock:
+                        if not allow_duplicate:
+                            self._refuse_duplicate(model_id, document)
+                        if once and (same := self._same_archive(model_id, name, document)):
+                            raise _BuiltMeanwhile(same)  # by the call this one repeats: this build is removed
+                        keep()
+                        builder.write(archive_id, model_id, growth, written_ids, progress)
+            except _BuiltMeanwhile as repeated:
+                return repeated.archive
         return self.store.archive(model_id, archive_id)
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
@@ -288,6 +297,12 @@ class MemoryForest:
         if archive.settings.get("embedder", self.embedder.name) != self.embedder.name:
             raise ConfigError(f"archive {archive.id} was built with {archive.settings['embedder']}, "
                               f"this forest embeds with {self.embedder.name}")
+
+    def _same_archive(self, model_id: str, name: str, document: Document) -> Archive | None:
+        """The model_id's archive named `name` that holds this document (its text) and no other."""
+        fingerprint = _fingerprint(document)
+        return next((a for a in self.store.archives(model_id)
+                     if a.name == name and [d.get("sha256") for d in a.documents] == [fingerprint]), None)
 
     def _refuse_duplicate(self, model_id: str, document: Document) -> None:
         fingerprint = _fingerprint(document)
@@ -659,6 +674,14 @@ def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[st
     return {"name": document.name, "title": document.title, "source": document.source,
             "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1,
             "sha256": _fingerprint(document), "leaf_context": True}  # see build.stored_leaf_context
+
+
+class _BuiltMeanwhile(Exception):
+    """ingest_document(once=True): another call built the same archive while this one planned."""
+
+    def __init__(self, archive: Archive) -> None:
+        super().__init__(f"archive {archive.id} was built meanwhile")
+        self.archive = archive
 
 
 def _fingerprint(document: Document) -> str:

@@ -47,7 +47,7 @@ def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(
     queue = PersonalStore(forest.db)
     for text in texts:
         queue.enqueue(faults.USER, text, {"agent_id": None, "run_id": None}, {}, time.time(), time.time())
-    workers = [faults.start_queue_worker(ctx, tmp_path / "store") for _ in range(2)]
+    workers = [faults.start_queue_worker(ctx, faults.Store(str(tmp_path / "store"))) for _ in range(2)]
     for _, channel in workers:
         channel.send("go")
     claimed: list[int] = []

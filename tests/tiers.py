@@ -1,7 +1,7 @@
 """The test tiers. `make test` runs everything; `make test-fast` runs
 `-m "not slow and not browser and not faults"`. tests/conftest.py marks each collected test here:
 - browser: its module drives headless Chromium (it imports tests/test_browser.py's driver or skip);
-- faults: its module kills real writer processes (test_faults.py);
+- faults: its module kills real writer processes (test_faults.py, test_faults_server.py);
 - slow: measured at 1 s or more of CPU time (the test's process and the processes it starts,
   setup and teardown included). CPU rather than wall time, so a busy machine does not move a test
   between tiers; on the loaded machine it was measured on, 1 s of CPU took 2-20 s of wall time.
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-FAULT_MODULES = frozenset({"test_faults.py"})
+FAULT_MODULES = frozenset({"test_faults.py", "test_faults_server.py"})
 SLOW_MODULES = frozenset({
     "test_workbench.py",
     "test_workbench_actions.py",
@@ -131,6 +131,8 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[privacy rules]",
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[redact]",
     "test_regex_time.py::test_the_text_paths_take_100k_adversarial_characters_in_linear_time[triples]",
+    "test_repeated_writes.py::test_a_document_sent_again_under_its_name_returns_the_archive_built_before",
+    "test_repeated_writes.py::test_a_repeat_that_arrives_while_the_first_call_still_builds_keeps_the_first",
     "test_research_memory.py::test_a_compaction_another_writer_finished_meanwhile_is_not_done_twice",
     "test_research_memory.py::test_a_session_turn_reconciles_conflicting_papers",
     "test_research_memory.py::test_compaction_flushes_findings_and_loses_nothing",

@@ -152,6 +152,15 @@ class PersonalStore:
         self._history(conn, user_id, memory_id, "DELETE", None, None, actor, reason, at)
         return True
 
+    def same_memory(self, conn: Connection, user_id: str, memory: str, scope: dict[str, str | None],
+                    metadata: dict[str, Any]) -> int | None:
+        """The user's live memory in this scope with these words and this metadata, if any."""
+        rows = conn.execute(f"SELECT id, metadata FROM personal_memories WHERE user_id = ? AND memory = ? "
+                            f"AND agent_id {self.db.null_safe} ? AND run_id {self.db.null_safe} ? "
+                            "AND deleted_at IS NULL ORDER BY id",
+                            (user_id, memory, scope.get("agent_id"), scope.get("run_id"))).fetchall()
+        return next((r[0] for r in rows if json.loads(r[1]) == metadata), None)
+
     def memory(self, user_id: str, memory_id: int) -> PersonalMemoryRecord | None:
         row = self.db.query_one(f"SELECT {_COLUMNS} FROM personal_memories WHERE user_id = ? AND id = ? "
                                 "AND deleted_at IS NULL", (user_id, memory_id))

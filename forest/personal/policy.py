@@ -96,13 +96,18 @@ class WritePolicy:
         return {"privacy": plan.privacy, "action": action, "why": why, "memory_id": memory_id}
 
     def add_or_supersede(self, conn, plan: WritePlan) -> tuple[int, str, str]:
-        """A contradiction replaces the old memory only when every fact of it is contradicted (or
+        """A live memory that says the same (same words, scope and metadata) is kept as it is. A
+        contradiction replaces the old memory only when every fact of it is contradicted (or
         it is the same statement negated); otherwise only its contradicted facts are retired and
         the new memory is added beside it, so "I live in Paris" keeps "my sister Mia is a doctor".
         The contradiction is looked for inside the write's transaction, so a memory written just
         before (in the same worker batch, or by another process) is seen. Reasons name memories
         by id, never by their text: a deleted memory's words stay in no other record."""
         user_id, at = plan.user_id, plan.at
+        # Said before word for word (the same input sent again after its reply was lost, or
+        # repeated): the memory is there already, and a second copy would crowd every search.
+        if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
+            return same, "repeated", f"memory {same} says the same"
         old, conflicts = self._contradicted(user_id, plan.text, plan.vector, plan.triples)
         context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
             if plan.actor == "process_memory" else None

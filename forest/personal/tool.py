@@ -110,9 +110,13 @@ class MemoryTool:
             self.policy.plan_write(plan, vector)
             with self.db.transaction(lock=writes_of(user_id)) as conn:
                 memory_id, event, why = self.policy.add_or_supersede(conn, plan)
-            results.append({"memory_id": memory_id, "memory": memory,
-                            "event": "UPDATE" if event == "superseded" else "ADD", "reason": why})
+            results.append({"memory_id": memory_id, "memory": memory, "event": _EVENTS.get(event, "ADD"),
+                            "reason": why})
         return results
+
+
+# What an add did, as mem0 names it: a memory superseded is an UPDATE; one already held, NONE.
+_EVENTS = {"superseded": "UPDATE", "repeated": "NONE"}
 
 
 def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:

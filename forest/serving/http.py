@@ -38,7 +38,8 @@ from starlette.routing import Route
 
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
-from forest.serving.tools import ForestTools, UnknownId
+from forest.serving.tools import ForestTools, Unavailable, UnknownId
+from forest.storage.db import DatabaseUnavailable
 from forest.validation import parse_json
 
 log = logging.getLogger("forest.serving.http")
@@ -58,6 +59,9 @@ INSTRUCTIONS = (
 
 
 CHAT_ROUTE = "/v1/chat/completions"
+# A failed tool call's HTTP status by its ToolError class; any other is the caller's input (400).
+# 503: the database could not be reached; the same call may be sent again.
+_STATUS = {UnknownId: 404, Unavailable: 503}
 
 
 class CallLog:
@@ -164,7 +168,11 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
     mcp = build_mcp(forest, calls)
     security = (TransportSecuritySettings(enable_dns_rebinding_protection=False) if not is_loopback(host)
                 else None)
-    app: Starlette = mcp.streamable_http_app(host=host, transport_security=security,
+    # Stateless: a session kept in one process's memory is unknown to the others behind one port
+    # (`forest serve --workers N`, a load balancer) and to the process that replaces a crashed one,
+    # so a client's next request got "Session not found" and a retried write was done twice. Every
+    # tool takes what it needs in its arguments; progress still streams in the request's reply.
+    app: Starlette = mcp.streamable_http_app(host=host, transport_security=security, stateless_http=True,
                                              max_request_body_size=MAX_BODY_BYTES)
     rest = _Rest(mcp, forest, calls)
     app.router.routes.extend([
@@ -283,7 +291,7 @@ class _Rest:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
             return _error(500, f"internal error in {name}")
         except ToolError as exc:
-            return _error(404 if isinstance(exc.__cause__, UnknownId) else 400, _tool_message(exc))
+            return _error(_STATUS.get(type(exc.__cause__), 400), _tool_message(exc))
         return JSONResponse(result.structured_content)
 
     async def openapi(self, request: Request) -> Response:
@@ -294,7 +302,8 @@ class _Rest:
                        "description": prop.get("description", ""), "schema": prop}
                       for key, prop in schema.get("properties", {}).items()]
             responses = {"200": {"description": "the tool's result (JSON)"},
-                         "400": {"description": "bad arguments"}, "404": {"description": "unknown id"}}
+                         "400": {"description": "bad arguments"}, "404": {"description": "unknown id"},
+                         "503": {"description": "the database could not be reached: send the call again"}}
             paths[f"/tools/{tool.name}"] = {
                 "post": {"operationId": f"{tool.name}_post", "description": tool.description,
                          "requestBody": {"content": {"application/json": {"schema": schema}}},
@@ -323,7 +332,8 @@ class _Rest:
             with self.calls.record(CHAT_ROUTE, model_id):
                 state = await anyio.to_thread.run_sync(self.forest.ask, model_id, question)
         except ForestError as exc:
-            return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
+            return _error(404 if isinstance(exc, NotFound) else 503 if isinstance(exc, DatabaseUnavailable) else 400,
+                          str(exc))
         created = int(time.time())
         reply_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         extra = {"cited_nodes": [c.to_dict() for c in state.cited], "answered_by": state.answered_by,

@@ -23,6 +23,7 @@ from pydantic import Field
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.records import Progress
 from forest.service import MAX_TOP_K, MemoryForest
+from forest.storage.db import DatabaseUnavailable
 from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
 
 MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
@@ -65,9 +66,16 @@ class UnknownId(ToolError):
     """An archive or node that does not exist for this model_id (HTTP 404)."""
 
 
+class Unavailable(ToolError):
+    """The database could not be reached, or the connection was lost mid-call; nothing of the call
+    was kept, and the same call may be sent again (HTTP 503)."""
+
+
 def _translated(error: ForestError) -> ToolError:
     if isinstance(error, NotFound):
         return UnknownId(str(error))
+    if isinstance(error, DatabaseUnavailable):
+        return Unavailable(str(error))
     if isinstance(error, (InvalidInput, ConfigError)):
         return BadArguments(str(error))
     return ToolError(str(error))
@@ -165,7 +173,8 @@ class ForestTools:
                            ctx: Context) -> dict[str, Any]:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,
-        merge, store). Returns the archive (id, leaves, nodes, depth)."""
+        merge, store). Returns the archive (id, leaves, nodes, depth). The same text under the same
+        name is remembered once: sent again (after a lost reply), the call returns that archive."""
         def report(event: Progress) -> None:
             message = f"{event.stage}: {event.detail}".strip(": ")
             try:
@@ -175,7 +184,8 @@ class ForestTools:
 
         def build() -> dict[str, Any]:
             with _tool_errors():
-                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report).to_dict()}
+                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report,
+                                                           once=True).to_dict()}
 
         # Waiting builds wait here, not in worker threads, so they cannot starve the read tools.
         self._building = self._building or anyio.Semaphore(1)

@@ -90,13 +90,22 @@ class ForestStore:
 
     # --- archives -------------------------------------------------------------------------
     def create_archive(self, model_id: str, name: str, source: str | None, settings: dict[str, Any]) -> int:
-        with self.db.transaction() as conn:
-            archive_id = int(conn.execute(
-                "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings, "
-                "created_at, updated_at) VALUES (?, ?, ?, 'building', ?, ?, ?, ?, ?) RETURNING id",
-                (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings), _now(), _now())
-            ).fetchone()[0])
-        self._building[archive_id] = self.db.hold(building(archive_id))
+        held = None
+        try:
+            with self.db.transaction() as conn:
+                archive_id = int(conn.execute(
+                    "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings, "
+                    "created_at, updated_at) VALUES (?, ?, ?, 'building', ?, ?, ?, ?, ?) RETURNING id",
+                    (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings), _now(), _now())
+                ).fetchone()[0])
+                # Marked alive before the row commits: `forest doctor` run in between (from any
+                # process) took the build for a dead one and deleted it under the builder.
+                held = self.db.hold(building(archive_id))
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        self._building[archive_id] = held
         return archive_id
 
     def _built(self, archive_id: int) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from forest.errors import ForestError
+from forest.storage.db import DatabaseUnavailable
 
 log = logging.getLogger("forest")
 
@@ -123,10 +124,13 @@ class AdvisoryLock:
                     log.warning("waiting for another process writing to %s to finish", self._location)
                     warned = True
                 time.sleep(0.05)
-        except BaseException:
+        except BaseException as exc:
             if conn is not None:
                 self._pool.putconn(conn)
             self._thread_lock.release()
+            if lost := _connection_lost(exc):
+                raise DatabaseUnavailable(f"the connection to PostgreSQL at {self._location} failed while taking "
+                                          f"a lock: {lost}") from None
             raise
         self._conn = conn
         return True
@@ -162,6 +166,17 @@ class AdvisoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _connection_lost(exc: BaseException) -> str | None:
+    """Why the server could not be reached (the pool gave up waiting, a connection died), in one
+    line; None for any other error."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    if not isinstance(exc, (PoolTimeout, psycopg.OperationalError)):
+        return None
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _busy(holder: str, location: str, waited: float) -> ForestError:

