@@ -164,8 +164,13 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
     mcp = build_mcp(forest, calls)
     security = (TransportSecuritySettings(enable_dns_rebinding_protection=False) if not is_loopback(host)
                 else None)
+    # A server store is served by any number of processes (uvicorn workers on one port, hosts behind
+    # a balancer), and an MCP session's next request may reach another one than the first: stateless,
+    # every request stands alone. The tools send no request back to the client, and progress goes on
+    # the call's own response stream, so nothing needs a session. One process owns an embedded store.
     app: Starlette = mcp.streamable_http_app(host=host, transport_security=security,
-                                             max_request_body_size=MAX_BODY_BYTES)
+                                             max_request_body_size=MAX_BODY_BYTES,
+                                             stateless_http=forest.settings.server_database)
     rest = _Rest(mcp, forest, calls)
     app.router.routes.extend([
         Route("/health", lambda request: JSONResponse({"status": "ok"})),
