@@ -26,6 +26,7 @@ from psycopg_pool import ConnectionPool
 
 from forest.config import without_password
 from forest.errors import ConfigError, ForestError
+from forest.storage.postgres import check_closed
 from forest.storage.vectors import VectorStore, VectorStoreError
 
 REGISTRY = "forest_vector_tables"
@@ -102,9 +103,8 @@ class PgVectorStore(VectorStore):
         # `check` tests a connection before handing it out: after a server restart the pool's
         # connections are dead, and the next call gets a new one instead of failing.
         self._pool = ConnectionPool(database_url, kwargs=options, min_size=1, max_size=pool_size,
-                                    timeout=timeout, configure=_configure,
-                                    check=ConnectionPool.check_connection, name="forest-pgvector",
-                                    open=True)
+                                    timeout=timeout, configure=_configure, check=check_closed,
+                                    name="forest-pgvector", open=True)
 
     def _create_tables(self, conn: psycopg.Connection) -> None:
         """pgvector, the registry and this embedder's table, unless they are there (the usual case:
