@@ -20,7 +20,8 @@ workers' start, imports and model loading, is left out), and over the whole drai
 start; when the first input was written; the CPU seconds the workers and PostgreSQL used
 (the workers' start included). Exactly once: every input done, on its first attempt, none failed;
 the workers' own counts add up to the inputs; one history event by process_memory per memory an
-input made (stored or superseded), none more.
+input made (stored or superseded), none more. In order: each user's inputs written in the order
+they were queued (the memories they made numbered in that order), as one worker writes them.
 
 Run: `python bench/bench_personal_writers.py [--inputs 600] [--stacks embedded,server1,server2]`
 (a few minutes on 2 cores).
@@ -174,6 +175,19 @@ def exactly_once(reader: Reader, total: int, written: list[int | None]) -> tuple
     return problems, decisions
 
 
+def out_of_order(reader: Reader) -> list[str]:
+    """Users whose inputs were written in another order than they were queued: the memories
+    their stored inputs made, taken in queue order, must have rising ids. Order matters: a later
+    statement ("I moved to Berlin") supersedes an earlier one only if it is written after it."""
+    made: dict[str, list[int]] = {}
+    for user, decision in reader.rows("SELECT user_id, decision FROM personal_write_queue "
+                                      "WHERE decision IS NOT NULL ORDER BY id"):
+        decision = json.loads(decision)
+        if decision["action"] == "stored":
+            made.setdefault(user, []).append(decision["memory_id"])
+    return sorted(user for user, ids in made.items() if ids != sorted(ids))
+
+
 def run_stack(stack: str, prepared: list[tuple], embedder: Any, args: argparse.Namespace, work: Path,
               postgres: Any) -> dict[str, Any]:
     from forest.config import load_settings
@@ -198,6 +212,7 @@ def run_stack(stack: str, prepared: list[tuple], embedder: Any, args: argparse.N
         result = drain(env, workers, reader, len(prepared), args.max_seconds, data_dir.parent)
         result["postgres_cpu"] = cpu_seconds(postgres_pid) - postgres_before if stack != "embedded" else None
         result["problems"], result["decisions"] = exactly_once(reader, len(prepared), result["written"])
+        result["out_of_order"] = out_of_order(reader)
     finally:
         reader.close()
     result |= {"workers": workers, "queued_in": queued, **rates(result["timeline"], len(prepared))}
@@ -221,13 +236,19 @@ def report(stack: str, result: dict[str, Any], total: int) -> None:
         cpu += f", PostgreSQL {result['postgres_cpu']:.1f} s"
     print(f"CPU: {cpu}")
     print("exactly once: " + ("PASS" if not result["problems"] else "FAIL: " + "; ".join(result["problems"])))
+    disorder = result["out_of_order"]
+    print("each user's inputs written in the order queued: " + (
+        "PASS" if not disorder else f"FAIL for {len(disorder)} of the users ({', '.join(disorder)})"))
 
 
 def summary(results: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{'stack':<10}{'workers':>8}{'writes/s (10-90%)':>19}{'writes/s (whole)':>18}{'exactly once':>14}")
+    print(f"\n{'stack':<10}{'workers':>8}{'writes/s (10-90%)':>19}{'writes/s (whole)':>18}{'exactly once':>14}"
+          f"{'in order':>10}  decisions")
     for stack, r in results.items():
+        decisions = ", ".join(f"{n} {action}" for action, n in sorted(r["decisions"].items()))
         print(f"{stack:<10}{r['workers']:>8}{r['middle']:>19.1f}{r['whole']:>18.1f}"
-              f"{'PASS' if not r['problems'] else 'FAIL':>14}")
+              f"{'PASS' if not r['problems'] else 'FAIL':>14}{'PASS' if not r['out_of_order'] else 'FAIL':>10}"
+              f"  {decisions}")
 
 
 def main() -> int:
@@ -268,7 +289,8 @@ def main() -> int:
         if postgres is not None:
             postgres.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return 0 if results and all(not r["problems"] and not r["hung"] for r in results.values()) else 1
+    return 0 if results and all(not r["problems"] and not r["out_of_order"] and not r["hung"]
+                                for r in results.values()) else 1
 
 
 if __name__ == "__main__":

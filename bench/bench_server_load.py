@@ -37,7 +37,9 @@ warm the endpoint up (models load on first use, in each worker) until a round an
 
 CPU: the CPU seconds each part used during the load (the client process, the endpoint's
 processes, PostgreSQL's, the workbench's when separate; children included), per call made: less
-noisy than calls/s on a shared machine, and it shows where the cores went.
+noisy than calls/s on a shared machine, and it shows where the cores went. --nice N runs the
+clients and the `forest serve` processes at niceness N, the workbench and Chromium first: on one
+box the page waits for a core, not for the endpoint's GIL, once the load keeps every core busy.
 
 Page load: headless Chromium
 driven by selenium (Debian packages chromium and chromium-driver, PyPI package selenium) is
@@ -124,7 +126,8 @@ def pick_papers(data: Path, count: int) -> tuple[list[str], list[str]]:
 # --- the clients (run in a spawned process) --------------------------------------------------
 def run_load(url: str, questions: list[str], clients: int, calls: int, top_k: int, call_timeout: float,
              max_seconds: float, seed: int, done: Any, results: Any, storm_clients: int = 0,
-             storm_users: str = "storm") -> None:
+             storm_users: str = "storm", nice: int = 0) -> None:
+    os.nice(nice)
     try:
         outcome = asyncio.run(_load(url, questions, clients, calls, top_k, call_timeout, max_seconds, seed, done,
                                     storm_clients, storm_users))
@@ -319,12 +322,12 @@ class Workbench(Logged):
 class Serve(Logged):
     """`forest serve --transport http` on a free loopback port, with `workers` uvicorn workers."""
 
-    def __init__(self, store_env: dict[str, str], log_dir: Path, workers: int) -> None:
+    def __init__(self, store_env: dict[str, str], log_dir: Path, workers: int, nice: int = 0) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         forest = str(Path(sys.executable).parent / "forest")
-        super().__init__([forest, "serve", "--transport", "http", "--port", str(self.port), "--workers", str(workers)],
-                         {**os.environ, **store_env}, log_dir / "serve.log")
+        super().__init__(["nice", "-n", str(nice), forest, "serve", "--transport", "http", "--port", str(self.port),
+                          "--workers", str(workers)], {**os.environ, **store_env}, log_dir / "serve.log")
 
 
 def cpu_seconds(root: int) -> float:
@@ -525,7 +528,7 @@ def run_stack(stack: str, args: argparse.Namespace, stores: Stores, questions: l
             endpoint, endpoint_pid = workbench.endpoint, workbench.process.pid
             parts.append(workbench)
         else:
-            serve = Serve(stores.server_env(), log_dir, workers=int(stack.removeprefix("server")))
+            serve = Serve(stores.server_env(), log_dir, workers=int(stack.removeprefix("server")), nice=args.nice)
             parts.append(serve)
             started = serve.wait_healthy(f"{serve.url}/health")
             print(f"  endpoint: {serve.url}/mcp (`forest serve`, pid {serve.process.pid}), answering after {started:.1f} s")
@@ -546,9 +549,11 @@ def run_stack(stack: str, args: argparse.Namespace, stores: Stores, questions: l
         print(f"  warmed up in {rounds} round(s) of 8 concurrent calls (last round's slowest {slowest:.2f} s)")
         pages.time("idle", "cached")
         pages.time("idle", "cache cleared")
-        outcome, cpu = drive_load(args, endpoint, questions, pages, stack, {
-            "endpoint": endpoint_pid, "PostgreSQL": stores.postgres_pid() if stack != "embedded" else None,
-            "workbench": workbench.process.pid if stack != "embedded" else None})
+        if stack == "embedded":   # one process: the pages and the endpoint
+            pids = {"workbench and endpoint": endpoint_pid}
+        else:
+            pids = {"endpoint": endpoint_pid, "PostgreSQL": stores.postgres_pid(), "workbench": workbench.process.pid}
+        outcome, cpu = drive_load(args, endpoint, questions, pages, stack, pids)
         if stack != "embedded" and "fatal" not in outcome:
             outcome["drained"] = drain_storm(stores, stack)
         return {"outcome": outcome, "pages": pages.loads, "cpu": cpu}
@@ -561,7 +566,7 @@ def run_stack(stack: str, args: argparse.Namespace, stores: Stores, questions: l
 
 
 def drive_load(args: argparse.Namespace, endpoint: str, questions: list[str], pages: PageTimes, stack: str,
-               pids: dict[str, int | None]) -> tuple[dict[str, Any], dict[str, float]]:
+               pids: dict[str, int]) -> tuple[dict[str, Any], dict[str, float]]:
     """The clients' process against `endpoint`, page loads at --page-at; the outcome, and the CPU
     seconds of each part during the load (the clients count their own, from the first call on)."""
     spawn = multiprocessing.get_context("spawn")
@@ -570,9 +575,8 @@ def drive_load(args: argparse.Namespace, endpoint: str, questions: list[str], pa
     load_process = spawn.Process(
         target=run_load, name="bench-clients",
         args=(endpoint, questions, args.clients, args.calls, args.top_k, args.call_timeout,
-              args.max_seconds, args.seed, done, results, args.storm_clients, f"storm-{stack}"))
-    measured = {name: pid for name, pid in pids.items() if pid is not None}
-    before = {name: cpu_seconds(pid) for name, pid in measured.items()}
+              args.max_seconds, args.seed, done, results, args.storm_clients, f"storm-{stack}", args.nice))
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     load_process.start()
     outcome = None
     marks = sorted(args.page_at)
@@ -591,7 +595,7 @@ def drive_load(args: argparse.Namespace, endpoint: str, questions: list[str], pa
         if outcome is None:
             outcome = {"fatal": f"no result from the client process after {args.max_seconds + 120:.0f} s"}
         cpu = {"clients": outcome.get("cpu_seconds", 0.0),
-               **{name: cpu_seconds(pid) - before[name] for name, pid in measured.items()}}
+               **{name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}}
     finally:
         load_process.join(timeout=30)
         if load_process.is_alive():
@@ -634,6 +638,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the QASPER dev folder")
     parser.add_argument("--data-dir", type=Path, help="keep the embedded store here (reuse papers already in it)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--nice", type=int, default=0,
+                        help="run the agents' side (the clients, and the `forest serve` processes of the server "
+                             "stacks) at this niceness: the workbench first, as a deployer may give it on a shared "
+                             "box (the embedded endpoint runs in the workbench's process and cannot be set apart)")
     args = parser.parse_args()
     stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
     if not stacks or set(stacks) - set(STACKS):
@@ -675,7 +683,8 @@ def main() -> int:
         forest.close()   # the stacks' processes own the store from here
         forest = None
         print(f"load: {args.clients} MCP clients, {args.calls} retrieve/explore calls, {args.storm_clients} "
-              f"process_memory storm sessions; machine: {os.cpu_count()} cores, load average "
+              f"process_memory storm sessions{f'; the agents side at nice {args.nice}' if args.nice else ''}; "
+              f"machine: {os.cpu_count()} cores, load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} before the stacks run")
         for stack in stacks:
             print(f"\n=== {stack}: {STACKS[stack]} ===")
@@ -762,7 +771,8 @@ def worst_under_load(page_loads: list) -> dict[str, float | None]:
 
 def summary(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
     """The stacks side by side."""
-    print(f"\n=== summary: {args.clients} clients, {args.calls} calls, {args.storm_clients} storm sessions ===")
+    print(f"\n=== summary: {args.clients} clients, {args.calls} calls, {args.storm_clients} storm sessions"
+          f"{f', the agents side at nice {args.nice}' if args.nice else ''} ===")
     header = (f"{'stack':<10}{'calls/s':>8}{'retrieve p50/p95':>18}{'explore p50/p95':>17}{'storm p50/p95':>15}"
               f"{'errors':>7}{'page idle':>10}{'page under load':>17}{'CPU ms/call':>13}")
     print(header)
