@@ -53,6 +53,7 @@ bench: setup
 	$(BIN)/python bench/eval_qasper.py
 	$(BIN)/python bench/eval_pdf_route.py
 	$(BIN)/python bench/bench_server_load.py
+	$(BIN)/python bench/bench_personal_writers.py
 	$(BIN)/python bench/bench_workbench.py
 
 clean:

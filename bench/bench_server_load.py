@@ -1,37 +1,60 @@
-"""The thread server under load: 50 concurrent MCP clients make 2,000 retrieve/explore calls in
-total over streamable HTTP on loopback, while a workbench page is loaded in a browser.
+"""The agents' endpoint under load, on each store: 50 concurrent MCP clients make 2,000
+retrieve/explore calls in total over streamable HTTP on loopback, while a workbench page is loaded
+in a browser; the same clients and questions, one stack after the other, in one run.
 
 Target: 0 errors, p50/p95 latency printed; a Streamlit page load timed during
 the load stays under 2 s.
 
+Stacks (--stacks, in the order given):
+  embedded  SQLite + embedded Chroma: one process owns the store, so the endpoint is the one the
+            workbench embeds (forest.serving.http.ThreadServer, started on the first script run),
+            in the process that also renders its pages.
+  server1   PostgreSQL + pgvector, one `forest serve --transport http` process; the workbench is a
+            process of its own on the same store (it embeds no endpoint there).
+  server2   the same with `forest serve --transport http --workers 2`: two uvicorn workers on one
+            port, what the workbench's Server page tells a deployer to run.
+
 Setup: the first --papers QASPER dev papers with questions (../shared/eval/qasper-dev) are
-ingested into a temporary store (about 10 s a paper) under model_id "bench"; then this process
-lets go of the store and `streamlit run app.py` opens it (an embedded store serves one process),
-with its agent endpoint (forest.serving.http.ThreadServer, started on the first script run) on a free
-loopback port: the clients call the very endpoint the workbench embeds, in the process that also
-renders its pages. The clients run in a separate process (spawned: one asyncio loop, one
+ingested into a temporary embedded store (about 10 s a paper) under model_id "bench". For the
+server stacks a local PostgreSQL with pgvector starts (forest.storage.local_postgres, in the
+temporary folder) and the embedded store is copied into a new database of it (`forest store copy`:
+the same rows, ids and vectors; nothing is embedded again), so every stack answers from the same
+content. Each stack then starts from cold processes: its endpoint, `streamlit run app.py`, a new
+Chromium.
+
+The clients run in a separate process (spawned: one asyncio loop, one
 mcp.client.ClientSession per client), so their CPU time is not charged to the server's GIL;
-both share the machine's cores, as they would on one box. Each client loops: retrieve_memory
+all share the machine's cores, as they would on one box. Each client loops: retrieve_memory
 with a random question of those papers, then explore_memory_node on a SUMMARY_NODE of that
 result with the same question (a node another client found if the result had none), until
 --calls calls have been made in total. An error is a result with is_error, a result without
 the tool's key (representative_nodes / children), or an exception (--call-timeout included).
 Latency is per call, from call_tool to its result; connecting the sessions is not counted.
 Beside them, --storm-clients sessions call process_memory in a loop (a personal-memory write
-storm); their calls are a row of their own and their errors count in the verdict.
+storm, users of their own per stack); their calls are a row of their own and their errors count
+in the verdict. Before the clock starts, rounds of concurrent retrieve and process_memory calls
+warm the endpoint up (models load on first use, in each worker) until a round answers within 1 s.
+
+CPU: the CPU seconds each part used during the load (the client process, the endpoint's
+processes, PostgreSQL's, the workbench's when separate; children included), per call made: less
+noisy than calls/s on a shared machine, and it shows where the cores went. --nice N runs the
+clients and the `forest serve` processes at niceness N, the workbench and Chromium first: on one
+box the page waits for a core, not for the endpoint's GIL, once the load keeps every core busy.
 
 Page load: headless Chromium
 driven by selenium (Debian packages chromium and chromium-driver, PyPI package selenium) is
-timed from navigation until the script's output is in the page: the "Memory Forest" title and
-the archives table (or the "No archives yet" note), i.e. a full script run in a new browser
+timed from navigation until the script's output is in the page: the start page opens the
+Library page, whose header and archives table (or "No archives yet" note) must be there, i.e. a
+full script run in a new browser
 session. Idle, before the clients start: a cold load (first script run in the Streamlit process,
 new browser), then one with the browser cache and one with it cleared. Under load, each time
 --page-at calls have completed: one with the cache cleared, then one cached; the verdict takes
-the worst of each kind. Chromium is required: the endpoint starts on the first script run, which
-needs a browser session.
+the worst of each kind. Chromium is required: the embedded endpoint starts on the first script
+run, which needs a browser session.
 
-Run: `python bench/bench_server_load.py [--clients 50] [--calls 2000] [--papers 5]`
-(a few minutes on 2 cores; --data-dir DIR keeps the store and reuses the papers already in it).
+Run: `python bench/bench_server_load.py [--stacks embedded,server1,server2] [--clients 50]
+[--calls 2000] [--papers 5]` (about 5 minutes on 2 cores with the 5 papers' ingest;
+--data-dir DIR keeps the embedded store and reuses the papers already in it).
 """
 from __future__ import annotations
 
@@ -62,11 +85,12 @@ TOOLS = ("retrieve_memory", "explore_memory_node")
 STORM = "process_memory (storm)"
 TARGET_PAGE_SECONDS = 2.0
 
-# Ready when the script's output is on the page; an exception box is a failed load.
+# Ready when the script's output is on the page (the start page opens the Library page: its
+# header and archives table); an exception box is a failed load.
 PAGE_READY_JS = """
 const err = document.querySelector('[data-testid="stException"]');
 if (err) return 'error: ' + err.innerText.slice(0, 300);
-const title = [...document.querySelectorAll('h1')].some(h => h.textContent.includes('Memory Forest'));
+const title = [...document.querySelectorAll('h1, h2')].some(h => h.textContent.trim() === 'Library');
 const table = document.querySelector('[data-testid="stDataFrame"]')
     || document.body.innerText.includes('No archives yet');
 return title && table ? 'ok' : null;
@@ -101,17 +125,20 @@ def pick_papers(data: Path, count: int) -> tuple[list[str], list[str]]:
 
 # --- the clients (run in a spawned process) --------------------------------------------------
 def run_load(url: str, questions: list[str], clients: int, calls: int, top_k: int, call_timeout: float,
-             max_seconds: float, seed: int, done: Any, results: Any, storm_clients: int = 0) -> None:
+             max_seconds: float, seed: int, done: Any, results: Any, storm_clients: int = 0,
+             storm_users: str = "storm", nice: int = 0) -> None:
+    os.nice(nice)
     try:
         outcome = asyncio.run(_load(url, questions, clients, calls, top_k, call_timeout, max_seconds, seed, done,
-                                    storm_clients))
+                                    storm_clients, storm_users))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, never lost
         outcome = {"fatal": f"{type(exc).__name__}: {exc}"}
     results.put(outcome)
 
 
 async def _load(url: str, questions: list[str], clients: int, calls: int, top_k: int, call_timeout: float,
-                max_seconds: float, seed: int, done: Any, storm_clients: int = 0) -> dict[str, Any]:
+                max_seconds: float, seed: int, done: Any, storm_clients: int = 0,
+                storm_users: str = "storm") -> dict[str, Any]:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
@@ -210,7 +237,7 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
                 n = 0
                 while issued < calls:
                     n += 1
-                    await call(session, "process_memory", {"user_id": f"storm-{i}", "input":
+                    await call(session, "process_memory", {"user_id": f"{storm_users}-{i}", "input":
                                f"My friend number {n} is called Robin{i}x{n} and lives in Lyon."}, "vector_chunks", STORM)
         except Exception as exc:  # noqa: BLE001
             records.append((STORM, 0.0, f"storm {i}: {type(exc).__name__}: {exc}"[:300]))
@@ -221,7 +248,7 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
     await all_ready.wait()
     connected_in = time.perf_counter() - start
     go.set()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     hung = False
     try:
         await asyncio.wait_for(asyncio.gather(*tasks, *storms), timeout=max_seconds)
@@ -230,32 +257,36 @@ async def _load(url: str, questions: list[str], clients: int, calls: int, top_k:
     wall = time.perf_counter() - start
     return {"records": records, "connect_ms": connect_ms, "connect_errors": connect_errors,
             "connected_in": connected_in, "wall": wall, "hung": hung, "issued": issued,
-            "explore_source": dict(explore_source)}
+            "explore_source": dict(explore_source), "cpu_seconds": time.process_time() - cpu_start}
 
 
-# --- the workbench page ----------------------------------------------------------------------
-class Workbench:
-    """`streamlit run app.py` on a free loopback port, reading the same store."""
+# --- the processes of a stack ----------------------------------------------------------------
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM to the process's own session (its children too: streamlit's, uvicorn's workers)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
 
-    def __init__(self, data_dir: Path, log_dir: Path, server_port: int) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.endpoint = f"http://127.0.0.1:{server_port}"   # its agent endpoint, once a script has run
-        self.log_path = log_dir / "streamlit.log"
-        env = {**os.environ, "FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": str(server_port)}
-        self.log = open(self.log_path, "wb")  # noqa: SIM115 - open as long as the process, closed in stop()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.port", str(self.port), "--server.address", "127.0.0.1",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_healthy(self, url: str, seconds: float = 60.0) -> float:
+class Logged:
+    """A child process in a session of its own, its output in a log file."""
+
+    def __init__(self, command: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        self.log = open(log_path, "wb")  # noqa: SIM115 - open as long as the process, closed in stop()
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+
+    def wait_healthy(self, url: str, seconds: float = 120.0) -> float:
         """Seconds until `url` answers 200 (Streamlit's /_stcore/health, the endpoint's /health)."""
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
             if self.process.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.process.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.log_path.stem} exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as reply:
                     if reply.status == 200:
@@ -269,20 +300,63 @@ class Workbench:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)  # its own session: streamlit and its children
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
+        stop_group(self.process)
         self.log.close()
+
+
+class Workbench(Logged):
+    """`streamlit run app.py` on a free loopback port, on the store `store_env` names; its agent
+    endpoint (the one it embeds, or the `forest serve` processes it points to) on `server_port`."""
+
+    def __init__(self, store_env: dict[str, str], log_dir: Path, server_port: int) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.endpoint = f"http://127.0.0.1:{server_port}"
+        super().__init__(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.port", str(self.port), "--server.address", "127.0.0.1",
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+            {**os.environ, **store_env, "FOREST_SERVER_PORT": str(server_port)}, log_dir / "streamlit.log")
+
+
+class Serve(Logged):
+    """`forest serve --transport http` on a free loopback port, with `workers` uvicorn workers."""
+
+    def __init__(self, store_env: dict[str, str], log_dir: Path, workers: int, nice: int = 0) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        forest = str(Path(sys.executable).parent / "forest")
+        super().__init__(["nice", "-n", str(nice), forest, "serve", "--transport", "http", "--port", str(self.port),
+                          "--workers", str(workers)], {**os.environ, **store_env}, log_dir / "serve.log")
+
+
+def cpu_seconds(root: int) -> float:
+    """CPU time of a process and its descendants, live or ended (an ended child's time is in its
+    parent's cutime/cstime): Linux /proc."""
+    parents, spent = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            parents[int(entry)] = int(fields[1])
+            spent[int(entry)] = sum(int(f) for f in fields[11:15])   # utime stime cutime cstime
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += spent.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class BrowserTimer:
     """Headless Chromium via selenium: seconds from navigation until PAGE_READY_JS says 'ok'."""
 
-    label = "headless Chromium (selenium): navigation -> title and archives table rendered"
+    label = "headless Chromium (selenium): navigation -> the Library page's header and archives table rendered"
 
     def __init__(self, profile_dir: Path, timeout: float) -> None:
         from selenium import webdriver
@@ -335,18 +409,221 @@ def missing_browser() -> str | None:
     return None
 
 
-def warm_up(endpoint: str, question: str) -> None:
-    """One retrieve over REST before the clock starts: the workbench loads its models on first use."""
-    body = json.dumps({"model_id": MODEL_ID, "query": question}).encode()
-    request = urllib.request.Request(f"{endpoint}/tools/retrieve_memory", data=body,
+def post_tool(endpoint: str, tool: str, arguments: dict[str, Any]) -> float:
+    """One tool call over REST, on a connection of its own; its seconds."""
+    request = urllib.request.Request(f"{endpoint}/tools/{tool}", data=json.dumps(arguments).encode(),
                                      headers={"Content-Type": "application/json"})
+    start = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as reply:
         reply.read()
+    return time.perf_counter() - start
+
+
+def warm_up(endpoint: str, question: str, rounds: int = 10, fast: float = 1.0) -> tuple[int, float]:
+    """Before the clock starts: models load on first use, in each process that answers (a uvicorn
+    worker is picked per connection, not by us). Rounds of 8 concurrent retrieve_memory and
+    process_memory calls, each on a new connection, until a round's slowest takes under `fast`
+    seconds; (rounds made, that round's slowest)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [("retrieve_memory", {"model_id": MODEL_ID, "query": question})] * 4 + \
+            [("process_memory", {"user_id": "warm-up", "input": "I warm up before the load."})] * 4
+    slowest = float("inf")
+    with ThreadPoolExecutor(len(calls)) as pool:
+        for made in range(1, rounds + 1):
+            slowest = max(pool.map(lambda c: post_tool(endpoint, *c), calls))
+            if slowest < fast:
+                break
+    return made, slowest
+
+
+# --- the stacks ------------------------------------------------------------------------------
+STACKS = {
+    "embedded": "SQLite + embedded Chroma, the endpoint embedded in the workbench",
+    "server1": "PostgreSQL + pgvector, 1 `forest serve` process",
+    "server2": "PostgreSQL + pgvector, `forest serve --workers 2`",
+}
+
+
+class Stores:
+    """The store every stack answers from: the embedded one, and its copy in PostgreSQL."""
+
+    def __init__(self, embedded_dir: Path, work: Path) -> None:
+        self.embedded_dir = embedded_dir
+        self.work = work
+        self.postgres = None
+        self.database_url: str | None = None
+
+    def embedded_env(self) -> dict[str, str]:
+        return {"FOREST_DATA_DIR": str(self.embedded_dir)}
+
+    def server_env(self) -> dict[str, str]:
+        return {"FOREST_DATA_DIR": str(self.work / "server-store"), "FOREST_DATABASE_URL": self.database_url,
+                "FOREST_VECTOR_STORE": "pgvector"}
+
+    def copy_to_postgres(self, forest: Any) -> str:
+        """A local PostgreSQL, a new database in it, the embedded store copied into it; what it did."""
+        from forest.config import load_settings
+        from forest.storage.local_postgres import LocalPostgres
+
+        started = time.perf_counter()
+        self.postgres = LocalPostgres(self.work / "postgres")
+        self.postgres.start()
+        self.database_url = self.postgres.create_database("bench")
+        env = self.server_env()
+        target = load_settings({"data_dir": env["FOREST_DATA_DIR"], "database_url": self.database_url,
+                                "vector_store": "pgvector"}, environ={})
+        report = forest.copy_store(target)
+        checks = report["checks"]
+        return (f"copied into PostgreSQL + pgvector ({self.postgres.directory}) in "
+                f"{time.perf_counter() - started:.1f} s: {report['rows']['memory_nodes']} nodes, "
+                f"rows equal {checks['rows_equal']}, vectors equal {checks['vectors_equal']}, "
+                f"same top hit {checks['same_top_hit']}/{checks['questions']}")
+
+    def postgres_pid(self) -> int | None:
+        if self.postgres is None:
+            return None
+        return int((self.postgres.directory / "postmaster.pid").read_text().split()[0])
+
+    def pending_writes(self, users: str) -> int:
+        """Queued personal-memory input of the storm's users not written yet (server store)."""
+        import psycopg
+
+        with psycopg.connect(self.database_url) as conn:
+            return conn.execute("SELECT count(*) FROM personal_write_queue WHERE status = 'pending' "
+                                "AND user_id LIKE %s", (f"{users}-%",)).fetchone()[0]
+
+    def stop(self) -> None:
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+class PageTimes:
+    """The workbench page loads of one stack: (when, cache, seconds or None, note)."""
+
+    def __init__(self, timer: BrowserTimer, url: str) -> None:
+        self.timer, self.url = timer, url
+        self.loads: list[tuple[str, str, float | None, str]] = []
+
+    def time(self, when: str, cache: str, progress: Any = None) -> None:
+        before = progress.value if progress is not None else None
+        try:
+            seconds, note = self.timer.load(self.url, clear_cache=cache == "cache cleared")
+        except Exception as exc:  # noqa: BLE001
+            seconds, note = None, f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        if progress is not None:
+            note += f"; calls {before} -> {progress.value} done meanwhile"
+        self.loads.append((when, cache, seconds, note.strip("; ")))
+
+
+def run_stack(stack: str, args: argparse.Namespace, stores: Stores, questions: list[str]) -> dict[str, Any]:
+    """One stack from cold processes: endpoint, workbench, browser; idle page loads, the load with
+    page loads under it. Its outcome, page loads and CPU use."""
+    log_dir = stores.work / stack
+    log_dir.mkdir()
+    parts: list[Any] = []   # what to stop, last first
+    try:
+        if stack == "embedded":
+            workbench = Workbench(stores.embedded_env(), log_dir, server_port=free_port())
+            endpoint, endpoint_pid = workbench.endpoint, workbench.process.pid
+            parts.append(workbench)
+        else:
+            serve = Serve(stores.server_env(), log_dir, workers=int(stack.removeprefix("server")), nice=args.nice)
+            parts.append(serve)
+            started = serve.wait_healthy(f"{serve.url}/health")
+            print(f"  endpoint: {serve.url}/mcp (`forest serve`, pid {serve.process.pid}), answering after {started:.1f} s")
+            endpoint, endpoint_pid = serve.url, serve.process.pid
+            workbench = Workbench(stores.server_env(), log_dir, server_port=serve.port)
+            parts.append(workbench)
+        print(f"  workbench: {workbench.url} (streamlit, pid {workbench.process.pid}); "
+              f"healthy after {workbench.wait_healthy(f'{workbench.url}/_stcore/health'):.1f} s")
+        timer = BrowserTimer(log_dir / "chromium-profile", timeout=60.0)
+        parts.append(timer)
+        pages = PageTimes(timer, workbench.url)
+        pages.time("idle", "cold: first script run, new browser")   # embedded: also starts the endpoint
+        if stack == "embedded":
+            started = workbench.wait_healthy(f"{endpoint}/health")
+            print(f"  endpoint: {endpoint}/mcp (embedded in the workbench's process), "
+                  f"answering {started:.1f} s after the first page load")
+        rounds, slowest = warm_up(endpoint, questions[0])
+        print(f"  warmed up in {rounds} round(s) of 8 concurrent calls (last round's slowest {slowest:.2f} s)")
+        pages.time("idle", "cached")
+        pages.time("idle", "cache cleared")
+        if stack == "embedded":   # one process: the pages and the endpoint
+            pids = {"workbench and endpoint": endpoint_pid}
+        else:
+            pids = {"endpoint": endpoint_pid, "PostgreSQL": stores.postgres_pid(), "workbench": workbench.process.pid}
+        outcome, cpu = drive_load(args, endpoint, questions, pages, stack, pids)
+        if stack != "embedded" and "fatal" not in outcome:
+            outcome["drained"] = drain_storm(stores, stack)
+        return {"outcome": outcome, "pages": pages.loads, "cpu": cpu}
+    finally:
+        for part in reversed(parts):
+            try:
+                part.close() if isinstance(part, BrowserTimer) else part.stop()
+            except Exception as exc:  # noqa: BLE001
+                print(f"warning: stopping {type(part).__name__}: {exc}", file=sys.stderr)
+
+
+def drive_load(args: argparse.Namespace, endpoint: str, questions: list[str], pages: PageTimes, stack: str,
+               pids: dict[str, int]) -> tuple[dict[str, Any], dict[str, float]]:
+    """The clients' process against `endpoint`, page loads at --page-at; the outcome, and the CPU
+    seconds of each part during the load (the clients count their own, from the first call on)."""
+    spawn = multiprocessing.get_context("spawn")
+    done = spawn.Value("i", 0)
+    results = spawn.Queue()
+    load_process = spawn.Process(
+        target=run_load, name="bench-clients",
+        args=(endpoint, questions, args.clients, args.calls, args.top_k, args.call_timeout,
+              args.max_seconds, args.seed, done, results, args.storm_clients, f"storm-{stack}", args.nice))
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    load_process.start()
+    outcome = None
+    marks = sorted(args.page_at)
+    deadline = time.monotonic() + args.max_seconds + 120
+    try:
+        while outcome is None and time.monotonic() < deadline:
+            if marks and done.value >= marks[0]:
+                when = f"under load, at call {marks.pop(0)}"
+                pages.time(when, "cache cleared", done)
+                pages.time(when, "cached", done)
+            try:
+                outcome = results.get(timeout=0.05)
+            except queue.Empty:
+                if not load_process.is_alive() and results.empty():
+                    outcome = {"fatal": f"the client process died (exit code {load_process.exitcode})"}
+        if outcome is None:
+            outcome = {"fatal": f"no result from the client process after {args.max_seconds + 120:.0f} s"}
+        cpu = {"clients": outcome.get("cpu_seconds", 0.0),
+               **{name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}}
+    finally:
+        load_process.join(timeout=30)
+        if load_process.is_alive():
+            load_process.terminate()
+            load_process.join(timeout=10)
+    for mark in marks:
+        pages.loads.append((f"under load, at call {mark}", "-", None, "not taken: the load ended first"))
+    return outcome, cpu
+
+
+def drain_storm(stores: Stores, stack: str, seconds: float = 120.0) -> str:
+    """Wait until the storm's queued writes are written (the next stack shares the database and
+    must not inherit them); says how long that took."""
+    started = time.perf_counter()
+    pending = stores.pending_writes(f"storm-{stack}")
+    while pending and time.perf_counter() - started < seconds:
+        time.sleep(0.5)
+        pending = stores.pending_writes(f"storm-{stack}")
+    waited = time.perf_counter() - started
+    return (f"the storm's queued writes were written {waited:.1f} s after the load" if not pending
+            else f"{pending} storm writes still queued {seconds:.0f} s after the load")
 
 
 # --- the run ---------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stacks", default="embedded,server1,server2",
+                        help=f"comma-separated, run in this order: {', '.join(STACKS)}")
     parser.add_argument("--clients", type=int, default=50, help="concurrent MCP sessions")
     parser.add_argument("--storm-clients", type=int, default=4,
                         help="extra MCP sessions calling process_memory in a loop (a personal-memory write "
@@ -359,9 +636,16 @@ def main() -> int:
     parser.add_argument("--call-timeout", type=float, default=60.0, help="seconds before a call counts as hung")
     parser.add_argument("--max-seconds", type=float, default=1200.0, help="give up on the load after this long")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the QASPER dev folder")
-    parser.add_argument("--data-dir", type=Path, help="keep the store here (reuse papers already in it)")
+    parser.add_argument("--data-dir", type=Path, help="keep the embedded store here (reuse papers already in it)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--nice", type=int, default=0,
+                        help="run the agents' side (the clients, and the `forest serve` processes of the server "
+                             "stacks) at this niceness: the workbench first, as a deployer may give it on a shared "
+                             "box (the embedded endpoint runs in the workbench's process and cannot be set apart)")
     args = parser.parse_args()
+    stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
+    if not stacks or set(stacks) - set(STACKS):
+        parser.error(f"--stacks takes {', '.join(STACKS)}")
     # As `forest serve` does: warnings only. Otherwise the MCP SDK's own setup (INFO, rich) logs
     # every session's creation and end, 100 lines per run of 50 clients, into this table.
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
@@ -375,11 +659,12 @@ def main() -> int:
     if why_not:
         parser.error(f"{why_not}: the workbench's endpoint starts on a page's first script run")
     work = Path(tempfile.mkdtemp(prefix="bench-server-load-"))
-    data_dir = args.data_dir or work / "store"
-    forest = workbench = timer = load_process = None
-    failed = False
+    work.chmod(0o755)   # PostgreSQL runs as a user of its own when we are root (local_postgres)
+    stores = Stores(args.data_dir or work / "store", work)
+    forest = None
+    results: dict[str, dict[str, Any]] = {}
     try:
-        forest = MemoryForest(data_dir=data_dir)
+        forest = MemoryForest(data_dir=stores.embedded_dir)
         started = time.perf_counter()
         forest.retriever  # noqa: B018 - models and stores load before any clock starts
         forest.embedder.embed_query("warm up")
@@ -393,79 +678,33 @@ def main() -> int:
         print(f"forest: {len(papers)} papers ({', '.join(papers)}) under model_id {MODEL_ID!r}: "
               f"{sum(a.leaves for a in archives)} leaves, {sum(a.nodes for a in archives)} nodes; "
               f"ingested in {time.perf_counter() - started:.1f} s; {len(questions)} questions")
-        forest.close()   # the workbench owns the store from here
+        if any(s != "embedded" for s in stacks):
+            print(stores.copy_to_postgres(forest))
+        forest.close()   # the stacks' processes own the store from here
         forest = None
-
-        workbench = Workbench(Path(data_dir), work, server_port=free_port())
-        print(f"workbench: {workbench.url} (streamlit, pid {workbench.process.pid}); "
-              f"healthy after {workbench.wait_healthy(f'{workbench.url}/_stcore/health'):.1f} s")
-        timer = BrowserTimer(work / "chromium-profile", timeout=60.0)
-        page_loads: list[tuple[str, str, float | None, str]] = []   # (when, cache, seconds, note)
-
-        def time_page(when: str, cache: str, progress: Any = None) -> None:
-            before = progress.value if progress is not None else None
-            try:
-                seconds, note = timer.load(workbench.url, clear_cache=cache == "cache cleared")
-            except Exception as exc:  # noqa: BLE001
-                seconds, note = None, f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-            if progress is not None:
-                note += f"; calls {before} -> {progress.value} done meanwhile"
-            page_loads.append((when, cache, seconds, note.strip("; ")))
-
-        time_page("idle", "cold: first script run, new browser")   # also starts the endpoint
-        started = workbench.wait_healthy(f"{workbench.endpoint}/health")
-        warm_up(workbench.endpoint, questions[0])
-        print(f"agent endpoint: {workbench.endpoint}/mcp (embedded in the workbench's process), "
-              f"answering {started:.1f} s after the first page load")
-        time_page("idle", "cached")
-        time_page("idle", "cache cleared")
-
-        spawn = multiprocessing.get_context("spawn")
-        done = spawn.Value("i", 0)
-        results = spawn.Queue()
-        load_process = spawn.Process(
-            target=run_load, name="bench-clients",
-            args=(workbench.endpoint, questions, args.clients, args.calls, args.top_k, args.call_timeout,
-                  args.max_seconds, args.seed, done, results, args.storm_clients))
-        load_process.start()
-        outcome = None
-        marks = sorted(args.page_at)
-        deadline = time.monotonic() + args.max_seconds + 120
-        while outcome is None and time.monotonic() < deadline:
-            if marks and done.value >= marks[0]:
-                when = f"under load, at call {marks.pop(0)}"
-                time_page(when, "cache cleared", done)
-                time_page(when, "cached", done)
-            try:
-                outcome = results.get(timeout=0.05)
-            except queue.Empty:
-                if not load_process.is_alive() and results.empty():
-                    outcome = {"fatal": f"the client process died (exit code {load_process.exitcode})"}
-        if outcome is None:
-            outcome = {"fatal": f"no result from the client process after {args.max_seconds + 120:.0f} s"}
-        for mark in marks:
-            page_loads.append((f"under load, at call {mark}", "-", None, "not taken: the load ended first"))
-
-        failed = report(args, outcome, page_loads, timer.label)
+        print(f"load: {args.clients} MCP clients, {args.calls} retrieve/explore calls, {args.storm_clients} "
+              f"process_memory storm sessions{f'; the agents side at nice {args.nice}' if args.nice else ''}; "
+              f"machine: {os.cpu_count()} cores, load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} before the stacks run")
+        for stack in stacks:
+            print(f"\n=== {stack}: {STACKS[stack]} ===")
+            results[stack] = run_stack(stack, args, stores, questions)
+            results[stack]["failed"] = report(args, results[stack])
+        if len(results) > 1:
+            summary(args, results)
+        print(f"\nload average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"(1, 5, 15 min; {os.cpu_count()} cores)")
     finally:
-        if load_process is not None:
-            load_process.join(timeout=30)
-            if load_process.is_alive():
-                load_process.terminate()
-                load_process.join(timeout=10)
-        for part in (timer, workbench):
-            if part is not None:
-                try:
-                    part.close() if part is timer else part.stop()
-                except Exception as exc:  # noqa: BLE001
-                    print(f"warning: stopping {type(part).__name__}: {exc}", file=sys.stderr)
         if forest is not None:
             forest.close()
+        stores.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return 1 if not results or any(r["failed"] for r in results.values()) else 0
 
 
-def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, page_label: str) -> bool:
+def report(args: argparse.Namespace, result: dict[str, Any]) -> bool:
+    """One stack's table, errors, page loads, CPU and verdict; True if it failed."""
+    outcome, page_loads = result["outcome"], result["pages"]
     if "fatal" in outcome:
         print(f"LOAD FAILED: {outcome['fatal']}")
         return True
@@ -493,29 +732,73 @@ def report(args: argparse.Namespace, outcome: dict[str, Any], page_loads: list, 
     print(f"\n{len(calls)} calls by {args.clients} clients in {wall:.1f} s: {len(calls) / wall:.1f} calls/s"
           f"{'  (LOAD DID NOT FINISH: stopped after --max-seconds)' if outcome['hung'] else ''}")
     print("explore targets: " + ", ".join(f"{n} from {k}" for k, n in outcome["explore_source"].items()))
+    if outcome.get("drained"):
+        print(outcome["drained"])
     if errors:
         print("errors (distinct messages, most frequent first):")
         for message, n in errors.most_common(10):
             print(f"  {n:>5} x {message}")
+    every = len(records)
+    print(f"CPU during the load, ms per call made ({every} calls, storm included): " + ", ".join(
+        f"{name} {seconds * 1000 / max(every, 1):.1f}" for name, seconds in result["cpu"].items()))
 
-    print(f"\npage load of the workbench, {page_label}:")
+    print(f"\npage load of the workbench, {BrowserTimer.label}:")
     for when, cache, seconds, note in page_loads:
         shown = f"{seconds:6.2f} s" if seconds is not None else "  FAILED"
         print(f"  {when:<26}{cache:<38}{shown}   {note}")
     calls_ok = total_errors == 0 and not outcome["hung"] and len(calls) >= args.calls
     verdicts = [f"errors {total_errors} -> {'PASS' if calls_ok else 'FAIL'}"]
     page_ok = True
-    kinds = dict.fromkeys(c for when, c, _, _ in page_loads if when.startswith("under load") and c != "-")
-    for cache in kinds or ("no page load",):
-        loads = [s for when, c, s, _ in page_loads if when.startswith("under load") and c == cache]
-        worst = max((s for s in loads if s is not None), default=None)
-        ok = bool(loads) and None not in loads and worst < TARGET_PAGE_SECONDS
+    for cache, worst in worst_under_load(page_loads).items():
+        ok = worst is not None and worst < TARGET_PAGE_SECONDS
         page_ok = page_ok and ok
-        shown = f"{worst:.2f} s" if worst is not None and None not in loads else "not measured or failed"
+        shown = f"{worst:.2f} s" if worst is not None else "not measured or failed"
         verdicts.append(f"page load under load ({cache}) {shown} vs {TARGET_PAGE_SECONDS:.0f} s "
                         f"-> {'PASS' if ok else 'FAIL'}")
     print("\nverdict: " + "\n         ".join(verdicts))
     return not (calls_ok and page_ok)
+
+
+def worst_under_load(page_loads: list) -> dict[str, float | None]:
+    """The slowest page load under load of each cache kind; None where one failed or none was taken."""
+    kinds = dict.fromkeys(c for when, c, _, _ in page_loads if when.startswith("under load") and c != "-")
+    worst: dict[str, float | None] = {}
+    for cache in kinds or ("no page load",):
+        loads = [s for when, c, s, _ in page_loads if when.startswith("under load") and c == cache]
+        worst[cache] = max(loads) if loads and None not in loads else None
+    return worst
+
+
+def summary(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
+    """The stacks side by side."""
+    print(f"\n=== summary: {args.clients} clients, {args.calls} calls, {args.storm_clients} storm sessions"
+          f"{f', the agents side at nice {args.nice}' if args.nice else ''} ===")
+    header = (f"{'stack':<10}{'calls/s':>8}{'retrieve p50/p95':>18}{'explore p50/p95':>17}{'storm p50/p95':>15}"
+              f"{'errors':>7}{'page idle':>10}{'page under load':>17}{'CPU ms/call':>13}")
+    print(header)
+    print("-" * len(header))
+    for stack, result in results.items():
+        outcome = result["outcome"]
+        if "fatal" in outcome:
+            print(f"{stack:<10}  LOAD FAILED: {outcome['fatal']}")
+            continue
+        records = outcome["records"]
+
+        def p50_95(tool: str) -> str:
+            ms = [r[1] for r in records if r[0] == tool and r[2] is None]
+            return f"{percentile(ms, 0.5):.0f}/{percentile(ms, 0.95):.0f}" if ms else "-"
+
+        calls = sum(r[0] in TOOLS for r in records)
+        errors = sum(r[2] is not None for r in records) + len(outcome["connect_errors"])
+        idle = [s for when, c, s, _ in result["pages"] if when == "idle" and c == "cache cleared"]
+        worst = worst_under_load(result["pages"])
+        loaded = "/".join(f"{w:.2f}" if w is not None else "FAIL" for w in worst.values())
+        cpu = sum(result["cpu"].values()) * 1000 / max(len(records), 1)
+        print(f"{stack:<10}{calls / outcome['wall']:>8.1f}{p50_95(TOOLS[0]):>18}{p50_95(TOOLS[1]):>17}"
+              f"{p50_95(STORM):>15}{errors:>7}{(f'{idle[0]:.2f} s' if idle and idle[0] else '-'):>10}"
+              f"{loaded + ' s':>17}{cpu:>13.1f}")
+    print("page idle: cache cleared; page under load: the worst with the cache cleared / cached; "
+          "CPU: every part (clients, endpoint, PostgreSQL, workbench) per call made")
 
 
 if __name__ == "__main__":

@@ -190,3 +190,31 @@ def test_the_writer_lock_is_taken_by_one_holder_at_a_time(database):
     first.release()
     assert second.acquire(wait=False)
     second.release()
+
+
+def test_the_pool_checks_a_connection_without_a_query_and_replaces_one_the_server_ended(postgres_url, monkeypatch):
+    """A call's queries are its only round trips (psycopg_pool's own check sent one more per
+    checkout); a pooled connection the server ended, as a restart ends them all, is not handed out."""
+    import time
+
+    import psycopg
+
+    db = PostgresDatabase(postgres_url, pool_size=1)
+    try:
+        sent = []
+        execute = psycopg.Connection.execute
+        monkeypatch.setattr(psycopg.Connection, "execute",
+                            lambda self, query, *args, **kwargs: sent.append(query) or execute(self, query, *args, **kwargs))
+        for _ in range(3):
+            assert db.query_one("SELECT 1")[0] == 1
+        assert sent == ["SELECT 1"] * 3
+        monkeypatch.undo()
+        pid = db.query_one("SELECT pg_backend_pid()")[0]
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+                time.sleep(0.01)
+        with db.transaction() as conn:   # a transaction is not tried again: its connection must be a live one
+            assert conn.execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+    finally:
+        db.close()

@@ -5,6 +5,8 @@ as separate processes on one store. Nothing owns a server store: any number of p
 """
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
 import signal
@@ -57,6 +59,33 @@ def stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+class _Alternating(httpx.AsyncHTTPTransport):
+    """Sends each request to the next endpoint in turn."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        super().__init__()
+        self._ports = itertools.cycle(httpx.URL(e).port for e in endpoints)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = request.url.copy_with(port=next(self._ports))
+        return await super().handle_async_request(request)
+
+
+async def _mcp_session_across(endpoints: list[str], **arguments) -> list[list[int]]:
+    """One MCP session over streamable HTTP whose requests alternate between the endpoints: the
+    node ids of retrieve_memory, called once per endpoint and once more."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    client = httpx.AsyncClient(transport=_Alternating(endpoints), timeout=120)
+    async with client, streamable_http_client(f"{endpoints[0]}/mcp", http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            results = [await session.call_tool("retrieve_memory", arguments) for _ in range(len(endpoints) + 1)]
+    assert not any(r.is_error for r in results), [r.content for r in results]
+    return [[n["id"] for n in r.structured_content["representative_nodes"]] for r in results]
 
 
 def call(endpoint: str, tool: str, **arguments) -> dict:
@@ -159,6 +188,10 @@ def test_two_serve_processes_share_one_store_and_see_each_other_s_writes(postgre
                 break
             time.sleep(0.5)
         assert found["payload"]["results"][0]["memory"] == "I live in Berlin."
+        # an MCP session whose requests reach one process, then the other, as behind a balancer or
+        # `forest serve --workers 2`: each request stands alone (no session held by one process)
+        topics = asyncio.run(_mcp_session_across([first[1], second[1]], model_id="lab", query=QUESTION))
+        assert topics and all(hits == topics[0] for hits in topics)
         # a CLI command beside both, on the same store
         listed = subprocess.run([FOREST, "archives", "--model-id", "lab", "--json"], env=server_env(data_dir, postgres_url),
                                 capture_output=True, text=True, timeout=120)

@@ -7,7 +7,7 @@ Transactions run at READ COMMITTED; where a store needs no two writers to interl
 personal writes, one model_id's notes) it names a lock and the transaction takes it
 (pg_advisory_xact_lock), which SQLite's one-writer-at-a-time gives for free. A lost connection
 (the server restarted) fails the call in hand with one line; the pool checks each connection it
-hands out, so the next call connects again.
+hands out (without a round trip: check_closed), so the next call connects again.
 """
 from __future__ import annotations
 
@@ -44,6 +44,25 @@ _ERASURE_TABLES = {
 _ERASURE_TABLES["VACUUM"] = tuple(t for tables in _ERASURE_TABLES.values() for t in tables)
 
 
+def check_closed(conn: Any) -> None:
+    """The pools' check of a connection before handing it out: raises if the server closed it (a
+    restart, pg_terminate_backend) while it sat in the pool. It reads what the server sent
+    meanwhile, without blocking, and sends nothing: a query per checkout (psycopg_pool's
+    check_connection) doubled the round trips of a tool call (a retrieve makes about four
+    checkouts) and, under load, each one waits for the GIL again. A server that vanished without
+    closing (a network cut) shows only on the next query, as it would to a checkout's query."""
+    import psycopg
+    from psycopg.pq import ConnStatus
+
+    # libpq's socket is non-blocking: each call takes only what has arrived. Twice: a server ending
+    # a connection sends a FATAL message, then closes; one read takes the message, the next meets
+    # the end of the stream (and raises).
+    conn.pgconn.consume_input()
+    conn.pgconn.consume_input()
+    if conn.pgconn.status != ConnStatus.OK:
+        raise psycopg.OperationalError("the server closed the connection")
+
+
 def lock_key(name: str) -> int:
     """A name as the 64-bit key of a PostgreSQL advisory lock."""
     return int.from_bytes(hashlib.blake2b(f"memory-forest:{name}".encode("utf-8"), digest_size=8).digest(),
@@ -74,10 +93,8 @@ def check_connection(pool: Any, conn: Any) -> None:
     replaced: else the caller would try them one by one, psycopg_pool sleeping 1, 2, 4, 8 s...
     between tries, and a pool of six idle connections made the first call after a restart wait
     30 s (POOL_WAIT_SECONDS) with the server back in one."""
-    from psycopg_pool import ConnectionPool
-
     try:
-        ConnectionPool.check_connection(conn)
+        check_closed(conn)
     except Exception:
         pool.check()
         raise
