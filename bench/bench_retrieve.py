@@ -87,7 +87,7 @@ def timed(call: Callable[[str], list], queries: list[str]) -> tuple[list[float],
 
 
 def row(backend: str, nodes: int, archives: int, what: str, timings: list[float], empty: int) -> None:
-    print(f"{backend:<18} {nodes:>8} {archives:>8}  {what:<34} {statistics.median(timings):8.1f} "
+    print(f"{backend:<24} {nodes:>8} {archives:>8}  {what:<34} {statistics.median(timings):8.1f} "
           f"{percentile(timings, 0.95):8.1f} {len(timings):>7} {empty:>6}", flush=True)
 
 
@@ -143,7 +143,7 @@ def main() -> None:
     if "postgres-qdrant" in backends:
         print(f"Qdrant's local-mode directory in {fast or 'the temporary directory (no ' + MEMORY_DIR + ')'}; "
               f"{args.qdrant_queries} queries a row on it")
-    print(f"{'backend':<18} {'nodes':>8} {'archives':>8}  {'':<34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>7} "
+    print(f"{'backend':<24} {'nodes':>8} {'archives':>8}  {'':<34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>7} "
           f"{'empty':>6}   (top_k={TOP_K}; empty = queries with no hit)")
     with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory(dir=fast) as qdrant_root:
         postgres = None
