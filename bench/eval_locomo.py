@@ -141,6 +141,33 @@ def main() -> None:
     report([json.loads(line) for line in args.results.read_text().splitlines()])
 
 
+def write_conversation(personal, sample: dict) -> tuple[int, float]:
+    """Every turn of the sample through process_memory under its user_id (the sample id), the
+    write queue drained: (turns written, seconds taken)."""
+    conversation = turns(sample["conversation"])
+    began = time.perf_counter()
+    for dia_id, text, at in conversation:
+        personal.process_memory(sample["sample_id"], text, metadata={"dia_id": dia_id}, observed_at=at)
+    if not personal.drain(timeout=3600):
+        raise SystemExit("the write queue did not drain")
+    return len(conversation), time.perf_counter() - began
+
+
+def evidence_questions(sample: dict) -> list[tuple[dict, set[str]]]:
+    """(question, its evidence dia_ids) of every question with evidence."""
+    out = []
+    for qa in sample["qa"]:
+        evidence = {e.strip() for e in qa.get("evidence", []) if e.strip()}
+        if evidence:
+            out.append((qa, evidence))
+    return out
+
+
+def service_search(personal, user: str, question: str) -> list[dict]:
+    """The memory tool's top TOP_K memories for the question (each a dict with id and metadata)."""
+    return personal.memory_tool("search", user, query=question, top_k=TOP_K)["payload"]["results"]
+
+
 def run(data: list[dict], chosen: list[int], results: Path) -> None:
     """Write, search and score the chosen conversations, appending one JSON line per conversation."""
     settings_dir = tempfile.TemporaryDirectory()
@@ -156,34 +183,26 @@ def run(data: list[dict], chosen: list[int], results: Path) -> None:
             sample = data[index]
             user = sample["sample_id"]
             conversation = turns(sample["conversation"])
-            began = time.perf_counter()
-            for dia_id, text, at in conversation:
-                personal.process_memory(user, text, metadata={"dia_id": dia_id}, observed_at=at)
-            if not personal.drain(timeout=3600):
-                raise SystemExit("the write queue did not drain")
-            write_seconds = time.perf_counter() - began
+            written, write_seconds = write_conversation(personal, sample)
             texts = [text for _, text, _ in conversation]
             dia_ids = [dia_id for dia_id, _, _ in conversation]
             bm25 = flat_bm25(texts)
             matrix = embedder.embed_passages(texts)
-            for qa in sample["qa"]:
-                evidence = {e.strip() for e in qa.get("evidence", []) if e.strip()}
-                if not evidence:
-                    continue
+            for qa, evidence in evidence_questions(sample):
                 began = time.perf_counter()
-                reply = personal.memory_tool("search", user, query=qa["question"], top_k=TOP_K)
+                returned = service_search(personal, user, qa["question"])
                 latencies.append((time.perf_counter() - began) * 1000)
                 dense = np.argsort(-(matrix @ embedder.embed_query(qa["question"])), kind="stable")[:TOP_K]
-                found = {SYSTEMS[0]: {r["metadata"].get("dia_id") for r in reply["payload"]["results"]},
+                found = {SYSTEMS[0]: {r["metadata"].get("dia_id") for r in returned},
                          SYSTEMS[1]: {dia_ids[i] for i in bm25_top(bm25, qa["question"], TOP_K)},
                          SYSTEMS[2]: {dia_ids[i] for i in dense}}
                 for system, ids in found.items():
                     hits["any"][system][qa["category"]].append(float(bool(evidence & ids)))
                     hits["fraction"][system][qa["category"]].append(len(evidence & ids) / len(evidence))
             with results.open("a", encoding="utf-8") as out:
-                out.write(json.dumps({"index": index, "turns": len(conversation), "write_seconds": write_seconds,
+                out.write(json.dumps({"index": index, "turns": written, "write_seconds": write_seconds,
                                       "latencies_ms": latencies, "hits": hits}) + "\n")
-            print(f"{user}: {len(conversation)} turns written and searched", file=sys.stderr)
+            print(f"{user}: {written} turns written and searched", file=sys.stderr)
     finally:
         personal.stop()
         forest.close()

@@ -3,6 +3,7 @@ and the "models" are instant, so timings measure the engine, not the models."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 
@@ -10,6 +11,10 @@ from forest.models.embedders import Embedder
 from forest.models.summarizers import Summary, Summarizer
 
 DIM = 384
+# A leaf's text ("leaf <i> of the synthetic document, ...") wherever it stands in what is embedded:
+# a leaf is embedded behind its archive's title ("archive 0 | leaf 5 of ..."), a summary holds its
+# first child's text after its title.
+LEAF = re.compile(r"\bleaf (\d+) of the synthetic document")
 
 
 def drifting_vectors(n: int, seed: int = 0, drift: float = 0.3) -> np.ndarray:
@@ -21,7 +26,8 @@ def drifting_vectors(n: int, seed: int = 0, drift: float = 0.3) -> np.ndarray:
 
 
 class SyntheticEmbedder(Embedder):
-    """Leaf texts 'leaf <i> ...' get the i-th drifting vector; any other text a hashed random one."""
+    """A text holding leaf i's text gets the i-th drifting vector (a summary: its first leaf's);
+    any other text, questions included, a hashed random one."""
 
     name = "bench/synthetic"
     dim = DIM
@@ -32,8 +38,9 @@ class SyntheticEmbedder(Embedder):
     def _embed(self, texts, is_query):
         rows = np.empty((len(texts), DIM), dtype=np.float32)
         for row, text in enumerate(texts):
-            if text.startswith("leaf "):
-                rows[row] = self.leaf_vectors[int(text.split()[1])]
+            leaf = LEAF.search(text)
+            if leaf:
+                rows[row] = self.leaf_vectors[int(leaf.group(1))]
             else:
                 seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
                 rows[row] = np.random.default_rng(seed).normal(size=DIM)

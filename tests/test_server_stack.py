@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import forest_env, free_port, topic_text
+from conftest import forest_env, free_port, new_database, topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import ForestError
 from forest.storage.db import DatabaseUnavailable
@@ -310,7 +310,7 @@ def test_a_store_moves_to_postgres_and_back_without_embedding_again(make_forest,
     report = source.copy_store(to_server)
     assert embeds == []  # nothing was embedded again
     monkeypatch.undo()
-    assert report["checks"]["same_top_hit"] == report["checks"]["questions"] > 0
+    assert report["checks"]["found_by_own_vector"] == report["checks"]["nodes_searched"] > 0
     assert report["rows"]["memory_nodes"] == source.db.query_one("SELECT count(*) FROM memory_nodes")[0]
     server = make_forest(**{k: getattr(to_server, k) for k in ("data_dir", "database_url", "vector_store")})
     assert [r.node.id for r in server.retrieve("alice", QUESTION)] == [r.node.id for r in source.retrieve("alice", QUESTION)]
@@ -328,10 +328,37 @@ def test_a_store_moves_to_postgres_and_back_without_embedding_again(make_forest,
     done = subprocess.run([FOREST, "store", "copy", "--to-data-dir", str(back), "--json"],
                           env=server_env(tmp_path / "server", postgres_url), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["checks"]["same_top_hit"] > 0
+    assert json.loads(done.stdout)["checks"]["found_by_own_vector"] > 0
     returned = make_forest(back)
     assert [r.node.id for r in returned.retrieve("alice", QUESTION)] == [r.node.id for r in server.retrieve("alice", QUESTION)]
     assert returned.doctor().healthy
+
+
+def test_a_copy_is_checked_by_what_its_own_index_must_find(make_forest, postgres, postgres_url, tmp_path, monkeypatch):
+    """An approximate index (Chroma's, pgvector's HNSW) may miss a question's nearest node, each its
+    own: the copy is checked by nodes found by their own vectors, so a miss of the source's index
+    does not refuse a right copy, and a copy whose index cannot find its nodes is refused."""
+    from forest.storage.pgvector import PgVectorStore
+    from forest.storage.vectors import ChromaVectorStore
+
+    source = make_forest(tmp_path / "embedded", chunk_size=300)
+    source.ingest_text("alice", "earth and music", PAPER)
+    source.ingest_text("bob", "plants", topic_text("photosynthesis"))
+
+    def missing_the_nearest(query):
+        return lambda self, model_id, vector, top_k: query(self, model_id, vector, top_k + 1)[1:]
+
+    monkeypatch.setattr(ChromaVectorStore, "query", missing_the_nearest(ChromaVectorStore.query))
+    report = source.copy_store(load_settings({"data_dir": tmp_path / "server", "database_url": postgres_url,
+                                              "vector_store": "pgvector"}, environ={}))
+    searched = report["checks"]["nodes_searched"]
+    assert report["checks"]["found_by_own_vector"] == searched > 0
+    monkeypatch.undo()
+
+    monkeypatch.setattr(PgVectorStore, "query", missing_the_nearest(PgVectorStore.query))
+    with pytest.raises(ForestError, match=f"misses {searched} of {searched} sampled nodes"):
+        source.copy_store(load_settings({"data_dir": tmp_path / "server-2", "database_url": new_database(postgres),
+                                         "vector_store": "pgvector"}, environ={}))
 
 
 def test_secrets_never_reach_the_server_database(server_forest, postgres_url):

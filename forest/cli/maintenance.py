@@ -88,4 +88,5 @@ def copy_store(forest: MemoryForest, args: argparse.Namespace) -> int:
     checks = report["checks"]
     return emit(args, report, lambda r: (
         f"copied {sum(r['rows'].values()):,} rows and {sum(r['vectors'].values()):,} vectors; checked: rows and "
-        f"vectors equal, the same top hit for {checks['same_top_hit']} of {checks['questions']} archive titles\n"))
+        f"vectors equal, {checks['found_by_own_vector']} of {checks['nodes_searched']} sampled nodes found first by "
+        "their own vectors\n"))
