@@ -206,7 +206,7 @@ def run_stack(stack: str, prepared: list[tuple], embedder: Any, args: argparse.N
     queued = time.perf_counter() - started
     reader = Reader(settings.sqlite_path, values.get("database_url"))
     try:
-        postgres_pid = int((postgres.directory / "postmaster.pid").read_text().split()[0]) if postgres else None
+        postgres_pid = postgres.pid() if postgres else None
         postgres_before = cpu_seconds(postgres_pid) if stack != "embedded" else 0.0
         workers = 1 if stack == "embedded" else int(stack.removeprefix("server"))
         result = drain(env, workers, reader, len(prepared), args.max_seconds, data_dir.parent)

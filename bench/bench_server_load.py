@@ -478,12 +478,10 @@ class Stores:
         return (f"copied into PostgreSQL + pgvector ({self.postgres.directory}) in "
                 f"{time.perf_counter() - started:.1f} s: {report['rows']['memory_nodes']} nodes, "
                 f"rows equal {checks['rows_equal']}, vectors equal {checks['vectors_equal']}, "
-                f"same top hit {checks['same_top_hit']}/{checks['questions']}")
+                f"found by their own vectors {checks['found_by_own_vector']}/{checks['nodes_searched']}")
 
     def postgres_pid(self) -> int | None:
-        if self.postgres is None:
-            return None
-        return int((self.postgres.directory / "postmaster.pid").read_text().split()[0])
+        return self.postgres.pid() if self.postgres is not None else None
 
     def pending_writes(self, users: str) -> int:
         """Queued personal-memory input of the storm's users not written yet (server store)."""

@@ -63,6 +63,11 @@ class LocalPostgres:
     def running(self) -> bool:
         return self._info() is not None
 
+    def pid(self) -> int | None:
+        """The server's main process (its CPU time is the database's, with its children's)."""
+        info = self._info()
+        return info.pid if info is not None else None
+
     def stop(self, mode: str = "fast") -> bool:
         """Stop the server (fast: roll back open transactions and close connections; immediate: as
         a crash would). False if none was running."""
