@@ -62,10 +62,10 @@ def test_queue_items_are_claimed_once_and_finishing_checks_the_claim(personal):
     personal.stop()
     ids = [store.enqueue("u1", f"note {n}", {}, {}, 1.0, 1.0) for n in range(4)]
     first = store.claim(10.0, 3, "worker-a", 60)
-    second = store.claim(10.0, 3, "worker-b", 60)
-    assert [q.id for q in first] == ids[:3] and [q.id for q in second] == ids[3:]
-    assert store.claim(10.0, 3, "worker-c", 60) == []
-    # worker-a's lease runs out; worker-c takes the items and worker-a can no longer finish them
+    assert [q.id for q in first] == ids[:3]
+    # u1's fourth note waits for worker-a: written before the three, it would be out of order
+    assert store.claim(10.0, 3, "worker-b", 60) == []
+    # worker-a's lease runs out; worker-c takes the items in order and worker-a can no longer finish them
     again = store.claim(100.0, 3, "worker-c", 60)
     assert [q.id for q in again] == ids[:3]
     with personal.db.transaction() as conn:
@@ -73,6 +73,23 @@ def test_queue_items_are_claimed_once_and_finishing_checks_the_claim(personal):
         assert store.finish(conn, first[0], {"action": "stored"}) is False
         assert store.finish(conn, again[0], {"action": "stored"}) is True
     assert store.queue_state("u1")["done"] == 1
+
+
+def test_workers_share_the_queue_by_user_and_write_each_users_input_in_order(personal):
+    """Two workers claim at once: each takes users the other does not hold, oldest first, and a
+    user's later input is claimed only once the earlier is written."""
+    store = personal.store
+    personal.stop()
+    queued = {user: [store.enqueue(user, f"{user} note {n}", {}, {}, 1.0 + n, 1.0) for n in range(2)]
+              for user in ("u1", "u2", "u3")}
+    a = store.claim(10.0, 1, "worker-a", 60)
+    b = store.claim(10.0, 1, "worker-b", 60)
+    assert [q.id for q in a] == [queued["u1"][0]] and [q.id for q in b] == [queued["u2"][0]]
+    c = store.claim(10.0, 10, "worker-c", 60)  # u1 and u2 are held: only u3's, both, in order
+    assert [q.id for q in c] == queued["u3"]
+    with personal.db.transaction() as conn:
+        assert store.finish(conn, a[0], {"action": "stored"})
+    assert [q.id for q in store.claim(10.0, 10, "worker-b", 60)] == [queued["u1"][1]]
 
 
 def test_the_worker_survives_any_exception_and_reports_its_state(personal, monkeypatch):

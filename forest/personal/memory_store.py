@@ -374,14 +374,17 @@ class PersonalStore:
 
     def claim(self, now: float, limit: int, claim: str, lease_seconds: float) -> list[QueuedInput]:
         """Take up to `limit` due items under a lease, atomically (UPDATE ... RETURNING): another
-        worker, in this process or another, cannot take them until the lease runs out. On
-        PostgreSQL, rows another worker is claiming at this moment are skipped, not waited for."""
-        with self.db.transaction() as conn:
+        worker, in this process or another, cannot take them until the lease runs out. A user whose
+        input another claim holds is skipped, so one user's input is written in the order it came
+        (a later "I moved to Berlin" must find the memory it supersedes) while workers share the
+        users; claims take turns under a lock so that two cannot take one user at once."""
+        with self.db.transaction(lock="personal-claims") as conn:
             rows = conn.execute(
                 "UPDATE personal_write_queue SET claim = ?, lease_until = ? WHERE id IN (SELECT id FROM "
                 "personal_write_queue WHERE status = 'pending' AND next_try_at <= ? AND (lease_until IS NULL OR "
-                f"lease_until < ?) ORDER BY id LIMIT ? {self.db.skip_locked}) RETURNING *",
-                (claim, now + lease_seconds, now, now, limit)).fetchall()
+                "lease_until < ?) AND user_id NOT IN (SELECT user_id FROM personal_write_queue WHERE status = "
+                f"'pending' AND lease_until >= ?) ORDER BY id LIMIT ? {self.db.skip_locked}) RETURNING *",
+                (claim, now + lease_seconds, now, now, now, limit)).fetchall()
         return sorted((_queued(r) for r in rows), key=lambda q: q.id)
 
     def release_orphans(self, host: str, alive: Callable[[int], bool]) -> int:
