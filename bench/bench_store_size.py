@@ -28,7 +28,8 @@ GROUPS = {
 }
 SQLITE_GROUPS = {"tree": ("archives", "memory_nodes", "archive_merges", "node_text"),
                  "personal": ("personal_memories", "personal_memory_history", "personal_write_queue",
-                              "personal_triples", "personal_tags", "personal_memory_text")}
+                              "personal_triples", "personal_triple_sources", "personal_tags",
+                              "personal_memory_text")}
 
 
 def postgres_sizes(url: str) -> tuple[dict[str, tuple[int, int]], int, int]:
