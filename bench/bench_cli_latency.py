@@ -4,7 +4,7 @@ Builds a one-paper store (a QASPER paper, or --file), then runs `forest context`
 process N times and prints the p50/min of wall time, and the import time of `forest.cli` and of
 the modules a `context` call loads (python -X importtime, cumulative microseconds of the top
 level imports). Three ways: alone, the command owning the embedded store and reading the vector
-snapshot the ingest left (forest/storage/vector_snapshots.py); alone without a snapshot, as the first
+snapshot the ingest left (forest/storage/vectors/snapshots.py); alone without a snapshot, as the first
 command after a server's writes, which opens Chroma (and leaves a snapshot, removed before each
 run); beside a running `forest serve`, the command forwarding its vector calls to that owner
 (forest/storage/ownership.py). The first and the last never import chromadb.

@@ -69,7 +69,7 @@ def main() -> int:
 
 def server_stack(args: argparse.Namespace) -> list[str]:
     """Every kill on the server stack, on a PostgreSQL of its own; the violations found."""
-    from forest.storage.local_postgres import LocalPostgres
+    from forest.storage.sql.local_postgres import LocalPostgres
 
     args.kills = 48 if args.kills is None else args.kills
     with tempfile.TemporaryDirectory() as tmp:

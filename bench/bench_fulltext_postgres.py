@@ -1,5 +1,5 @@
-"""BM25 top hits, p50 and p95: SQLite FTS5 (forest.storage.fulltext.top_hits) against PostgreSQL
-(forest.storage.fulltext_postgres.top_hits) on the same node rows, one model_id, top 8.
+"""BM25 top hits, p50 and p95: SQLite FTS5 (forest.storage.fulltext.fts5.top_hits) against PostgreSQL
+(forest.storage.fulltext.postgres.top_hits) on the same node rows, one model_id, top 8.
 
 The rows are real paper text: the QASPER papers of ../shared/eval cut into leaves at several chunk
 sizes (600, 450, 750, ... characters) until there are --rows of them, one archive per paper and
@@ -28,9 +28,9 @@ import psycopg
 from forest.config import Settings
 from forest.ingest import load_document
 from forest.records import LEAF
-from forest.storage import fulltext, fulltext_postgres
-from forest.storage.db import Database
-from forest.storage.local_postgres import LocalPostgres
+from forest.storage.fulltext import fts5 as fulltext, postgres as fulltext_postgres
+from forest.storage.sql.database import Database
+from forest.storage.sql.local_postgres import LocalPostgres
 from forest.text import STOPWORDS, tokenize
 from forest.tree.leaves import leaf_chunks
 

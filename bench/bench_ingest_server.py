@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=QASPER_DATA)
     args = parser.parse_args()
 
-    from forest.storage.local_postgres import LocalPostgres
+    from forest.storage.sql.local_postgres import LocalPostgres
 
     papers = sorted(load_questions(args.data))[:args.papers]
     work = Path(tempfile.mkdtemp(prefix="bench-ingest-server-"))

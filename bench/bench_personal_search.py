@@ -73,7 +73,7 @@ def main() -> None:
     from forest import MemoryForest
     from forest.config import load_settings
     from forest.models.registry import make_embedder
-    from forest.storage.local_postgres import LocalPostgres
+    from forest.storage.sql.local_postgres import LocalPostgres
 
     base = load_settings({"memory_privacy_filter": False}, environ={})
     embedder = make_embedder(base)

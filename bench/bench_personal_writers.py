@@ -275,7 +275,7 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = {}
     try:
         if any(s != "embedded" for s in stacks):
-            from forest.storage.local_postgres import LocalPostgres
+            from forest.storage.sql.local_postgres import LocalPostgres
 
             postgres = LocalPostgres(work / "postgres")
             postgres.start()

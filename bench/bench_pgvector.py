@@ -1,4 +1,4 @@
-"""The pgvector store (forest.storage.pgvector) on --n 384-d vectors shared by tenants of different sizes.
+"""The pgvector store (forest.storage.vectors.pgvector) on --n 384-d vectors shared by tenants of different sizes.
 
 Prints: the upsert rate of 10,000 vectors into an empty table, the store's way (COPY into a
 temporary table, then INSERT ... ON CONFLICT) and the alternative measured (a pipelined
@@ -29,9 +29,9 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from forest.storage import pgvector
-from forest.storage.local_postgres import LocalPostgres
-from forest.storage.pgvector import REGISTRY, SEARCH, PgVectorStore
+from forest.storage.sql.local_postgres import LocalPostgres
+from forest.storage.vectors import pgvector
+from forest.storage.vectors.pgvector import REGISTRY, SEARCH, PgVectorStore
 
 TENANTS = {"big": 0.6, "mid": 0.3, "small": 0.09, "tiny": 0.009, "micro": 0.001}  # share of --n
 DOC = 200  # passages per document

@@ -12,7 +12,7 @@ depend on the other model_id's nodes.
 
 `--backend` measures the server stack too: the embedded store (SQLite + Chroma) is built once per
 size and copied (MemoryForest.copy_store: the same nodes and vectors) into PostgreSQL + pgvector
-and PostgreSQL + Qdrant, on a local PostgreSQL (forest.storage.local_postgres). No Qdrant server
+and PostgreSQL + Qdrant, on a local PostgreSQL (forest.storage.sql.local_postgres). No Qdrant server
 installs here, so Qdrant is qdrant-client's local mode, which filters and scores every point of the
 collection in Python: it is measured with --qdrant-queries questions (the same first ones), and
 its rows say so.
@@ -148,7 +148,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory(dir=fast) as qdrant_root:
         postgres = None
         if any(b != "sqlite-chroma" for b in backends):
-            from forest.storage.local_postgres import LocalPostgres
+            from forest.storage.sql.local_postgres import LocalPostgres
 
             postgres = LocalPostgres(Path(work) / "postgres")
             postgres.start()

@@ -16,7 +16,7 @@ Stacks (--stacks, in the order given):
 
 Setup: the first --papers QASPER dev papers with questions (../shared/eval/qasper-dev) are
 ingested into a temporary embedded store (about 10 s a paper) under model_id "bench". For the
-server stacks a local PostgreSQL with pgvector starts (forest.storage.local_postgres, in the
+server stacks a local PostgreSQL with pgvector starts (forest.storage.sql.local_postgres, in the
 temporary folder) and the embedded store is copied into a new database of it (`forest store copy`:
 the same rows, ids and vectors; nothing is embedded again), so every stack answers from the same
 content. Each stack then starts from cold processes: its endpoint, `streamlit run app.py`, a new
@@ -464,7 +464,7 @@ class Stores:
     def copy_to_postgres(self, forest: Any) -> str:
         """A local PostgreSQL, a new database in it, the embedded store copied into it; what it did."""
         from forest.config import load_settings
-        from forest.storage.local_postgres import LocalPostgres
+        from forest.storage.sql.local_postgres import LocalPostgres
 
         started = time.perf_counter()
         self.postgres = LocalPostgres(self.work / "postgres")

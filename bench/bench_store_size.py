@@ -16,7 +16,7 @@ import argparse
 import sqlite3
 from pathlib import Path
 
-from forest.storage.local_postgres import LocalPostgres
+from forest.storage.sql.local_postgres import LocalPostgres
 
 # Which table holds what: what an archive's nodes cost, what a personal memory costs.
 GROUPS = {

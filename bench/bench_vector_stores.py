@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from forest.storage.qdrant import QdrantVectorStore
-from forest.storage.vectors import ChromaVectorStore
+from forest.storage.vectors.chroma import ChromaVectorStore
+from forest.storage.vectors.qdrant import QdrantVectorStore
 
 MODEL_IDS = 5
 

@@ -15,7 +15,7 @@ Two sources of difference are checked, each against a reference that decides it:
   search (cosine over all the model_id's stored vectors, ties by id), and each backend's own hits
   are compared with the exact ones.
 - BM25's statistics. SQLite FTS5 counts rows and tokens over its whole table (every user's
-  memories); PostgreSQL counts each user_id's alone (forest/storage/fulltext_postgres.py). Each
+  memories); PostgreSQL counts each user_id's alone (forest/storage/fulltext/postgres.py). Each
   conversation is also written alone into an embedded store of its own: there SQLite's statistics
   are that user's, as PostgreSQL's are.
 Personal memory's dense route reads the vectors stored with the memories in the database (exact
@@ -52,7 +52,7 @@ from forest import MemoryForest, load_settings
 from forest.config import Settings
 from forest.models.registry import make_embedder
 from forest.recall.retrieval import CONTEXT_BREADTH, ContextResult, Retriever
-from forest.storage.local_postgres import LocalPostgres
+from forest.storage.sql.local_postgres import LocalPostgres
 
 BACKENDS = ("sqlite-chroma", "postgres-pgvector", "postgres-qdrant")
 EXACT = "exact vector search"     # the embedded store's vectors, searched exactly

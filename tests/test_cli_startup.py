@@ -1,5 +1,5 @@
 """A `forest` command loads what it runs and no more: `--help` none of the engine, and `context` on
-a store it owns alone neither chromadb (its vectors come from a snapshot, forest.storage.vector_snapshots)
+a store it owns alone neither chromadb (its vectors come from a snapshot, forest.storage.vectors.snapshots)
 nor any package the command does not use. (Beside a server: tests/test_store_owner.py.)"""
 import json
 import shutil

@@ -11,11 +11,11 @@ import pytest
 
 from forest.config import load_settings
 from forest.errors import ConfigError, ForestError
-from forest.storage.databases import open_database
-from forest.storage.db import DatabaseUnavailable
-from forest.storage.migrations import LATEST_VERSION, postgres_ddl
-from forest.storage.postgres import PostgresDatabase, pyformat
-from forest.storage.sqlite import SQLiteDatabase
+from forest.storage.sql.database import DatabaseUnavailable
+from forest.storage.sql.migrations import LATEST_VERSION, postgres_ddl
+from forest.storage.sql.opening import open_database
+from forest.storage.sql.postgres import PostgresDatabase, pyformat
+from forest.storage.sql.sqlite import SQLiteDatabase
 
 SCHEMA = Path(__file__).parent / "data" / "sqlite_schema_v11.json"
 

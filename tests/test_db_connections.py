@@ -4,7 +4,7 @@ import os
 import threading
 from pathlib import Path
 
-from forest.storage.sqlite import POOL_SIZE, SQLiteDatabase as Database
+from forest.storage.sql.sqlite import POOL_SIZE, SQLiteDatabase as Database
 
 
 def _handles_on(path: Path) -> int:

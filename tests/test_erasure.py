@@ -128,7 +128,7 @@ def test_an_erasure_a_killed_process_left_half_done_is_finished_at_the_next_open
     forest.personal.memory_tool("add", "ann", text=f"My boat is named {WORD}.")
     memory_id = forest.personal.memories("ann")[0].id
     forest.close()
-    killed = ("import os, sys\nfrom forest.storage.sqlite import SQLiteDatabase as Database\nfrom forest.personal.memory_store import PersonalStore\n"
+    killed = ("import os, sys\nfrom forest.storage.sql.sqlite import SQLiteDatabase as Database\nfrom forest.personal.memory_store import PersonalStore\n"
               "db = Database(sys.argv[1])\nwith db.transaction() as conn:\n"
               f"    PersonalStore(db).delete(conn, 'ann', {memory_id}, 1.0, 'test')\nos._exit(0)\n")
     subprocess.run([sys.executable, "-c", killed, str(tmp_path / "store" / "forest.sqlite3")], check=True,

@@ -23,8 +23,8 @@ from conftest import free_port, topic_text
 from helpers import faults, server_faults
 from forest import MemoryForest
 from forest.serving.http import ThreadServer
-from forest.storage.pgvector import PgVectorStore
-from forest.storage.postgres import PostgresDatabase
+from forest.storage.sql.postgres import PostgresDatabase
+from forest.storage.vectors.pgvector import PgVectorStore
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def test_a_call_while_the_database_is_down_gets_one_line_and_the_next_call_works
     it again) once the pool gives up waiting, and the same call works when the server is back.
     (The writer lock's connection came straight from the pool: its PoolTimeout reached clients as
     "internal error in add_document"; and a database outage was a 400, the caller's fault.)"""
-    monkeypatch.setattr("forest.storage.postgres.POOL_WAIT_SECONDS", 2.0)
+    monkeypatch.setattr("forest.storage.sql.postgres.POOL_WAIT_SECONDS", 2.0)
     forest = MemoryForest(data_dir=tmp_path / "store", database_url=postgres_url, vector_store="pgvector",
                           embedder=embedder, chunk_size=300)
     server = ThreadServer(forest, port=free_port()).start()

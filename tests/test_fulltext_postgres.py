@@ -1,4 +1,4 @@
-"""Full-text search on PostgreSQL (forest.storage.fulltext_postgres) against SQLite FTS5 on the same
+"""Full-text search on PostgreSQL (forest.storage.fulltext.postgres) against SQLite FTS5 on the same
 rows: with one tenant, the same hits in the same order with the same scores (QASPER leaves and
 questions for node text; LoCoMo turns and questions for personal memory); with several tenants,
 each tenant's hits are those of a store holding its rows alone; hostile queries match literally;
@@ -15,11 +15,11 @@ import pytest
 from eval_corpus import locomo_conversation, locomo_questions, qasper_papers, qasper_questions
 from forest.personal.memory_store import PersonalStore, SaidBefore
 from forest.records import LEAF, SUMMARY
-from forest.storage import fulltext, fulltext_postgres as pg_text
-from forest.storage.sqlite import SQLiteDatabase
+from forest.storage.fulltext import fts5 as fulltext, postgres as pg_text
+from forest.storage.sql.sqlite import SQLiteDatabase
 from forest.text import tokenize
 
-# What fulltext_postgres reads of the tables the database layer makes.
+# What fulltext.postgres reads of the tables the database layer makes.
 BASE_SCHEMA = """
 CREATE TABLE archives (id BIGINT PRIMARY KEY, model_id TEXT NOT NULL, status TEXT NOT NULL);
 CREATE TABLE memory_nodes (id BIGINT PRIMARY KEY,

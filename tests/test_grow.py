@@ -8,7 +8,7 @@ import pdf_factory
 from conftest import topic_text
 from forest import ForestError, InvalidInput, NotFound
 from forest.records import SUMMARY
-from forest.storage.vectors import collection_name
+from forest.storage.vectors.chroma import collection_name
 from forest.ingest import text_document
 
 

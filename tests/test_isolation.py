@@ -3,7 +3,7 @@ import pytest
 
 from conftest import topic_text
 from forest import NotFound
-from forest.storage.vectors import collection_name
+from forest.storage.vectors.chroma import collection_name
 
 
 def test_every_read_path_is_isolated_by_model_id(forest):

@@ -103,7 +103,7 @@ def test_the_checks_see_a_real_violation(tmp_path):
     source = tmp_path / "probe.py"
     source.write_text("def late():\n    from forest import service\n    import forest.cli\n")
     assert imports_of(source, {"forest.service"}) == [("forest.service", 2), ("forest.cli", 3)]
-    assert layer_of("forest.service") > layer_of("forest.storage.db")
+    assert layer_of("forest.service") > layer_of("forest.storage.sql.database")
     assert layer_of("forest") > layer_of("forest.cli")
 
 

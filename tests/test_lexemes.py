@@ -1,4 +1,4 @@
-"""forest.storage.lexemes gives exactly the tokens SQLite FTS5 indexes (read back through an
+"""forest.storage.fulltext.lexemes gives exactly the tokens SQLite FTS5 indexes (read back through an
 fts5vocab table, with the column sizes bm25() reads), with and without the porter stemmer: on
 every code point, on real corpora run through our tokenizer as the indexes are, and on random
 mixed-script text."""
@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from eval_corpus import locomo_turns, qasper_leaves
-from forest.storage.lexemes import MAX_TOKEN_BYTES, lexemes
+from forest.storage.fulltext.lexemes import MAX_TOKEN_BYTES, lexemes
 from forest.text import tokenize
 
 TOKENIZERS = {False: "unicode61 remove_diacritics 2", True: "porter unicode61 remove_diacritics 2"}

@@ -5,8 +5,8 @@ import pytest
 
 from conftest import topic_text
 from forest import InvalidInput
-from forest.storage.fulltext import match_query
-from forest.storage.migrations import LATEST_VERSION
+from forest.storage.fulltext.fts5 import match_query
+from forest.storage.sql.migrations import LATEST_VERSION
 
 TERMS = ("## Models\n\nWe compare GPT-4 with ResNet-50 features and a Mixture-of-Experts layer; BERT-base "
          "is the baseline.\n\n## Volcanoes\n\n" + topic_text("volcanoes"))

@@ -8,8 +8,8 @@ import numpy as np
 
 from conftest import topic_text
 from forest.models import embedders
-from forest.storage.sqlite import SQLiteDatabase as Database
-from forest.storage.migrations import LATEST_VERSION
+from forest.storage.sql.sqlite import SQLiteDatabase as Database
+from forest.storage.sql.migrations import LATEST_VERSION
 from keyword_embedder import KeywordEmbedder
 
 

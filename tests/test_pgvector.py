@@ -1,4 +1,4 @@
-"""What is pgvector's own (forest.storage.pgvector), beyond the VectorStore contract that
+"""What is pgvector's own (forest.storage.vectors.pgvector), beyond the VectorStore contract that
 tests/test_vector_stores.py holds it to: model_ids sharing one table, processes sharing the
 database, a server that restarts, a URL that cannot be used. A real PostgreSQL with pgvector."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ from psycopg import sql
 
 from forest.config import without_password
 from forest.errors import ConfigError, ForestError
-from forest.storage.pgvector import SEARCH, PgVectorStore
-from forest.storage.vectors import VectorStoreError
+from forest.storage.vectors.base import VectorStoreError
+from forest.storage.vectors.pgvector import SEARCH, PgVectorStore
 
 DIM = 8
 

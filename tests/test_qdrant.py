@@ -1,4 +1,4 @@
-"""What is Qdrant's own in forest.storage.qdrant (the shared contract is tests/test_vector_stores.py):
+"""What is Qdrant's own in forest.storage.vectors.qdrant (the shared contract is tests/test_vector_stores.py):
 the engine end to end on it, one collection shared by model_ids yet isolated even against forged
 ids, failures as errors, batching. On qdrant-client's local mode: no Qdrant server binary installs
 here, and the server path makes the same client calls."""
@@ -14,9 +14,9 @@ from qdrant_client.http.exceptions import ResponseHandlingException
 
 from conftest import free_port, topic_text
 from forest.errors import ConfigError, ForestError
-from forest.storage import qdrant
-from forest.storage.qdrant import QdrantVectorStore
-from forest.storage.vectors import VectorStoreError
+from forest.storage.vectors import qdrant
+from forest.storage.vectors.base import VectorStoreError
+from forest.storage.vectors.qdrant import QdrantVectorStore
 
 DIM = 8
 QUERIES = ["how do plants fix carbon?", "what makes an eruption explosive?", "who played bebop?"]

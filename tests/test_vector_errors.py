@@ -3,7 +3,7 @@ import pytest
 from chromadb.errors import InternalError
 
 from conftest import topic_text
-from forest.storage.vectors import VectorStoreError
+from forest.storage.vectors.base import VectorStoreError
 
 
 def _failing_chroma(forest, monkeypatch):

@@ -1,4 +1,4 @@
-"""Vector snapshots (forest.storage.vector_snapshots): an engine made for a command reads them instead of
+"""Vector snapshots (forest.storage.vectors.snapshots): an engine made for a command reads them instead of
 opening Chroma, and never a stale one: writes discard them, none is taken while a writer is at
 work, and a damaged or foreign one is passed over for Chroma."""
 import numpy as np
@@ -9,7 +9,7 @@ from forest import MemoryForest, load_settings
 from forest.errors import ConfigError
 from forest.storage.locks import WriterLock
 from forest.storage.ownership import open_embedded
-from forest.storage.vectors import collection_name
+from forest.storage.vectors.chroma import collection_name
 
 QUESTION = "Which musicians played bebop in New York?"
 

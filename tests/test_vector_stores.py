@@ -1,5 +1,5 @@
 """The VectorStore contract, held against every backend the same way: what the engine relies on of
-a vector store (forest.storage.vectors.VectorStore), and that one model_id never reaches another's
+a vector store (forest.storage.vectors.base.VectorStore), and that one model_id never reaches another's
 vectors. Each backend is the real thing: embedded Chroma, qdrant-client's local mode (no Qdrant
 server binary installs here; the server path makes the same client calls), pgvector in a real
 PostgreSQL."""
@@ -24,21 +24,21 @@ def backend(name: str):
 
 @backend("chroma")
 def _chroma(tmp_path, request, embedder_name="test-embedder", dim=DIM):
-    from forest.storage.vectors import ChromaVectorStore
+    from forest.storage.vectors.chroma import ChromaVectorStore
 
     return ChromaVectorStore(path=tmp_path / "chroma", embedder_name=embedder_name, dim=dim)
 
 
 @backend("qdrant")
 def _qdrant(tmp_path, request, embedder_name="test-embedder", dim=DIM):
-    from forest.storage.qdrant import QdrantVectorStore
+    from forest.storage.vectors.qdrant import QdrantVectorStore
 
     return QdrantVectorStore(str(tmp_path / "qdrant"), embedder_name=embedder_name, dim=dim)
 
 
 @backend("pgvector")
 def _pgvector(tmp_path, request, embedder_name="test-embedder", dim=DIM):
-    from forest.storage.pgvector import PgVectorStore
+    from forest.storage.vectors.pgvector import PgVectorStore
 
     return PgVectorStore(request.getfixturevalue("postgres_url"), embedder_name=embedder_name, dim=dim)
 

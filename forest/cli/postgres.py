@@ -1,5 +1,5 @@
 """`forest postgres start|stop|status`: a local PostgreSQL with pgvector for trying the server stack
-without Docker (forest.storage.local_postgres); production runs a PostgreSQL server of its own."""
+without Docker (forest.storage.sql.local_postgres); production runs a PostgreSQL server of its own."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _server(settings: Settings, args: argparse.Namespace):
-    from forest.storage.local_postgres import LocalPostgres
+    from forest.storage.sql.local_postgres import LocalPostgres
 
     return LocalPostgres(args.dir or Path(settings.data_dir).resolve().parent / "postgres")
 

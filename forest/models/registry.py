@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from forest.models.llm import ClaudeJSON
     from forest.models.rerankers import Reranker
     from forest.models.summarizers import Summarizer
-    from forest.storage.vectors import VectorStore
+    from forest.storage.vectors.base import VectorStore
 
 # The setting that names a part of each kind -> its entry-point group.
 GROUPS = {"embedder": "memory_forest.embedders", "reranker": "memory_forest.rerankers",

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from forest.storage.db import WAL, Connection, Database, mark_erased
+from forest.storage.sql.database import WAL, Connection, Database, mark_erased
 from forest.errors import ForestError
 from forest.records import iso
-from forest.storage.fulltext import phrase_match, query_phrases
-from forest.storage.postgres import pyformat
+from forest.storage.fulltext.fts5 import phrase_match, query_phrases
+from forest.storage.sql.postgres import pyformat
 from forest.text import tokenize
 
 SCOPE_KEYS = ("agent_id", "run_id")
@@ -204,7 +204,7 @@ class PersonalStore:
             return []
         sql, params = self._filtered(user_id, scope, metadata)
         if self.db.dialect == "postgres":
-            from forest.storage import fulltext_postgres
+            from forest.storage.fulltext import postgres as fulltext_postgres
 
             with self.db.snapshot() as conn:
                 return fulltext_postgres.memory_hits(conn.raw, user_id, phrases, limit,
@@ -495,7 +495,7 @@ class PersonalStore:
         rows = [(memory_id, user_id, " ".join(tokenize(memory)), " ".join(tokenize(context or "")))
                 for memory_id, user_id, memory, context in memories]
         if self.db.dialect == "postgres":
-            from forest.storage import fulltext_postgres
+            from forest.storage.fulltext import postgres as fulltext_postgres
 
             fulltext_postgres.write_memory_text(conn.raw, rows)
         else:

@@ -44,7 +44,7 @@ from forest.personal.recall import PersonalRecall
 from forest.personal.tags import extract_tags
 from forest.personal.tool import MAX_TOP_K, MemoryTool
 from forest.personal.writer import WriteWorker
-from forest.storage.db import Database
+from forest.storage.sql.database import Database
 from forest.validation import check_top_k
 
 log = logging.getLogger("forest.personal")

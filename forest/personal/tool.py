@@ -21,7 +21,7 @@ from forest.personal.policy import (
     keyed,
 )
 from forest.personal.recall import PersonalRecall
-from forest.storage.db import Database
+from forest.storage.sql.database import Database
 from forest.validation import check_top_k, in_id_range
 
 ACTIONS = ("add", "search", "update", "delete", "history")

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from forest.storage.db import Database
+from forest.storage.sql.database import Database
 from forest.personal.memory_store import PersonalStore, QueuedInput, writes_of
 from forest.personal.policy import WritePlan, WritePolicy
 

@@ -9,14 +9,14 @@ from typing import TypeVar
 import numpy as np
 
 from forest.models.embedders import Embedder
-from forest.storage.fulltext import query_phrases
+from forest.storage.fulltext.fts5 import query_phrases
 from forest.storage.paths import common_ancestor_path, path_ids
 from forest.records import ContextResult, MemoryNode, Representative, ScoredNode
 from forest.references import is_reference_node
 from forest.models.rerankers import Candidate, Reranker
 from forest.storage.archives import ForestStore
 from forest.text import content_terms, estimate_tokens, term_coverage
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 
 HINT_LCA = ("Lowest common ancestor of {n} related hits ({ids}); likely a high-level summary. "
             "Explore it to reach the passages.")

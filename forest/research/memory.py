@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from forest.config import Settings
-from forest.storage.db import Connection, Database
+from forest.storage.sql.database import Connection, Database
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
 from forest.models.llm import ClaudeJSON
@@ -42,7 +42,7 @@ from forest.records import Archive, MemoryNode
 from forest.storage.archives import ForestStore
 from forest.text import estimate_tokens, tokenize, truncate
 from forest.validation import check_model_id, check_query, check_session_id, check_text, check_top_k, parse_time_range
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 
 if TYPE_CHECKING:
     from forest.recall.agent import AgentState

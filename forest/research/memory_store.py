@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from forest.storage.db import Connection, Database
+from forest.storage.sql.database import Connection, Database
 from forest.errors import ConfigError
 from forest.records import iso
 

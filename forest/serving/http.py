@@ -39,7 +39,7 @@ from starlette.routing import Route
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
 from forest.serving.tools import ForestTools, Unavailable, UnknownId
-from forest.storage.db import DatabaseUnavailable
+from forest.storage.sql.database import DatabaseUnavailable
 from forest.validation import parse_json
 
 log = logging.getLogger("forest.serving.http")

@@ -1,1 +1,1 @@
-"""Where the forest lives: SQLite/FTS5 truth, the vector store, kept files, the store's owner."""
+"""Where the forest lives: the databases (sql/), BM25 (fulltext/), vector stores (vectors/), kept files, the owner."""

@@ -10,9 +10,9 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from forest.storage.db import Connection, Database, mark_erased
+from forest.storage.sql.database import Connection, Database, mark_erased
 from forest.errors import ForestError, NotFound
-from forest.storage.fulltext import VISIBLE_ARCHIVE, VISIBLE_NODES, indexed_text
+from forest.storage.fulltext.fts5 import VISIBLE_ARCHIVE, VISIBLE_NODES, indexed_text
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.records import SEPARATOR
 from forest.validation import in_id_range
@@ -67,9 +67,9 @@ class ForestStore:
         # Nodes looked up by id, the archive joined after (see nodes()).
         self._visible_by_id = f"{db.cross_join} {VISIBLE_ARCHIVE}"
         if db.dialect == "postgres":
-            from forest.storage import fulltext_postgres as fulltext
+            from forest.storage.fulltext import postgres as fulltext
         else:
-            from forest.storage import fulltext
+            from forest.storage.fulltext import fts5 as fulltext
         self._fulltext = fulltext
         self._building: dict[int, Any] = {}   # archive id -> what tells other processes its build is alive
 
@@ -305,15 +305,16 @@ class ForestStore:
 
     def text_search(self, model_id: str, phrases: Sequence[str], limit: int,
                     archive_ids: Collection[int] | None = None) -> list[tuple[MemoryNode, float]]:
-        """The model_id's `limit` best FTS5 hits for `phrases` (forest.storage.fulltext.query_phrases, OR-ed)
-        with their BM25 score (-bm25(node_text), higher better), best first, ties by node id;
+        """The model_id's `limit` best FTS5 hits for `phrases` (forest.storage.fulltext.fts5.query_phrases,
+        OR-ed) with their BM25 score (-bm25(node_text), higher better), best first, ties by node id;
         only the hits in `archive_ids`, if given.
 
         The same hits as ranking every match with FTS5 (ORDER BY bm25), without scoring every row
-        that holds a common word when the rare words decide the answer (see fulltext.top_hits).
+        that holds a common word when the rare words decide the answer (see fulltext.fts5.top_hits).
         """
         if isinstance(phrases, str):
-            raise TypeError("text_search takes phrases (forest.storage.fulltext.query_phrases), not a MATCH string")
+            raise TypeError("text_search takes phrases (forest.storage.fulltext.fts5.query_phrases), "
+                            "not a MATCH string")
         phrases = list(dict.fromkeys(phrases))
         if not phrases or limit < 1:
             return []

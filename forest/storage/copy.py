@@ -9,9 +9,9 @@ from typing import Any
 
 from forest.errors import ForestError
 from forest.records import Progress, ProgressFn, vector_metadata
-from forest.storage.db import Database
-from forest.storage.fulltext import indexed_text
-from forest.storage.vectors import VectorStore
+from forest.storage.fulltext.fts5 import indexed_text
+from forest.storage.sql.database import Database
+from forest.storage.vectors.base import VectorStore
 
 # Every table of the truth, parents before the rows that refer to them, with the order that keeps
 # a child after its parent (nodes: a parent is never deeper than its children).
@@ -74,7 +74,7 @@ def _pages(db: Database, table: str, order: str) -> Iterator[tuple[list[str], li
 
 def _index_nodes(conn: Any, columns: list[str], rows: list[tuple]) -> None:
     """PostgreSQL's full-text rows of copied nodes (SQLite's trigger makes its own on insert)."""
-    from forest.storage import fulltext_postgres
+    from forest.storage.fulltext import postgres as fulltext_postgres
 
     at = {name: i for i, name in enumerate(columns)}
     archives = {r[at["archive_id"]] for r in rows}

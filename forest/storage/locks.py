@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from forest.errors import ForestError
-from forest.storage.db import DatabaseUnavailable
+from forest.storage.sql.database import DatabaseUnavailable
 
 log = logging.getLogger("forest")
 
@@ -35,7 +35,7 @@ def process_command() -> str:
 class WriterLock:
     """Writers (builds, appends, joins, deletes, imports) and `forest doctor` of one data directory
     take turns: across threads (a threading lock) and across processes (an flock, dropped by the
-    kernel if the holder dies). Vector snapshots are taken under it (forest.storage.vector_snapshots)."""
+    kernel if the holder dies). Vector snapshots are taken under it (forest.storage.vectors.snapshots)."""
 
     def __init__(self, data_dir: Path) -> None:
         self._path = Path(data_dir) / "writer.lock"

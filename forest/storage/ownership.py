@@ -4,8 +4,8 @@ through that owner, and writers take turns.
 Chroma's embedded PersistentClient is not safe across processes. The first process to open a
 data directory's embedded store takes an exclusive flock on `<data_dir>/chroma.owner` and writes
 into it (mode 0600) its pid, its command and the loopback port and random token of its vector
-endpoint (forest.storage.vector_rpc). Every other process that needs vectors finds the lock held and
-forwards its calls to the owner (vector_rpc.FollowedStore), the way a docker CLI talks to its
+endpoint (forest.storage.vectors.rpc). Every other process that needs vectors finds the lock held and
+forwards its calls to the owner (rpc.FollowedStore), the way a docker CLI talks to its
 daemon: Chroma is never opened twice. A server (`forest serve`, the workbench) must own the store
 and is refused when another process does. The kernel drops an flock when its process dies, however
 it dies, so an owner that exits leaves nothing stale: the next process finds the lock free, takes
@@ -30,10 +30,11 @@ from forest.errors import ForestError
 from forest.storage.locks import process_command
 from forest.storage.private_files import make_private_dir
 
-# forest.storage.vector_rpc (http.server, http.client) loads when vectors are first needed, so
+# forest.storage.vectors.rpc (http.server, http.client) loads when vectors are first needed, so
 # commands that read only SQLite do not pay for it.
 if TYPE_CHECKING:
-    from forest.storage.vectors import ChromaVectorStore, VectorStore
+    from forest.storage.vectors.base import VectorStore
+    from forest.storage.vectors.chroma import ChromaVectorStore
 
 log = logging.getLogger("forest")
 
@@ -58,7 +59,7 @@ class Ownership:
     to the other processes. Shared by every user in the process; gone with the last release."""
 
     def __init__(self, chroma_path: Path, fd: int, use_snapshots: bool) -> None:
-        from forest.storage.vector_rpc import PROTOCOL, VectorRPCServer
+        from forest.storage.vectors.rpc import PROTOCOL, VectorRPCServer
 
         self.chroma_path = chroma_path
         self.use_snapshots = use_snapshots  # a command's store: other processes' reads too
@@ -76,7 +77,8 @@ class Ownership:
 
     def _store(self, embedder_name: str, dim: int) -> ChromaVectorStore:
         """The store another process's calls go to, one per embedder (collections check theirs)."""
-        from forest.storage.vectors import ChromaVectorStore, VectorStoreError
+        from forest.storage.vectors.base import VectorStoreError
+        from forest.storage.vectors.chroma import ChromaVectorStore
 
         with self._stores_lock:
             if self._released:  # a call that raced the release must not reopen Chroma unlocked
@@ -158,7 +160,7 @@ def acquire(chroma_path: Path, use_snapshots: bool = False) -> Ownership | Owner
 
 
 def _read_owner(path: Path) -> OwnerInfo | None:
-    from forest.storage.vector_rpc import PROTOCOL
+    from forest.storage.vectors.rpc import PROTOCOL
 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -177,10 +179,10 @@ def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots
 
     `use_snapshots` is for short commands: the store they own answers reads (theirs and other
     processes') from current vector snapshots and opens Chroma only for what those do not hold
-    (forest.storage.vector_snapshots); a long-running owner searches Chroma's index."""
+    (forest.storage.vectors.snapshots); a long-running owner searches Chroma's index."""
     held = acquire(chroma_path, use_snapshots)
     if isinstance(held, OwnerInfo):
-        from forest.storage.vector_rpc import FollowedStore
+        from forest.storage.vectors.rpc import FollowedStore
 
         def reopen() -> VectorStore | OwnerInfo:
             again = acquire(chroma_path, use_snapshots)
@@ -191,7 +193,7 @@ def open_embedded(chroma_path: Path, embedder_name: str, dim: int, use_snapshots
 
 
 def owned_store(held: Ownership, embedder_name: str, dim: int) -> ChromaVectorStore:
-    from forest.storage.vectors import ChromaVectorStore
+    from forest.storage.vectors.chroma import ChromaVectorStore
 
     try:
         return ChromaVectorStore(path=held.chroma_path, embedder_name=embedder_name, dim=dim, on_close=held.release,

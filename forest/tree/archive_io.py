@@ -23,7 +23,7 @@ from forest.errors import InvalidInput
 from forest.records import LEAF, SUMMARY
 from forest.storage.archives import ForestStore
 from forest.validation import MAX_ID, parse_json
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 from forest.tree.leaves import embedding_text, stored_leaf_context
 
 FORMAT = "memory-forest-archive"

@@ -33,7 +33,7 @@ from forest.tree.outline import HEADING_JOIN, DocumentOutline, document_lead
 from forest.models.summarizers import NodeBrief, Summarizer, Summary
 from forest.text import counted
 from forest.tree.planner import Segment, TreePlan, outline_segment, placed_headings, plan_tree
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 
 log = logging.getLogger("forest.tree.build")
 

@@ -38,7 +38,7 @@ from forest.storage.archives import ForestStore
 from forest.models.summarizers import NodeBrief, Summarizer, Summary
 from forest.text import counted
 from forest.tree.planner import average_linkage
-from forest.storage.vectors import VectorStore
+from forest.storage.vectors.base import VectorStore
 
 
 def append_to_archive(builder: ArchiveBuilder, model_id: str, archive_id: int, chunks: list[Chunk],

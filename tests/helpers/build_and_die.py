@@ -5,7 +5,7 @@ import signal
 import sys
 
 from forest import MemoryForest, load_settings
-from forest.storage.vectors import ChromaVectorStore
+from forest.storage.vectors.chroma import ChromaVectorStore
 
 data_dir, document, model_id = sys.argv[1:4]
 real_upsert = ChromaVectorStore.upsert

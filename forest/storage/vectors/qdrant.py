@@ -26,7 +26,7 @@ import numpy as np
 from forest.config import without_password
 from forest.errors import ConfigError, ForestError
 from forest.storage.private_files import make_private_dir, tighten
-from forest.storage.vectors import VectorStore, VectorStoreError
+from forest.storage.vectors.base import VectorStore, VectorStoreError
 
 PREFIX = "memory_forest_"
 TIMEOUT_SECONDS = 5  # per request: an unreachable server fails construction within this

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from forest.errors import ConfigError, ForestError
 
-log = logging.getLogger("forest.storage.local_postgres")
+log = logging.getLogger("forest.storage.sql.local_postgres")
 
 DATABASE = "postgres"
 

@@ -7,7 +7,7 @@ A migration is a list of steps run in order. A `both` step is written in SQLite'
 both: on PostgreSQL its CREATE TABLE and ALTER TABLE statements take PostgreSQL's types for
 SQLite's (postgres_ddl: 64-bit integers and floats, bytea, byte-ordered text, identity ids).
 What only one database has is a step of its own: FTS5 and its triggers on SQLite, tsvector
-tables on PostgreSQL (forest.storage.fulltext_postgres), and the fixes of rows that SQLite stores
+tables on PostgreSQL (forest.storage.fulltext.postgres), and the fixes of rows that SQLite stores
 made by older versions hold (a PostgreSQL store starts at version 0 with no rows).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from forest.storage.fulltext_postgres import SCHEMA as FULLTEXT_POSTGRES
+from forest.storage.fulltext.postgres import SCHEMA as FULLTEXT_POSTGRES
 
 SQLITE, POSTGRES = "sqlite", "postgres"
 
@@ -133,8 +133,8 @@ MIGRATIONS: list[Migration] = [
     CREATE INDEX idx_nodes_archive_leaf ON memory_nodes (archive_id, leaf_index);
     """)),
     Migration(4, sqlite_only("""
-    -- BM25 full-text search. The body is forest.storage.fulltext.index_text (our tokens: words, CJK
-    -- bigrams), computed by a SQL function every connection registers (forest.storage.db).
+    -- BM25 full-text search. The body is forest.storage.fulltext.fts5.index_text (our tokens: words, CJK
+    -- bigrams), computed by a SQL function every connection registers (forest.storage.sql.database).
     CREATE VIRTUAL TABLE node_text USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
     INSERT INTO node_text (rowid, body)
         SELECT id, forest_index_text(node_type, summary, content) FROM memory_nodes;

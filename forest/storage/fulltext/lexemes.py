@@ -4,7 +4,7 @@ query exactly the same lexemes.
 FTS5's unicode61 tokenizer (remove_diacritics 2): a token starts at a token character and runs on
 over token characters and combining marks; each character is case- and diacritic-folded (a mark
 is dropped). ASCII letters and digits are the ASCII token characters; above ASCII the tables of
-forest.storage.unicode61 say which code points separate and how each folds. The porter tokenizer
+forest.storage.fulltext.unicode61 say which code points separate and how each folds. The porter tokenizer
 (personal memory) stems each token of 3 to 64 bytes with fts5_tokenize.c's Porter stemmer, which
 works on UTF-8 bytes: ported here byte for byte. FTS5 keeps a token's first 32768 bytes.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from forest.storage.unicode61 import FOLDS, MARKS, SEPARATORS
+from forest.storage.fulltext.unicode61 import FOLDS, MARKS, SEPARATORS
 
 MAX_TOKEN_BYTES = 32768   # FTS5_MAX_TOKEN_SIZE
 PORTER_MAX_BYTES = 64     # FTS5_PORTER_MAX_TOKEN: longer tokens pass through unstemmed

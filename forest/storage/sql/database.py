@@ -1,6 +1,6 @@
 """The database that holds the truth, behind one interface: SQLite (a file in the data directory,
-the embedded default, forest.storage.sqlite) or PostgreSQL (a server that any number of processes
-and hosts share, forest.storage.postgres); forest.storage.databases opens the one the settings name.
+the embedded default, forest.storage.sql.sqlite) or PostgreSQL (a server that any number of processes
+and hosts share, forest.storage.sql.postgres); forest.storage.sql.opening opens the one the settings name.
 
 The stores write their SQL once, in what both databases speak, with sqlite3's `?` parameters;
 what differs is asked of the database: a fragment (`db.null_safe`, `db.cross_join`,
@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Protocol
 
 from forest.errors import ForestError
-from forest.storage.migrations import LATEST_VERSION, MIGRATIONS
+from forest.storage.sql.migrations import LATEST_VERSION, MIGRATIONS
 
 log = logging.getLogger("forest")
 
@@ -38,7 +38,7 @@ class Cursor(Protocol):
 
 
 class Connection(Protocol):
-    """What a store's SQL runs on inside a transaction: sqlite3's, or forest.storage.postgres's
+    """What a store's SQL runs on inside a transaction: sqlite3's, or forest.storage.sql.postgres's
     adapter that takes the same `?` parameters."""
 
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Cursor: ...

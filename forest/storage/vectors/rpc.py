@@ -28,9 +28,9 @@ import numpy as np
 
 from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
 from forest.validation import parse_json
-from forest.storage.vectors import VectorStore, VectorStoreError
+from forest.storage.vectors.base import VectorStore, VectorStoreError
 
-log = logging.getLogger("forest.storage.vector_rpc")
+log = logging.getLogger("forest.storage.vectors.rpc")
 
 PROTOCOL = 1
 MAX_BODY_BYTES = 64_000_000

@@ -1,7 +1,7 @@
-"""Full-text search on PostgreSQL that ranks as SQLite FTS5's bm25() ranks (forest.storage.fulltext),
+"""Full-text search on PostgreSQL that ranks as SQLite FTS5's bm25() ranks (forest.storage.fulltext.fts5),
 with each tenant's statistics its own.
 
-The index holds FTS5's own lexemes (forest.storage.lexemes) with their positions, as tsvector
+The index holds FTS5's own lexemes (forest.storage.fulltext.lexemes) with their positions, as tsvector
 values built here (PostgreSQL's parser is never used: its result depends on the server's locale),
 under a GIN index. A query phrase is FTS5's: its lexemes consecutive, every occurrence counted,
 overlapping ones too. The score is fts5Bm25Function's formula in its order of floating-point
@@ -16,7 +16,7 @@ column, over a tsvector's size) gets empty tsvectors and its postings in the _ov
 such rows are scored in Python with the same formula.
 
 Ranking reads term at a time, as FTS5 reads its doclists: each phrase's rows through the GIN
-index. It is pruned (MaxScore, Turtle & Flood 1995, as forest.storage.fulltext prunes): the rows
+index. It is pruned (MaxScore, Turtle & Flood 1995, as forest.storage.fulltext.fts5 prunes): the rows
 of the rarest phrases, and those holding every common phrase, are scored first; a common phrase
 adds less than its idf x (k1 + 1) to any row, so then only the rows holding a set of common
 phrases that could reach the best scores found are read, and often none.
@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from forest.storage.lexemes import lexemes
+from forest.storage.fulltext.lexemes import lexemes
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -196,7 +196,7 @@ MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "c
 
 def write_node_text(conn: Connection, rows: Iterable[tuple[int, str, str]]) -> None:
     """Index nodes: (node id, model_id, text) each, the text what FTS5 indexes for the node
-    (forest.storage.fulltext.index_text of its type, its title + newline + summary, and its
+    (forest.storage.fulltext.fts5.index_text of its type, its title + newline + summary, and its
     content). An earlier row of a node is replaced."""
     _write(conn, NODE_TEXT, [(node_id, model_id, (text,)) for node_id, model_id, text in rows])
 
@@ -281,7 +281,7 @@ def _quote(key: str) -> str:
 def top_hits(conn: Connection, model_id: str, phrases: list[str], limit: int,
              archive_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
     """(node id, -bm25) of the model_id's `limit` best visible matches of the OR of `phrases`
-    (forest.storage.fulltext.query_phrases), best first, ties by id; only those in
+    (forest.storage.fulltext.fts5.query_phrases), best first, ties by id; only those in
     `archive_ids`, if given. Call it inside a transaction (REPEATABLE READ): its statements
     must read one snapshot."""
     if archive_ids is not None:

@@ -1,16 +1,14 @@
-"""Vector store: one vector per memory node, keyed by the node id.
+"""The Chroma vector store, embedded in the data directory or on a Chroma server.
 
 One Chroma collection per model_id, so a model_id's global search never pays for a metadata
-filter (docs/benchmarks.md) and one tenant's
-vectors are never in another's index.
+filter (docs/benchmarks.md) and one tenant's vectors are never in another's index.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,45 +17,13 @@ import numpy as np
 from forest.errors import ConfigError, ForestError
 from forest.storage.locks import WriterLock
 from forest.storage.private_files import make_private_dir, tighten
-from forest.storage.vector_snapshots import Snapshot, SnapshotFiles
+from forest.storage.vectors.base import VectorStore, VectorStoreError
+from forest.storage.vectors.snapshots import Snapshot, SnapshotFiles
 
 log = logging.getLogger("forest")
 # Chroma shares one system per path within a process: two clients made (or closed) at once, the
 # owner's own store and the one serving another process, tear it down under each other.
 _CLIENTS = threading.Lock()
-
-
-class VectorStoreError(ForestError):
-    """The vector store failed (not "it holds nothing"): callers must not read this as empty."""
-
-
-class VectorStore(ABC):
-    @abstractmethod
-    def upsert(self, model_id: str, ids: Sequence[int], vectors: np.ndarray,
-               metadatas: Sequence[dict[str, Any]]) -> None: ...
-
-    @abstractmethod
-    def query(self, model_id: str, vector: np.ndarray, top_k: int) -> list[tuple[int, float]]:
-        """(node id, cosine similarity), most similar first."""
-
-    @abstractmethod
-    def get_vectors(self, model_id: str, ids: Sequence[int]) -> dict[int, np.ndarray]: ...
-
-    @abstractmethod
-    def update_metadata(self, model_id: str, ids: Sequence[int], metadatas: Sequence[dict[str, Any]]) -> None:
-        """Replace the metadata of existing vectors (when nodes move: appends, archive merges)."""
-
-    @abstractmethod
-    def delete(self, model_id: str, ids: Sequence[int]) -> None: ...
-
-    @abstractmethod
-    def ids(self, model_id: str) -> list[int]: ...
-
-    @abstractmethod
-    def model_ids(self) -> list[str]: ...
-
-    def close(self) -> None:
-        """Release what the store holds (a client, a claim on a directory); nothing by default."""
 
 
 def collection_name(model_id: str) -> str:
@@ -73,7 +39,7 @@ class ChromaVectorStore(VectorStore):
 
         An embedded store (`path`) is opened by the process that owns it; with `use_snapshots` it
         answers reads of a collection from its snapshot while that is current, takes the missing
-        ones when it closes (forest.storage.vector_snapshots), and imports chromadb only when something else
+        ones when it closes (forest.storage.vectors.snapshots), and imports chromadb only when something else
         is first needed. Its writes discard snapshots either way. Otherwise Chroma opens at once."""
         self.embedder_name = embedder_name
         self.dim = dim

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from forest.storage.db import ERASABLE_INDEXES, ERASURES_VERSION, Database
-from forest.storage.fulltext import index_text
+from forest.storage.fulltext.fts5 import index_text
 from forest.storage.locks import WriterLock
-from forest.storage.migrations import LATEST_VERSION
 from forest.storage.private_files import claim_store_dir, create_private_file, make_private_dir
+from forest.storage.sql.database import ERASABLE_INDEXES, ERASURES_VERSION, Database
+from forest.storage.sql.migrations import LATEST_VERSION
 
 log = logging.getLogger("forest")
 

@@ -26,9 +26,9 @@ from psycopg_pool import ConnectionPool
 
 from forest.config import without_password
 from forest.errors import ConfigError, ForestError
-from forest.storage.db import DatabaseUnavailable
-from forest.storage.postgres import check_connection
-from forest.storage.vectors import VectorStore, VectorStoreError
+from forest.storage.sql.database import DatabaseUnavailable
+from forest.storage.sql.postgres import check_connection
+from forest.storage.vectors.base import VectorStore, VectorStoreError
 
 REGISTRY = "forest_vector_tables"
 # pg_advisory_xact_lock key under which every Memory Forest process makes pgvector's tables: two
@@ -109,7 +109,7 @@ class PgVectorStore(VectorStore):
                 f"the pgvector store cannot use PostgreSQL at {self.location}: {_one_line(exc)}") from None
         # `check` tests a connection before handing it out: after a server restart the pool's
         # connections are dead, and the next call gets a new one instead of failing (all of them
-        # checked at once: forest.storage.postgres.check_connection).
+        # checked at once: forest.storage.sql.postgres.check_connection).
         self._pool = ConnectionPool(database_url, kwargs=options, min_size=1, max_size=pool_size,
                                     timeout=timeout, configure=_configure,
                                     check=lambda conn: check_connection(self._pool, conn), name="forest-pgvector",

@@ -22,11 +22,11 @@ from typing import Any
 
 from forest.config import without_password
 from forest.errors import ForestError
-from forest.storage.db import Database, DatabaseUnavailable
 from forest.storage.locks import AdvisoryLock, process_command
-from forest.storage.migrations import LATEST_VERSION
+from forest.storage.sql.database import Database, DatabaseUnavailable
+from forest.storage.sql.migrations import LATEST_VERSION
 
-log = logging.getLogger("forest.storage.postgres")
+log = logging.getLogger("forest.storage.sql.postgres")
 
 # Connections one process may hold at once: one per concurrent request, query or write.
 POOL_SIZE = 10
