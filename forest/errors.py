@@ -15,3 +15,8 @@ class NotFound(ForestError):
 
 class ConfigError(ForestError):
     """The configuration in force cannot be used (bad value, missing model directory, ...)."""
+
+
+class DatabaseUnavailable(ForestError):
+    """The database server could not be reached, or the connection was lost mid-call: nothing of an
+    unfinished transaction was kept; the next call connects again."""

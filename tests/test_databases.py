@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from forest.config import load_settings
-from forest.errors import ConfigError, ForestError
-from forest.storage.sql.database import DatabaseUnavailable
+from forest.errors import ConfigError, DatabaseUnavailable, ForestError
 from forest.storage.sql.migrations import LATEST_VERSION, postgres_ddl
 from forest.storage.sql.opening import open_database
 from forest.storage.sql.postgres import PostgresDatabase, pyformat

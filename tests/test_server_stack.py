@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,8 +19,7 @@ import pytest
 
 from conftest import forest_env, free_port, new_database, topic_text
 from forest import MemoryForest, load_settings
-from forest.errors import ForestError
-from forest.storage.sql.database import DatabaseUnavailable
+from forest.errors import DatabaseUnavailable, ForestError
 
 FOREST = str(Path(sys.executable).parent / "forest")
 PAPER = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")

@@ -36,10 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.errors import ConfigError, DatabaseUnavailable, ForestError, InvalidInput, NotFound
 from forest.service import MemoryForest
 from forest.serving.tools import ForestTools, Unavailable, UnknownId
-from forest.storage.sql.database import DatabaseUnavailable
 from forest.validation import parse_json
 
 log = logging.getLogger("forest.serving.http")

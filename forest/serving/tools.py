@@ -20,10 +20,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from forest.errors import ConfigError, ForestError, InvalidInput, NotFound
+from forest.errors import ConfigError, DatabaseUnavailable, ForestError, InvalidInput, NotFound
 from forest.records import Progress
 from forest.service import MAX_TOP_K, MemoryForest
-from forest.storage.sql.database import DatabaseUnavailable
 from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
 
 MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000

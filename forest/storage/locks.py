@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forest.errors import ForestError
-from forest.storage.sql.database import DatabaseUnavailable
+from forest.errors import DatabaseUnavailable, ForestError
 
 log = logging.getLogger("forest")
 

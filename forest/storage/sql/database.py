@@ -54,11 +54,6 @@ class Lock(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-class DatabaseUnavailable(ForestError):
-    """The database server could not be reached, or the connection was lost mid-call: nothing of an
-    unfinished transaction was kept; the next call connects again."""
-
-
 class Database(ABC):
     """The source of truth. Safe for many reader threads; writes go through short transactions."""
 

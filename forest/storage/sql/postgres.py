@@ -21,9 +21,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from forest.config import without_password
-from forest.errors import ForestError
+from forest.errors import DatabaseUnavailable, ForestError
 from forest.storage.locks import AdvisoryLock, process_command
-from forest.storage.sql.database import Database, DatabaseUnavailable
+from forest.storage.sql.database import Database
 from forest.storage.sql.migrations import LATEST_VERSION
 
 log = logging.getLogger("forest.storage.sql.postgres")

@@ -25,8 +25,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
 from forest.config import without_password
-from forest.errors import ConfigError, ForestError
-from forest.storage.sql.database import DatabaseUnavailable
+from forest.errors import ConfigError, DatabaseUnavailable, ForestError
 from forest.storage.sql.postgres import check_connection
 from forest.storage.vectors.base import VectorStore, VectorStoreError
 
