@@ -38,15 +38,18 @@ def test_a_writer_killed_anywhere_leaves_a_whole_store(ctx, tmp_path, operation)
 
 
 def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(ctx, tmp_path, make_forest):
-    """Both take items from one queue at once and never the same one; when one is killed holding
-    a claim, the other writes its items at once (not when the lease runs out): each input is
-    written exactly once."""
+    """Both take items from one queue at once, never the same one and never one user's at once
+    (each user's input is written in order); when one is killed holding a claim, the other writes
+    its items at once (not when the lease runs out): each input is written exactly once."""
     forest = make_forest(tmp_path / "store")
-    texts = [f"My friend {name} plays the {instrument} on weekends." for name in ("Ada", "Bo", "Cy", "Di", "Ed", "Flo")
-             for instrument in ("piano", "cello", "oboe", "harp", "tuba", "banjo", "flute", "drums")]
+    users = {f"{faults.USER}-{name.lower()}": [f"My friend {name} plays the {instrument} on weekends."
+                                               for instrument in ("piano", "cello", "oboe", "harp", "tuba", "banjo",
+                                                                  "flute", "drums")]
+             for name in ("Ada", "Bo", "Cy", "Di", "Ed", "Flo")}
     queue = PersonalStore(forest.db)
-    for text in texts:
-        queue.enqueue(faults.USER, text, {"agent_id": None, "run_id": None}, {}, time.time(), time.time())
+    queued = [(user, texts[position]) for position in range(8) for user, texts in users.items()]
+    for user, text in queued:
+        queue.enqueue(user, text, {"agent_id": None, "run_id": None}, {}, time.time(), time.time())
     workers = [faults.start_queue_worker(ctx, faults.Store(str(tmp_path / "store"))) for _ in range(2)]
     for _, channel in workers:
         channel.send("go")
@@ -66,14 +69,15 @@ def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(
     assert message == ("drained", True)
     survivor.kill()
     survivor.join()
-    rows = forest.db.query("SELECT status, decision FROM personal_write_queue ORDER BY id")
-    assert [r["status"] for r in rows] == ["done"] * len(texts)
-    memories = {m.id: m.memory for m in forest.personal.memories(faults.USER)}
-    stored = [json.loads(r["decision"]).get("memory_id") for r in rows
-              if json.loads(r["decision"])["action"] == "stored"]
-    assert sorted(stored) == sorted(memories)  # each stored item is one memory, none twice
-    assert sorted(memories.values()) == sorted(t for t, r in zip(texts, rows)
-                                               if json.loads(r["decision"])["action"] == "stored")
+    rows = forest.db.query("SELECT user_id, status, decision FROM personal_write_queue ORDER BY id")
+    assert [r["status"] for r in rows] == ["done"] * len(queued)
+    for user, texts in users.items():
+        memories = {m.id: m.memory for m in forest.personal.memories(user)}
+        decisions = [json.loads(r["decision"]) for r in rows if r["user_id"] == user]
+        stored = [d["memory_id"] for d in decisions if d["action"] == "stored"]
+        assert sorted(stored) == sorted(memories)  # each stored item is one memory, none twice
+        assert sorted(memories.values()) == sorted(t for t, d in zip(texts, decisions) if d["action"] == "stored")
+        assert stored == sorted(stored)  # the user's input written in the order it came
 
 
 def test_a_claude_call_that_hangs_holds_up_no_other_write(make_forest, monkeypatch):

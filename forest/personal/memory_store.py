@@ -20,6 +20,9 @@ SCOPE_KEYS = ("agent_id", "run_id")
 # BM25: a word of what was said just before a memory counts half a word of the memory itself.
 CONTEXT_WEIGHT = 0.5
 MEMORY_INDEX = "personal_memory_text"
+# A claim of `limit` items takes the input of at most limit / 8 users (4 for the worker's batch of
+# 32): enough for one embedding call to batch, few enough that other workers find users to write for.
+ITEMS_PER_CLAIMED_USER = 8
 
 
 @dataclass
@@ -376,15 +379,19 @@ class PersonalStore:
         """Take up to `limit` due items under a lease, atomically (UPDATE ... RETURNING): another
         worker, in this process or another, cannot take them until the lease runs out. A user whose
         input another claim holds is skipped, so one user's input is written in the order it came
-        (a later "I moved to Berlin" must find the memory it supersedes) while workers share the
-        users; claims take turns under a lock so that two cannot take one user at once."""
+        (a later "I moved to Berlin" must find the memory it supersedes); and a claim takes the
+        input of a few users at most (those waiting longest), so that the other workers find users
+        to write for. Claims take turns under a lock, so that two cannot take one user at once."""
+        due = "status = 'pending' AND next_try_at <= ? AND (lease_until IS NULL OR lease_until < ?)"
         with self.db.transaction(lock="personal-claims") as conn:
             rows = conn.execute(
-                "UPDATE personal_write_queue SET claim = ?, lease_until = ? WHERE id IN (SELECT id FROM "
-                "personal_write_queue WHERE status = 'pending' AND next_try_at <= ? AND (lease_until IS NULL OR "
-                "lease_until < ?) AND user_id NOT IN (SELECT user_id FROM personal_write_queue WHERE status = "
-                f"'pending' AND lease_until >= ?) ORDER BY id LIMIT ? {self.db.skip_locked}) RETURNING *",
-                (claim, now + lease_seconds, now, now, now, limit)).fetchall()
+                f"UPDATE personal_write_queue SET claim = ?, lease_until = ? WHERE id IN (SELECT id FROM "
+                f"personal_write_queue WHERE {due} AND user_id IN (SELECT user_id FROM personal_write_queue "
+                f"WHERE {due} AND user_id NOT IN (SELECT user_id FROM personal_write_queue WHERE status = "
+                f"'pending' AND lease_until >= ?) GROUP BY user_id ORDER BY min(id) LIMIT ?) "
+                f"ORDER BY id LIMIT ? {self.db.skip_locked}) RETURNING *",
+                (claim, now + lease_seconds, now, now, now, now, now, max(1, limit // ITEMS_PER_CLAIMED_USER),
+                 limit)).fetchall()
         return sorted((_queued(r) for r in rows), key=lambda q: q.id)
 
     def release_orphans(self, host: str, alive: Callable[[int], bool]) -> int:

@@ -37,6 +37,9 @@ from forest.personal.memory_store import PersonalStore
 FOREST = str(Path(sys.executable).parent / "forest")
 MODEL = "lab"
 USER = "ann"
+# The queue workers' scenario writes for several users: one user's input is written by one worker
+# at a time (in order), so workers share a queue by user.
+USERS = (USER, *(f"{USER}-{k}" for k in range(1, 6)))
 TOPICS = ("volcanoes", "jazz", "photosynthesis")
 # A call that has not answered after this long is a hang (the database pool gives up after 30 s).
 HANG_SECONDS = 90.0
@@ -362,7 +365,7 @@ def examine(store: Store, outcome: Outcome, writes: list[Write], queued: list[st
         documents = {w.key: w.succeeded for w in writes if w.kind == "document"}
         inputs = {w.key: w.succeeded for w in writes if w.kind == "memory"} | dict.fromkeys(queued, True)
         _count(outcome, documents, Counter(a.name for a in forest.archives(MODEL)))
-        _count(outcome, inputs, Counter(m.memory for m in forest.personal.memories(USER)))
+        _count(outcome, inputs, Counter(m.memory for user in USERS for m in forest.personal.memories(user)))
     finally:
         forest.close()
 
@@ -436,7 +439,7 @@ def kill_queue_workers(server: Server, workdir: Path, kills: int, rng: random.Ra
         while outcome.faults < kills:
             now = time.time()
             for n in range(len(queued), len(queued) + batch):
-                queue.enqueue(USER, memory(n), {}, {}, now, now)
+                queue.enqueue(USERS[n % len(USERS)], memory(n), {}, {}, now, now)
                 queued.append(memory(n))
             victim = _claim_holder(forest, pool)
             if victim is None:
