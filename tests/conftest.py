@@ -215,6 +215,17 @@ def postgres_url(postgres) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
 
 
+def stop_process(process: subprocess.Popen, seconds: float = 60) -> None:
+    """Terminate a process the test started, killing it if it does not end within `seconds`."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,7 +6,6 @@ queue; a Claude call that hangs does not hold up other writes."""
 from __future__ import annotations
 
 import json
-import random
 import signal
 import time
 from multiprocessing.connection import wait
@@ -28,13 +27,7 @@ def test_a_writer_killed_anywhere_leaves_a_whole_store(ctx, tmp_path, operation)
     """Killed right after each of its durable writes in turn (every state a crash can leave), and
     at random moments: afterwards the store is the one before or the one after, never between."""
     line = faults.baseline(ctx, operation, tmp_path)
-    violations = faults.kill_at_random(ctx, line, tmp_path, 3 if operation == "personal" else 1,
-                                       random.Random(operation)).violations
-    if operation != "personal":  # its writes interleave with a worker thread's: random kills only
-        sweep = faults.kill_at_each_write(ctx, line, tmp_path)
-        assert sweep.kills == line.writes >= 1
-        violations += sweep.violations
-    assert violations == []
+    assert faults.kill_anywhere(ctx, line, tmp_path, operation) == []
 
 
 def test_two_worker_processes_share_the_queue_and_take_over_a_killed_ones_claim(ctx, tmp_path, make_forest):

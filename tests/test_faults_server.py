@@ -44,12 +44,7 @@ def test_a_writer_killed_anywhere_leaves_a_whole_server_store(ctx, server, tmp_p
     or the one after, never between."""
     line = faults.baseline(ctx, operation, tmp_path, server)
     try:
-        violations = faults.kill_at_random(ctx, line, tmp_path, 3 if operation == "personal" else 1,
-                                           random.Random(operation)).violations
-        if operation != "personal":  # its writes interleave with a worker thread's: random kills only
-            sweep = faults.kill_at_each_write(ctx, line, tmp_path)
-            assert sweep.kills == line.writes >= 1
-            violations += sweep.violations
+        violations = faults.kill_anywhere(ctx, line, tmp_path, operation)
     finally:
         line.discard()
     assert violations == []

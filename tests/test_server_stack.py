@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import forest_env, free_port, new_database, topic_text
+from conftest import forest_env, free_port, new_database, stop_process, topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import DatabaseUnavailable, ForestError
 
@@ -48,14 +48,6 @@ def start_serve(data_dir: Path, url: str, *args: str) -> tuple[subprocess.Popen,
     raise AssertionError("forest serve did not answer /health within 120 s")
 
 
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class _Alternating(httpx.AsyncHTTPTransport):
@@ -195,8 +187,8 @@ def test_two_serve_processes_share_one_store_and_see_each_other_s_writes(postgre
         assert listed.returncode == 0, listed.stderr
         assert [a["name"] for a in json.loads(listed.stdout)] == ["earth and music"]
     finally:
-        stop(first[0])
-        stop(second[0])
+        stop_process(first[0])
+        stop_process(second[0])
 
 
 def test_workers_share_the_write_queue_and_write_each_input_once(server_forest, postgres_url, tmp_path):

