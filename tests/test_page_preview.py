@@ -4,13 +4,13 @@ kept in the store so a citation still opens after the upload is gone."""
 import pymupdf
 import pytest
 
-from conftest import SHARED_EVAL
+from conftest import ROOT
 from forest.tree.chunking import chunk_document
 from forest.views.page_preview import locate, render_page, section_passages, tokens
 from forest.ingest.pdf import read_pdf
 from pdf_factory import chinese_paper, two_column_paper
 
-PAPER = SHARED_EVAL / "pdfs" / "2001.03131.pdf"
+PAPER = ROOT / "data" / "samples" / "2001.03131.pdf"  # the sample paper ships with the project
 
 
 def centre_in(target: pymupdf.Rect, boxes) -> bool:
