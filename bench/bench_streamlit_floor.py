@@ -102,7 +102,7 @@ def main() -> None:
                 process, url = serve(app, env)
                 try:
                     browser.load(url, True)  # the first run of the script and a cold browser
-                    times[name] = [browser.load(url, clear=i % 2 == 1)[0] for i in range(args.loads)]
+                    times[name] = [browser.load(url, clear_cache=i % 2 == 1)[0] for i in range(args.loads)]
                 finally:
                     process.terminate()
                     process.wait()
