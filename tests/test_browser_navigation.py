@@ -173,7 +173,9 @@ def test_personal_write_queue_shows_the_write_finish_without_a_click(server):
     driver = chromium()
     try:
         open_user(driver, url, "ann")
-        driver.find_element(By.CSS_SELECTOR, "textarea[aria-label=Message]").send_keys("I live in Berlin")
+        # under load the tabs may be drawn before the message field in the first one
+        WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "textarea[aria-label=Message]")
+                                        ).send_keys("I live in Berlin")
         driver.find_element(By.XPATH, "//button[.//p[text()='Process']]").click()
         WebDriverWait(driver, 30).until(lambda d: "in the background" in d.page_source and settled(d))
         tab(driver, "Write queue").click()
