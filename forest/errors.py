@@ -20,3 +20,10 @@ class ConfigError(ForestError):
 class DatabaseUnavailable(ForestError):
     """The database server could not be reached, or the connection was lost mid-call: nothing of an
     unfinished transaction was kept; the next call connects again."""
+
+
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """An exception's message on one line (libpq's and servers' messages span lines: a detail, a
+    hint, a raw response), cut to `limit` characters if given."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -218,8 +219,6 @@ def postgres_url(postgres) -> str:
 def start_serve(data_dir: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen, str]:
     """`forest serve --transport http` on a free port with `env`, once it answers /health; its log
     beside data_dir."""
-    import httpx
-
     port = free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir.parent / f"serve-{port}.log"
@@ -227,16 +226,26 @@ def start_serve(data_dir: Path, env: dict[str, str], *args: str) -> tuple[subpro
         process = subprocess.Popen([str(Path(sys.executable).parent / "forest"), "serve", "--transport", "http",
                                     "--port", str(port), *args], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        assert process.poll() is None, log_path.read_text()
+    if not answers_health(url, lambda: process.poll() is None, 120):
+        died = process.poll() is not None
+        process.kill()
+        assert not died, log_path.read_text()
+        raise AssertionError("forest serve did not answer /health within 120 s")
+    return process, url
+
+
+def answers_health(url: str, alive: Callable[[], bool], seconds: float) -> bool:
+    """Whether the server at `url` answers /health within `seconds`, polled while `alive()`."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and alive():
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url
+                return True
         except httpx.HTTPError:
             time.sleep(0.2)
-    process.kill()
-    raise AssertionError("forest serve did not answer /health within 120 s")
+    return False
 
 
 def stop_process(process: subprocess.Popen, seconds: float = 60) -> None:

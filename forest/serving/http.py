@@ -36,9 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forest.errors import ConfigError, DatabaseUnavailable, ForestError, InvalidInput, NotFound
+from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.service import MemoryForest
-from forest.serving.tools import ForestTools, Unavailable, UnknownId
+from forest.serving.tools import ForestTools, Unavailable, UnknownId, translated
 from forest.validation import parse_json
 
 log = logging.getLogger("forest.serving.http")
@@ -331,8 +331,7 @@ class _Rest:
             with self.calls.record(CHAT_ROUTE, model_id):
                 state = await anyio.to_thread.run_sync(self.forest.ask, model_id, question)
         except ForestError as exc:
-            return _error(404 if isinstance(exc, NotFound) else 503 if isinstance(exc, DatabaseUnavailable) else 400,
-                          str(exc))
+            return _error(_STATUS.get(type(translated(exc)), 400), str(exc))
         created = int(time.time())
         reply_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         extra = {"cited_nodes": [c.to_dict() for c in state.cited], "answered_by": state.answered_by,

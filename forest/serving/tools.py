@@ -70,7 +70,8 @@ class Unavailable(ToolError):
     was kept, and the same call may be sent again (HTTP 503)."""
 
 
-def _translated(error: ForestError) -> ToolError:
+def translated(error: ForestError) -> ToolError:
+    """The ToolError a face reports for an engine error (its class says the HTTP status)."""
     if isinstance(error, NotFound):
         return UnknownId(str(error))
     if isinstance(error, DatabaseUnavailable):
@@ -354,4 +355,4 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except ForestError as error:
-        raise _translated(error) from None
+        raise translated(error) from None

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forest.errors import DatabaseUnavailable, ForestError
+from forest.errors import DatabaseUnavailable, ForestError, one_line
 
 log = logging.getLogger("forest")
 
@@ -173,9 +173,7 @@ def _connection_lost(exc: BaseException) -> str | None:
     import psycopg
     from psycopg_pool import PoolTimeout
 
-    if not isinstance(exc, (PoolTimeout, psycopg.OperationalError)):
-        return None
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(exc) if isinstance(exc, (PoolTimeout, psycopg.OperationalError)) else None
 
 
 def _busy(holder: str, location: str, waited: float) -> ForestError:

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from conftest import forest_env, free_port, stop_process, topic_text
+from conftest import answers_health, forest_env, free_port, stop_process, topic_text
 from helpers import faults
 from helpers.faults import Server, Store, open_forest
 from forest import MemoryForest
@@ -603,13 +603,8 @@ def _start_serve(ctx: Any, store: Store, port: int, die_after: int | None) -> tu
     process = ctx.Process(target=_serve, args=(store, port, die_after, theirs), daemon=True)
     process.start()
     theirs.close()
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline and process.is_alive():
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return process, ours
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    if answers_health(f"http://127.0.0.1:{port}", process.is_alive, STARTUP_SECONDS):
+        return process, ours
     process.kill()
     raise RuntimeError(f"the serve process on port {port} did not start")
 

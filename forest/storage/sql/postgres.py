@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from forest.config import without_password
-from forest.errors import DatabaseUnavailable, ForestError
+from forest.errors import DatabaseUnavailable, ForestError, one_line
 from forest.storage.locks import AdvisoryLock, process_command
 from forest.storage.sql.database import Database
 from forest.storage.sql.migrations import LATEST_VERSION
@@ -158,7 +158,7 @@ class PostgresDatabase(Database):
             psycopg.connect(url, **connect).close()
         except psycopg.Error as exc:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {self.location}: "
-                                      f"{_one_line(exc)}") from None
+                                      f"{one_line(exc)}") from None
         self._pool = ConnectionPool(url, kwargs=connect, min_size=1, max_size=pool_size, open=True,
                                     timeout=POOL_WAIT_SECONDS, check=lambda conn: check_connection(self._pool, conn),
                                     name="forest")
@@ -186,7 +186,7 @@ class PostgresDatabase(Database):
                                       "or the server is down)") from None
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(f"the connection to PostgreSQL at {self.location} failed: "
-                                      f"{_one_line(exc)}") from None
+                                      f"{one_line(exc)}") from None
 
     @contextmanager
     def transaction(self, lock: str | None = None) -> Iterator[PgConnection]:
@@ -311,7 +311,3 @@ class PostgresDatabase(Database):
 
     def close(self) -> None:
         self._pool.close()
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

@@ -25,7 +25,7 @@ from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool
 
 from forest.config import without_password
-from forest.errors import ConfigError, DatabaseUnavailable, ForestError
+from forest.errors import ConfigError, DatabaseUnavailable, ForestError, one_line
 from forest.storage.sql.postgres import check_connection
 from forest.storage.vectors.base import VectorStore, VectorStoreError
 
@@ -66,11 +66,6 @@ class VectorStoreUnavailable(VectorStoreError, DatabaseUnavailable):
     OperationalError): the faces answer it as any unreachable database (the call may be sent again)."""
 
 
-def _one_line(exc: BaseException) -> str:
-    """libpq's messages span lines (a detail, a hint): one line for a ForestError."""
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _configure(conn: psycopg.Connection) -> None:
     """Each pooled connection: vectors in pgvector's binary format (numpy arrays), the search settings."""
     from pgvector.psycopg.vector import register_vector_info
@@ -105,7 +100,7 @@ class PgVectorStore(VectorStore):
         except psycopg.Error as exc:
             unreachable = isinstance(exc, psycopg.OperationalError)
             raise (DatabaseUnavailable if unreachable else ForestError)(
-                f"the pgvector store cannot use PostgreSQL at {self.location}: {_one_line(exc)}") from None
+                f"the pgvector store cannot use PostgreSQL at {self.location}: {one_line(exc)}") from None
         # `check` tests a connection before handing it out: after a server restart the pool's
         # connections are dead, and the next call gets a new one instead of failing (all of them
         # checked at once: forest.storage.sql.postgres.check_connection).
@@ -156,9 +151,9 @@ class PgVectorStore(VectorStore):
                     self._check_embedder(conn, model_id)
                 yield conn
         except psycopg.OperationalError as exc:
-            raise VectorStoreUnavailable(f"the pgvector store at {self.location} failed: {_one_line(exc)}") from exc
+            raise VectorStoreUnavailable(f"the pgvector store at {self.location} failed: {one_line(exc)}") from exc
         except psycopg.Error as exc:
-            raise VectorStoreError(f"the pgvector store at {self.location} failed: {_one_line(exc)}") from exc
+            raise VectorStoreError(f"the pgvector store at {self.location} failed: {one_line(exc)}") from exc
 
     def _check_embedder(self, conn: psycopg.Connection, model_id: str) -> None:
         others = conn.execute(sql.SQL("SELECT table_name, embedder, dim FROM {} WHERE table_name <> %s").format(

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from forest.config import without_password
-from forest.errors import ConfigError, ForestError
+from forest.errors import ConfigError, ForestError, one_line
 from forest.storage.private_files import make_private_dir, tighten
 from forest.storage.vectors.base import VectorStore, VectorStoreError
 
@@ -300,6 +300,5 @@ def _is_uuid(value: str) -> bool:
 
 
 def _line(exc: Exception) -> str:
-    """An exception as one short line (a server's error carries its raw response over lines)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    """A server's error carries its raw response: one short line of it."""
+    return one_line(exc, limit=300)
