@@ -346,3 +346,31 @@ def test_secrets_never_reach_the_server_database(server_forest, postgres_url):
         for table in tables:
             for row in conn.execute(f'SELECT * FROM "{table}"'):
                 assert secret not in repr(row), table
+
+
+def test_the_readme_s_server_stack_commands_work_as_written(make_forest, tmp_path):
+    """README: `forest postgres start` prints the settings; with them exported, `forest store copy
+    --to-database` moves the embedded library over and the CLI answers from PostgreSQL; `status`
+    and `stop` say what they did."""
+    data_dir = tmp_path / "data" / "store"
+    make_forest(data_dir, chunk_size=300).ingest_text("alice", "earth and music", PAPER)
+
+    def forest(*args: str, env: dict[str, str] | None = None) -> dict:
+        done = subprocess.run([FOREST, *args, "--json"], env=env or forest_env(data_dir), capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    started = forest("postgres", "start")
+    try:
+        assert started["running"] and Path(started["directory"]) == tmp_path / "data" / "postgres"
+        url = started["database_url"]
+        assert forest("postgres", "status")["database_url"] == url
+        copied = forest("store", "copy", "--to-database", url)
+        assert copied["checks"]["rows_equal"] and copied["checks"]["found_by_own_vector"] > 0
+        embedded = forest("retrieve", QUESTION, "--model-id", "alice")
+        served = forest("retrieve", QUESTION, "--model-id", "alice", env=server_env(data_dir, url))
+        assert served == embedded and served
+    finally:
+        assert forest("postgres", "stop")["stopped"]
+    assert not forest("postgres", "status")["running"]
