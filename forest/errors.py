@@ -17,9 +17,19 @@ class ConfigError(ForestError):
     """The configuration in force cannot be used (bad value, missing model directory, ...)."""
 
 
-class DatabaseUnavailable(ForestError):
+class ServiceUnavailable(ForestError):
+    """A server the call needs did not answer: nothing of the call was kept, and the same call
+    may be sent again later."""
+
+
+class DatabaseUnavailable(ServiceUnavailable):
     """The database server could not be reached, or the connection was lost mid-call: nothing of an
     unfinished transaction was kept; the next call connects again."""
+
+
+class ModelUnavailable(ServiceUnavailable):
+    """A model server (LLM or embedder) is down, timed out, or refused the configured key or model
+    after the allowed attempts; the message names its URL, never a secret."""
 
 
 def one_line(exc: BaseException, limit: int | None = None) -> str:

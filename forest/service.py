@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from forest.doctor import DoctorReport
     from forest.ingest.document import Document
     from forest.models.embedders import Embedder
+    from forest.models.llm import StructuredLLM
     from forest.tree.grow import ArchivePair
     from forest.tree.outline import DocumentOutline
     from forest.views.page_preview import SourcePreview
@@ -109,32 +110,43 @@ class MemoryForest:
             return components.make_summarizer(self.settings)
 
     @cached_property
-    def agent(self) -> AgentLoop:
-        from forest.recall.agent import AgentLoop, ClaudePolicy, OfflinePolicy
-
-        # The agent loop's decision maker: Claude when a key is set, else the deterministic policy.
+    def llm(self) -> StructuredLLM | None:
+        """The LLM in force; None offline (every use then takes its offline default)."""
         with self._init_lock:
-            llm = components.make_llm(self.settings)
-            return AgentLoop(self, ClaudePolicy(llm) if llm else OfflinePolicy())
+            return components.make_llm(self.settings)
+
+    def models_in_use(self) -> dict[str, dict[str, Any]]:
+        """The LLM and the embedder in force: provider, model, URL without secrets."""
+        from forest.models import catalog
+
+        return {"llm": catalog.llm_in_use(self.settings, self.llm),
+                "embedder": catalog.embedder_in_use(self.settings, self.embedder)}
+
+    @cached_property
+    def agent(self) -> AgentLoop:
+        from forest.recall.agent import AgentLoop, LLMPolicy, OfflinePolicy
+
+        # The agent loop's decision maker: the configured LLM, else the deterministic policy.
+        llm = self.llm
+        return AgentLoop(self, LLMPolicy(llm) if llm else OfflinePolicy())
 
     @cached_property
     def research(self) -> ResearchMemory:
         """Research memory (seed 002): directives, workspace, episodic events, knowledge."""
         from forest.research.memory import ResearchMemory
 
-        embedder, vectors = self.embedder, self.vectors
+        embedder, vectors, llm = self.embedder, self.vectors, self.llm
         with self._init_lock:
-            return ResearchMemory(self.db, self.store, embedder, vectors, self.settings,
-                                  components.make_llm(self.settings))
+            return ResearchMemory(self.db, self.store, embedder, vectors, self.settings, llm)
 
     @cached_property
     def personal(self) -> PersonalMemory:
         """Personal memory service (seeds 003, 004): process_memory, the memory tool, the graph."""
         from forest.personal.service import PersonalMemory
 
-        embedder = self.embedder
+        embedder, llm = self.embedder, self.llm
         with self._init_lock:
-            return PersonalMemory(self.db, embedder, self.settings, components.make_llm(self.settings))
+            return PersonalMemory(self.db, embedder, self.settings, llm)
 
     @cached_property
     def sources(self) -> SourceFiles:
@@ -504,7 +516,7 @@ class MemoryForest:
     # --- about the engine and its passages ---------------------------------------------------
     @property
     def answer_policy(self) -> str:
-        """What decides the agent's steps: 'claude:<model>' when a key is set, else the offline policy."""
+        """What decides the agent's steps: '<provider>:<model>' of the LLM in force, else the offline policy."""
         return self.agent.policy.label
 
     @property

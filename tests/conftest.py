@@ -90,7 +90,8 @@ def make_forest(request, tmp_path, embedder):
             overrides.setdefault("vector_store", TEST_VECTOR_STORE)
             if TEST_VECTOR_STORE == "qdrant":
                 overrides.setdefault("qdrant_url", str(Path(settings.data_dir) / "qdrant"))
-        forest = MemoryForest(settings.replace(**overrides), embedder=embedder)
+        # the shared one unless the test configures an embedder of its own
+        forest = MemoryForest(settings.replace(**overrides), embedder=None if "embedder" in overrides else embedder)
         made.append(forest)
         return forest
 

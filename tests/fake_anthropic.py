@@ -1,7 +1,8 @@
 """A local HTTP server that speaks the Anthropic Messages API (POST /v1/messages), so the real
 `anthropic` client can be tested offline. Replies come from a script, or from a default that
-answers the seed's summary prompts with a valid JSON summary. A request can also be held
-without a reply, the way a stalled API call hangs."""
+answers the seed's summary prompts with a valid JSON summary. A request that forces a tool gets
+the reply as that tool's input when it is a JSON object (as Claude answers), else as text. A
+request can also be held without a reply, the way a stalled API call hangs."""
 from __future__ import annotations
 
 import json
@@ -71,10 +72,20 @@ class FakeAnthropic:
                 if isinstance(item, tuple):
                     status, message = item
                     return self._send(status, {"type": "error", "error": {"type": "api_error", "message": message}})
+                content, stop = [{"type": "text", "text": item}], "end_turn"
+                forced = (request.get("tool_choice") or {}).get("name")
+                if forced:  # Claude made to call a tool answers with its input (an object it wrote)
+                    try:
+                        arguments = json.loads(item)
+                    except ValueError:
+                        arguments = None
+                    if isinstance(arguments, dict):
+                        content = [{"type": "tool_use", "id": f"toolu_{len(fake.requests)}", "name": forced,
+                                    "input": arguments}]
+                        stop = "tool_use"
                 self._send(200, {
                     "id": f"msg_{len(fake.requests)}", "type": "message", "role": "assistant",
-                    "model": request["model"], "content": [{"type": "text", "text": item}],
-                    "stop_reason": "end_turn", "stop_sequence": None,
+                    "model": request["model"], "content": content, "stop_reason": stop, "stop_sequence": None,
                     "usage": {"input_tokens": len(prompt) // 4, "output_tokens": len(item) // 4}})
 
             def _hold(self):

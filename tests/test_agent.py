@@ -8,8 +8,8 @@ from conftest import topic_text
 from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.recall.agent import (ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, AgentState,
-                          ClaudePolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
-from forest.models.llm import ClaudeJSON
+                          LLMPolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
+from forest.models.claude import ClaudeLLM
 from forest.records import LEAF, SUMMARY, MemoryNode, ScoredNode
 from forest.text import s_stem
 
@@ -70,7 +70,7 @@ def test_ask_runs_to_an_answer_and_serializes_the_trace(forest):
 
 def test_claude_decides_with_the_seed_prompt_and_bad_replies_fall_back(forest):
     with FakeAnthropic() as fake:
-        policy = ClaudePolicy(ClaudeJSON("test-key", "claude-test", retries=1, base_url=fake.url))
+        policy = LLMPolicy(ClaudeLLM("test-key", "claude-test", retries=1, base_url=fake.url))
         loop = AgentLoop(forest, policy)
         state = loop.start("m", "Who played bebop?", threshold=0.0)   # every explored child is kept
         root = state.context[0].node

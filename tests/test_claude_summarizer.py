@@ -4,13 +4,13 @@ import logging
 
 from conftest import topic_text
 from fake_anthropic import FakeAnthropic
-from forest.models.llm import ClaudeJSON
+from forest.models.claude import ClaudeLLM
 from forest.models.extractive import TermStats
-from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, ClaudeSummarizer, NodeBrief
+from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, LLMSummarizer, NodeBrief
 
 
 def summarizer_for(fake, retries=2):
-    return ClaudeSummarizer(ClaudeJSON("test-key", "claude-test", retries=retries, base_url=fake.url), 200)
+    return LLMSummarizer(ClaudeLLM("test-key", "claude-test", retries=retries, base_url=fake.url), 200)
 
 
 def brief(title, parts):
@@ -58,14 +58,26 @@ def test_bad_output_is_retried_then_accepted():
     assert summary.text == "fenced but fine" and len(fake.requests) == 3
 
 
-def test_persistent_failure_falls_back_to_the_labelled_extractive_summary(caplog):
+def test_persistently_unusable_answers_fall_back_to_the_labelled_extractive_summary(caplog):
     with FakeAnthropic() as fake, caplog.at_level(logging.WARNING):
-        fake.script = [(500, "overloaded")] * 10 + ["not json"] * 10
+        fake.script = [(500, "overloaded")] + ["not json"] * 10
         summary = summarizer_for(fake, retries=1).summarize_leaf(
             "Volcanoes form where magma reaches the surface. They erupt ash and lava.")
     assert summary.source == EXTRACTIVE_LABEL
     assert "Volcanoes form" in summary.text
-    assert "using the extractive summary" in caplog.text
+    assert "using the extractive summary" in caplog.text and len(fake.requests) == 2
+
+
+def test_a_server_that_stays_down_is_a_clear_error_not_a_fallback():
+    import pytest
+
+    from forest.errors import ModelUnavailable
+
+    with FakeAnthropic() as fake:
+        fake.script = [(500, "overloaded")] * 10
+        with pytest.raises(ModelUnavailable, match=f"LLM server at {fake.url} \\(claude:claude-test\\).*overloaded"):
+            summarizer_for(fake, retries=1).summarize_leaf("Volcanoes form where magma reaches the surface.")
+    assert len(fake.requests) == 2
 
 
 def test_ingest_with_an_api_key_uses_claude_for_every_summary(make_forest, monkeypatch):
@@ -88,14 +100,17 @@ def test_one_time_budget_bounds_a_call_and_its_retries(monkeypatch):
 
     import pytest
 
+    from forest.errors import ModelUnavailable
     from forest.models import llm
+    from forest.models.replies import SummaryReply
 
     monkeypatch.setattr(llm, "CALL_BUDGET_SECONDS", 5.0)
     with FakeAnthropic() as fake:
         fake.hang = lambda prompt: True
-        client = ClaudeJSON("test-key", "claude-test", retries=5, base_url=fake.url, timeout=2.0)
+        client = ClaudeLLM("test-key", "claude-test", retries=5, base_url=fake.url, timeout=2.0)
         started = time.monotonic()
-        with pytest.raises(llm.LLMError, match="5 s are spent"):
-            client.ask("a prompt", lambda reply: None)
+        with pytest.raises(ModelUnavailable, match="did not answer.*timed out"):
+            client.ask("a prompt", SummaryReply)
         spent = time.monotonic() - started
-    assert 4.5 <= spent < 7.5 and 3 <= fake.held <= 4  # 2-second attempts until 5 s are spent, the last cut short
+    # 2-second attempts with short waits between them, none begun that would end after the 5 s
+    assert 4.0 <= spent < 7.5 and 2 <= fake.held <= 3, (spent, fake.held)

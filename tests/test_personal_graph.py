@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from fake_anthropic import FakeAnthropic
-from forest.models.llm import ClaudeJSON
+from forest.models.claude import ClaudeLLM
 from forest.personal.graph import (
     Triple,
     TripleExtractor,
@@ -198,7 +198,7 @@ def test_entities_in_finds_cjk_substrings_whole_latin_words_and_the_speaker():
 
 
 def claude_extractor(fake):
-    return TripleExtractor(ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url))
+    return TripleExtractor(ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url))
 
 
 USER_SAID = ["I live in Berlin.", "I work at Acme.", "My wife is Anna.", "Anna works at Siemens.",

@@ -15,7 +15,7 @@ from fake_anthropic import FakeAnthropic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from eval_redaction import evaluate, load  # noqa: E402
 
-from forest.models.llm import ClaudeJSON
+from forest.models.claude import ClaudeLLM
 from forest.personal.redact import redact
 from forest.personal.service import PersonalMemory
 
@@ -86,7 +86,9 @@ def test_a_secret_never_reaches_the_store_the_logs_or_claude(make_forest, caplog
     forest = make_forest(memory_privacy_filter=True)
     caplog.set_level(logging.DEBUG)
     with FakeAnthropic() as fake:
-        llm = ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url)
+        fake.respond = lambda prompt: json.dumps({"label": "PRIVATE", "reason": "about the user"}
+                                                 if "PRIVATE" in prompt else {"triples": []})
+        llm = ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url)
         personal = PersonalMemory(forest.db, forest.embedder, forest.settings, llm)
         try:
             for text in SECRETS.values():

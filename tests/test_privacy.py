@@ -8,7 +8,7 @@ import pytest
 from fake_anthropic import FakeAnthropic
 
 from forest.models.embedders import Embedder
-from forest.models.llm import ClaudeJSON
+from forest.models.claude import ClaudeLLM
 from forest.personal.privacy import (
     OFFLINE_LABEL,
     PRIVATE,
@@ -53,7 +53,7 @@ def offline(embedder) -> PrivacyClassifier:
 
 def claude_classifier(fake: FakeAnthropic) -> PrivacyClassifier:
     # A broken embedder proves the Claude path never falls back to the offline classifier.
-    return PrivacyClassifier(BrokenEmbedder(), ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url))
+    return PrivacyClassifier(BrokenEmbedder(), ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url))
 
 
 def test_the_labelled_set_is_bilingual_balanced_and_apart_from_the_prototypes():
@@ -143,11 +143,22 @@ def test_claude_prompt_carries_the_text_and_the_definitions_and_its_reply_is_use
 @pytest.mark.parametrize("script", [
     ["It is clearly public."],
     ['{"label": "MAYBE", "reason": "unsure"}'],
-    [(500, "overloaded")] * 2,  # the SDK retries once itself
-], ids=["not-json", "bad-label", "http-500"])
-def test_a_failing_claude_stores_as_private(script):
+], ids=["not-json", "bad-label"])
+def test_an_unusable_answer_stores_as_private(script):
     with FakeAnthropic() as fake:
         fake.script = list(script)
         decision = claude_classifier(fake).classify("北京是中国的首都")
-    assert decision.label == PRIVATE and decision.decided_by.startswith("fallback"), decision
+    assert decision.label == PRIVATE and decision.decided_by == "fallback:llm-error", decision
     assert decision.reason
+
+
+def test_a_server_that_does_not_answer_fails_the_classification_so_the_queue_keeps_the_input():
+    """A 500 on every attempt is a server down, not an answer: the write fails (and the personal
+    write queue retries it) instead of storing a guess."""
+    from forest.errors import ModelUnavailable
+
+    with FakeAnthropic() as fake:
+        fake.script = [(500, "overloaded")] * 2
+        with pytest.raises(ModelUnavailable, match=f"LLM server at {fake.url}.*overloaded"):
+            claude_classifier(fake).classify("北京是中国的首都")
+    assert len(fake.requests) == 1  # retries=0: one attempt, then the clear error

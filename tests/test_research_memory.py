@@ -12,7 +12,7 @@ from fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.cli import main as cli
 from forest.errors import ConfigError, NotFound
-from forest.models.llm import ClaudeJSON
+from forest.models.claude import ClaudeLLM
 from forest.research.briefing import HEADERS, build_briefing
 from forest.research.claims import Statement
 from forest.research.episodic import DAY, retention
@@ -240,7 +240,7 @@ def test_reconciliation_prompt_and_fallback_with_the_real_client():
              "real_conflict": True, "merged_conclusion": "The gain is disputed under identical conditions.",
              "boundary_conditions": ["A: with its augmentation", "B: without"], "confidence": "medium"}
     with FakeAnthropic() as fake:
-        reconciler = Reconciler(ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url))
+        reconciler = Reconciler(ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url))
         fake.script = [json.dumps(reply)]
         result = reconciler.reconcile(a, b, "negation: improves vs does not improve", "[Semantic Directives]\nBe exact.")
         prompt_text = fake.requests[0]["messages"][0]["content"]
@@ -260,7 +260,7 @@ def test_compaction_with_claude_writes_its_findings(make_forest, tmp_path, clock
     with FakeAnthropic() as fake:
         forest = make_forest(core_file=str(tmp_path / "CORE.md"), session_token_limit=500)
         memory = ResearchMemory(forest.db, forest.store, forest.embedder, forest.vectors, forest.settings,
-                                ClaudeJSON("test-key", "claude-test", retries=0, base_url=fake.url), clock)
+                                ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url), clock)
         fake.script = [json.dumps({"findings": [{"text": "Model X: 88% on B", "source": "node 4, p. 2"}],
                                    "summary": "We compared X and Y."})]
         reports = []

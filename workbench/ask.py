@@ -12,7 +12,7 @@ from forest.text import counted, safe_markdown
 from forest.views.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                               transcript_markdown)
 from workbench.reading import cite_link, citation_clicks, show_source
-from workbench.shared import get_forest, page_start, pick_session
+from workbench.shared import get_forest, models_line, page_start, pick_session
 
 # The source panel stays in view beside a long answer.
 STICKY = """<style>
@@ -55,8 +55,8 @@ if asked:
 
 run = st.session_state.get("ask_run")
 if run is None or run["model_id"] != model_id:
-    st.caption(f"Answers come from {forest.answer_policy}: Claude when a key is set, else an offline "
-               "extractive policy that quotes the passages it read.")
+    st.caption(f"Answers come from {forest.answer_policy}: the configured LLM, else an offline extractive "
+               f"policy that quotes the passages it read. {models_line(forest)}")
     st.stop()
 state, turn = run["state"], run["turn"]
 

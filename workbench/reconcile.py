@@ -91,7 +91,7 @@ with pick_tab:
 verdict = st.session_state.get("verdict")
 if verdict is not None:
     st.subheader("Verdict")
-    reviewer = (st.success if verdict.reviewed_by.startswith("claude") else st.warning)
+    reviewer = st.warning if verdict.reviewed_by.startswith("offline") else st.success
     reviewer(f"Reviewed by: {verdict.reviewed_by}")
     st.markdown(safe_markdown(verdict.merged_conclusion))
     if verdict.boundary_conditions:

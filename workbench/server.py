@@ -42,6 +42,12 @@ else:
 st.code(f"MCP (streamable HTTP)  {server.url}/mcp\nREST                   {server.url}/tools/<tool>\n"
         f"OpenAPI                {server.url}/openapi.json\nOpenAI-compatible      {server.url}/v1", language=None)
 
+st.subheader("Models")
+st.caption("What every face of this store uses: summaries, the agent's steps, reconciliation, personal memory; "
+           "`forest models --check` sends each one request.")
+st.dataframe([{"part": part, **{k: v for k, v in described.items() if k != "note"}}
+              for part, described in forest.models_in_use().items()], hide_index=True)
+
 st.subheader("Tools")
 st.caption("What an agent connected to the endpoint can call, as its client describes them to the model.")
 

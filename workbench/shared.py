@@ -143,6 +143,18 @@ def _name_new_model_id(known: list[str]) -> None:
         st.sidebar.error(st.session_state.pop("new_model_id_error"))
 
 
+def models_line(forest: MemoryForest) -> str:
+    """Which LLM and embedder are in force, in one line (URLs without secrets)."""
+    used = forest.models_in_use()
+    llm, embedder = used["llm"], used["embedder"]
+    if llm["provider"] == "offline":
+        llm_text = "offline (extractive summaries, the offline policy and rules; no LLM configured)"
+    else:
+        llm_text = f"{llm['provider']} · {llm['model']} at {llm['url']}"
+    where = f"at {embedder['url']}" if embedder["url"] else "in this process"
+    return f"LLM: {llm_text} — embedder: {embedder['provider']} · {embedder['model']} ({embedder['dim']} dimensions) {where}"
+
+
 def page_header(header: str) -> None:
     """What every page starts with, under app.py's shell (the app's name is in the navigation)."""
     st.header(header)

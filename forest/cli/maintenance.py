@@ -1,4 +1,4 @@
-"""Upkeep commands: doctor, reembed, config."""
+"""Upkeep commands: doctor, reembed, store copy, models, config."""
 from __future__ import annotations
 
 import argparse
@@ -35,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="the target's data directory (kept PDFs; an embedded Chroma and SQLite); default: this one")
     copy.set_defaults(vector_snapshots=False)
 
+    models = add_command(subparsers, "models", None, help="the installed models and stores by kind, those in "
+                         "force, and (--check) whether the configured embedder and LLM answer")
+    models.add_argument("--check", action="store_true", help="send the configured embedder and LLM one request each")
+    models.set_defaults(run_without_engine=show_models)
+
     config = add_command(subparsers, "config", None, help="print the configuration in force")
     config.set_defaults(run_without_engine=show_config)  # the settings alone: the engine is not loaded
 
@@ -65,6 +70,26 @@ def check_stores(forest: MemoryForest, args: argparse.Namespace) -> int:
 def reembed_events(forest: MemoryForest, args: argparse.Namespace) -> int:
     done = {"model_id": args.model_id, "events_reembedded": forest.research.reembed(args.model_id)}
     return emit(args, done, lambda d: f"re-embedded {d['events_reembedded']} episodic events of {d['model_id']}\n")
+
+
+def show_models(settings: Settings, args: argparse.Namespace) -> int:
+    from forest.models import catalog
+
+    report: dict[str, Any] = {"installed": catalog.installed(settings)}
+    if args.check:
+        report["checked"] = catalog.check(settings)
+
+    def text(r: dict[str, Any]) -> str:
+        lines = [f"{p['kind']:<13} {p['name']:<14} {'* in use' if p['in_use'] else '':<9} {p['package'] or ''}"
+                 for p in r["installed"]]
+        for c in r.get("checked", []):
+            where = f" at {c['url']}" if c.get("url") else ""
+            what = f"{c['provider']}" + (f" {c['model']}" if c.get("model") else "") + where
+            lines.append(f"{c['kind']}: {what}: " + (f"answers ({c['ms']} ms)" if c["ok"] else f"FAILED: {c['error']}"))
+        return "\n".join(lines) + "\n"
+
+    emit(args, report, text)
+    return 0 if all(c["ok"] for c in report.get("checked", [])) else EXIT_ERROR
 
 
 def show_config(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,76 +1,119 @@
-"""Claude through the `anthropic` SDK, for prompts that must answer with one JSON object."""
+"""LLMs that must answer with data: one interface for every provider, one retry policy, one time
+budget per call.
+
+A caller names the shape it needs as a pydantic model (forest.models.replies). A provider sends
+that model's JSON schema the way its API takes it (Claude: a forced tool call; an OpenAI-compatible
+server: a JSON-schema response format, a forced tool call, JSON mode, or the prompt alone, as far
+as the server goes) and the answer is validated against the model; an answer that is not valid is
+asked for again with what was wrong with it. Then:
+
+- the answers stayed unusable (malformed, refused, not what was asked): LLMError, and the caller
+  takes its offline path and labels it so;
+- the server stayed down, timed out, or refused the key or model: ModelUnavailable naming its URL,
+  which fails the call (an ingest leaves nothing; the personal write queue keeps the input).
+"""
 from __future__ import annotations
 
-import logging
 import re
-import time
-from collections.abc import Callable
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import Any, TypeVar
 
-from forest.errors import InvalidInput
+from pydantic import BaseModel, ValidationError
+
+from forest.errors import InvalidInput, ModelUnavailable, one_line
+from forest.models.retry import Transient, Unusable, retry_after_seconds, retryable_status, with_retries
 from forest.validation import parse_json
 
-log = logging.getLogger("forest.models.llm")
-
 # One time budget for a call, its retries included: below the personal write queue's lease (600 s),
-# so a write waiting on Claude never outlives its claim. The SDK retries nothing itself: its
-# retries nested in these made 6 attempts of llm_timeout_seconds each.
+# so a write waiting on a model never outlives its claim.
 CALL_BUDGET_SECONDS = 150.0
+REPAIR = ("\n\nYour previous reply could not be used: {problem}\n"
+          "Reply again with only the JSON object, in the structure asked for.")
 
 # Only the fence marks: the object is found by its braces, so the whitespace around them may stay
 # (a "\s*" before "```$" rescans a run of blanks from each of its positions: quadratic).
 _FENCE = re.compile(r"^```(?:json)?|```$", re.MULTILINE)
 
+R = TypeVar("R", bound=BaseModel)
+
 
 class LLMError(Exception):
-    """Claude could not give a valid reply after the allowed retries."""
+    """The model's answers could not be used after the allowed attempts."""
 
 
-class ClaudeJSON:
-    """Sends a prompt, parses the reply as JSON, validates it, retries on bad output."""
+class StructuredLLM(ABC):
+    """A provider: `_complete` makes one request; `ask` validates, repairs and retries."""
 
-    def __init__(self, api_key: str, model: str, retries: int = 2, base_url: str | None = None,
-                 timeout: float = 60.0) -> None:
-        import anthropic
+    provider: str     # the registered name: "claude", "openai"
+    model: str
+    url: str          # where it answers, without secrets
+    retries: int
+    timeout: float    # seconds one request may take
 
-        self.model = model
-        self.retries = retries
-        # base_url None lets the SDK read ANTHROPIC_BASE_URL (how tests reach a local server).
-        self.timeout = timeout
-        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    @property
+    def label(self) -> str:
+        """What a summary, step or verdict it made is labelled with: "<provider>:<model>"."""
+        return f"{self.provider}:{self.model}"
 
-    def ask(self, prompt: str, validate: Callable[[dict[str, Any]], str | None],
-            max_tokens: int = 1024) -> dict[str, Any]:
-        """`validate` returns None when the reply is acceptable, else what is wrong with it. The
-        attempts share CALL_BUDGET_SECONDS: each may take llm_timeout_seconds, or what is left."""
-        import anthropic
+    def describe(self) -> dict[str, str]:
+        return {"provider": self.provider, "model": self.model, "url": self.url}
 
-        deadline = time.monotonic() + CALL_BUDGET_SECONDS
-        problem = "no attempt made"
-        for attempt in range(self.retries + 1):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                problem += f" (the call's {CALL_BUDGET_SECONDS:.0f} s are spent)"
-                break
+    @abstractmethod
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+        """One request: the reply as JSON text, or as the object a tool call carried. Raises
+        Transient (no answer), Unusable, LLMError (a refusal, or a request the server rejects) or
+        ModelUnavailable (the key or the model is refused)."""
+
+    def ask(self, prompt: str, reply_type: type[R], max_tokens: int = 1024,
+            context: dict[str, Any] | None = None) -> R:
+        """The reply, validated against `reply_type` (with `context` for its call-dependent rules)."""
+        problem: list[str] = []
+
+        def attempt(seconds_left: float) -> R:
+            asked = prompt + REPAIR.format(problem=problem[-1]) if problem else prompt
+            raw = self._complete(asked, reply_type, max_tokens, min(self.timeout, seconds_left))
             try:
-                message = self._client.messages.create(
-                    model=self.model, max_tokens=max_tokens, timeout=min(self.timeout, left),
-                    messages=[{"role": "user", "content": prompt}])
-            except anthropic.APIError as exc:
-                problem = f"API error: {exc}"
-                log.warning("Claude call failed (attempt %d): %s", attempt + 1, exc)
-                continue
-            text = "".join(block.text for block in message.content if block.type == "text")
-            try:
-                reply = parse_json_object(text)
+                return reply_type.model_validate(raw if isinstance(raw, dict) else parse_json_object(raw),
+                                                 context=context)
+            except ValidationError as exc:
+                problem.append(validation_problem(exc))
             except ValueError as exc:
-                problem = str(exc)
-            else:
-                problem = validate(reply) or ""
-                if not problem:
-                    return reply
-            log.warning("Claude gave unusable output (attempt %d): %s", attempt + 1, problem)
-        raise LLMError(problem)
+                problem.append(str(exc))
+            raise Unusable(problem[-1])
+
+        try:
+            return with_retries(attempt, self.retries + 1, CALL_BUDGET_SECONDS, f"{self.label} at {self.url}")
+        except Unusable as exc:
+            raise LLMError(str(exc)) from None
+        except Transient as exc:
+            raise ModelUnavailable(f"the LLM server at {self.url} ({self.label}) did not answer: {exc}") from None
+
+
+def status_failure(error: Any, url: str) -> Exception:
+    """What an HTTP error status from a model server means here (`error`: the anthropic or openai
+    SDK's APIStatusError; both carry status_code, body and response)."""
+    message = one_line(api_message(error), 300)
+    status = error.status_code
+    if retryable_status(status):
+        return Transient(f"HTTP {status}: {message}", retry_after_seconds(error.response.headers))
+    if status in (401, 403, 404):
+        return ModelUnavailable(f"the model server at {url} refused the call (HTTP {status}; check the key and "
+                                f"the model name): {message}")
+    return LLMError(f"the model server at {url} rejected the request (HTTP {status}): {message}")
+
+
+def api_message(error: Any) -> str:
+    """The server's own words from an error body ({"error": {"message": ...}}), else the SDK's."""
+    body = getattr(error, "body", None)
+    found = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(found, dict):
+        found = found.get("message")
+    return found if isinstance(found, str) and found.strip() else str(getattr(error, "message", error))
+
+
+def validation_problem(error: ValidationError) -> str:
+    """A pydantic error as one line a model can act on."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()[:4])
 
 
 def parse_json_object(text: str) -> dict[str, Any]:

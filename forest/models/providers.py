@@ -13,7 +13,7 @@ from forest.errors import ConfigError
 
 if TYPE_CHECKING:
     from forest.models.embedders import Embedder
-    from forest.models.llm import ClaudeJSON
+    from forest.models.llm import StructuredLLM
     from forest.models.rerankers import Reranker
     from forest.models.summarizers import Summarizer
     from forest.storage.vectors.base import VectorStore
@@ -32,6 +32,18 @@ def flag_embedder(settings: Settings) -> Embedder:
     return FlagModelEmbedder(settings.embedder_model_dir)
 
 
+def openai_embedder(settings: Settings) -> Embedder:
+    """/v1/embeddings of the OpenAI-compatible server at embedding_base_url."""
+    from forest.models.openai_api import OpenAIEmbedder
+
+    _require(settings, "embedder 'openai'", "embedding_base_url", "embedding_model")
+    return OpenAIEmbedder(settings.embedding_base_url, settings.embedding_model, settings.embedding_api_key,
+                          timeout=settings.llm_timeout_seconds, retries=settings.llm_retries,
+                          query_prefix=settings.embedding_query_prefix or "",
+                          passage_prefix=settings.embedding_passage_prefix or "",
+                          similarity_floor=settings.embedding_similarity_floor)
+
+
 def embedding_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     from forest.models.rerankers import EmbeddingLexicalReranker
 
@@ -45,27 +57,37 @@ def cross_encoder_reranker(settings: Settings, embedder: Embedder) -> Reranker:
     return CrossEncoderReranker(settings.reranker_model_dir)
 
 
-def textrank_summarizer(settings: Settings, llm: ClaudeJSON | None) -> Summarizer:
+def textrank_summarizer(settings: Settings, llm: StructuredLLM | None) -> Summarizer:
     from forest.models.summarizers import TextRankSummarizer
 
     return TextRankSummarizer(settings.summary_max_chars)
 
 
-def claude_summarizer(settings: Settings, llm: ClaudeJSON | None) -> Summarizer:
-    from forest.models.summarizers import ClaudeSummarizer
+def llm_summarizer(settings: Settings, llm: StructuredLLM | None) -> Summarizer:
+    from forest.models.summarizers import LLMSummarizer
 
     if llm is None:
-        raise ConfigError("summarizer 'claude' needs ANTHROPIC_API_KEY")
-    return ClaudeSummarizer(llm, settings.summary_max_chars)
+        raise ConfigError("summarizer 'llm' needs an LLM: set llm (claude with ANTHROPIC_API_KEY, or openai "
+                          "with llm_base_url and llm_model)")
+    return LLMSummarizer(llm, settings.summary_max_chars)
 
 
-def claude_llm(settings: Settings) -> ClaudeJSON:
-    from forest.models.llm import ClaudeJSON
+def claude_llm(settings: Settings) -> StructuredLLM:
+    from forest.models.claude import ClaudeLLM
 
     if not settings.anthropic_api_key:
         raise ConfigError("llm 'claude' needs ANTHROPIC_API_KEY")
-    return ClaudeJSON(settings.anthropic_api_key, settings.claude_model, settings.llm_retries,
-                      timeout=settings.llm_timeout_seconds)
+    return ClaudeLLM(settings.anthropic_api_key, settings.llm_model or settings.claude_model, settings.llm_retries,
+                     timeout=settings.llm_timeout_seconds)
+
+
+def openai_llm(settings: Settings) -> StructuredLLM:
+    """Any OpenAI-compatible chat completions server at llm_base_url (docs/models.md)."""
+    from forest.models.openai_api import OpenAILLM
+
+    _require(settings, "llm 'openai'", "llm_base_url", "llm_model")
+    return OpenAILLM(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_retries,
+                     timeout=settings.llm_timeout_seconds, stream=settings.llm_stream)
 
 
 def chroma(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
@@ -106,6 +128,12 @@ def qdrant_store(settings: Settings, embedder: Embedder, use_snapshots: bool) ->
         raise ConfigError("vector_store 'qdrant' needs qdrant_url (FOREST_QDRANT_URL=http://host:6333)")
     return QdrantVectorStore(settings.qdrant_url, api_key=settings.qdrant_api_key,
                              embedder_name=embedder.name, dim=embedder.dim)
+
+
+def _require(settings: Settings, part: str, *names: str) -> None:
+    missing = [name for name in names if not getattr(settings, name)]
+    if missing:
+        raise ConfigError(f"{part} needs " + " and ".join(f"{n} (FOREST_{n.upper()})" for n in missing))
 
 
 def _require_dir(value: str | None, setting: str, optional: bool = False) -> None:

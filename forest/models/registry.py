@@ -16,7 +16,7 @@ installed distribution (read once per process). Each group's factories are calle
     memory_forest.embedders      factory(settings) -> Embedder
     memory_forest.rerankers      factory(settings, embedder) -> Reranker
     memory_forest.summarizers    factory(settings, llm) -> Summarizer   (llm: the configured one, or None)
-    memory_forest.llms           factory(settings) -> a client with ClaudeJSON's interface (forest.models.llm)
+    memory_forest.llms           factory(settings) -> StructuredLLM (forest.models.llm)
     memory_forest.vector_stores  factory(settings, embedder, use_snapshots) -> VectorStore
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from forest.errors import ConfigError
 
 if TYPE_CHECKING:
     from forest.models.embedders import Embedder
-    from forest.models.llm import ClaudeJSON
+    from forest.models.llm import StructuredLLM
     from forest.models.rerankers import Reranker
     from forest.models.summarizers import Summarizer
     from forest.storage.vectors.base import VectorStore
@@ -59,8 +59,12 @@ def installed() -> importlib.metadata.EntryPoints:
     return importlib.metadata.entry_points()
 
 
+# The LLM setting's name for "no LLM": every caller takes its offline path.
+OFFLINE = "offline"
+
+
 def names(kind: str) -> list[str]:
-    """The names a setting of this kind may take (besides "auto" where it has one)."""
+    """The registered names a setting of this kind may take (besides "auto", and "offline" for the LLM)."""
     return sorted(set(installed().select(group=GROUPS[kind]).names))
 
 
@@ -100,19 +104,21 @@ def make_summarizer(settings: Settings) -> Summarizer:
     llm = make_llm(settings)
     choice = settings.summarizer
     if choice == "auto":
-        choice = "claude" if llm is not None else "textrank"
+        choice = "llm" if llm is not None else "textrank"
     return factory("summarizer", choice)(settings, llm)
 
 
-def make_llm(settings: Settings) -> ClaudeJSON | None:
-    """The named LLM; with "auto", Claude when a key is set, else None: every caller then uses
-    its offline default."""
-    choice = settings.llm
-    if choice == "auto":
-        if not settings.anthropic_api_key:
-            return None
-        choice = "claude"
-    return factory("llm", choice)(settings)
+def llm_choice(settings: Settings) -> str:
+    """The LLM in force by name: "auto" is "claude" when its key is set, else "offline"."""
+    if settings.llm == "auto":
+        return "claude" if settings.anthropic_api_key else OFFLINE
+    return settings.llm
+
+
+def make_llm(settings: Settings) -> StructuredLLM | None:
+    """The named LLM, or None for "offline": every caller then uses its offline default."""
+    choice = llm_choice(settings)
+    return None if choice == OFFLINE else factory("llm", choice)(settings)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder, use_snapshots: bool = False) -> VectorStore:

@@ -1,9 +1,10 @@
 """Summarizers for leaves (raw chunks) and summary nodes (the text below them, with a title).
 
 The offline default is extractive (TextRank for leaves; for summary nodes the sentences nearest
-the node's centroid, see forest.models.extractive) and says so in each node's summary_source; Claude is
-used when an API key is configured, falling back to the extractive summary (with a logged
-warning) on failure.
+the node's centroid, see forest.models.extractive) and says so in each node's summary_source; the
+configured LLM (Claude, or an OpenAI-compatible server) is used when there is one, falling back to
+the extractive summary (with a logged warning) when its answers are unusable. A model server that
+does not answer fails the build (ModelUnavailable): nothing of the archive is kept.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from forest.models.extractive import TermStats, central_sentences, group_labels, lead_sentences, summary_budget
-from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import leaf_summary_prompt, node_summary_prompt
+from forest.models.replies import SummaryReply, TitledSummaryReply
 from forest.text import cjk_ratio, content_terms, split_sentences, truncate
 
 log = logging.getLogger("forest.models.summarizers")
@@ -118,17 +120,16 @@ def _textrank(sentences: list[str]) -> list[float]:
     return [ranks[i] for i in range(len(sentences))]
 
 
-class ClaudeSummarizer(Summarizer):
-    """The seed's PROMPT_CREATE_LEAF_SUMMARY / PROMPT_CREATE_PARENT_SUMMARY through Claude."""
+class LLMSummarizer(Summarizer):
+    """The seed's PROMPT_CREATE_LEAF_SUMMARY / PROMPT_CREATE_PARENT_SUMMARY through the configured LLM."""
 
-    def __init__(self, client: ClaudeJSON, max_chars: int = 200) -> None:
+    def __init__(self, client: StructuredLLM, max_chars: int = 200) -> None:
         self.client = client
         self.max_chars = max_chars
         self.fallback = TextRankSummarizer(max_chars)
 
     def summarize_leaf(self, text: str) -> Summary:
         return self._ask(leaf_summary_prompt(text, self.max_chars), lambda: self.fallback.summarize_leaf(text))
-
 
     def summarize_node(self, brief: NodeBrief) -> Summary:
         """The seed's parent prompt over the children's text, with the heading path as context;
@@ -143,23 +144,10 @@ class ClaudeSummarizer(Summarizer):
         return Summary(summary.text, summary.source, brief.title or summary.title)
 
     def _ask(self, prompt: str, fallback, limit: int | None = None, need_title: bool = False) -> Summary:
-        limit = limit or self.max_chars
+        shape = TitledSummaryReply if need_title else SummaryReply
         try:
-            reply = self.client.ask(prompt, lambda r: self._validate(r, limit, need_title))
+            reply = self.client.ask(prompt, shape, context={"max_chars": limit or self.max_chars})
         except LLMError as exc:
-            log.warning("Claude summary failed, using the extractive summary instead: %s", exc)
+            log.warning("%s gave no usable summary, using the extractive summary instead: %s", self.client.label, exc)
             return fallback()
-        title = reply.get("title")
-        return Summary(reply["summary"].strip(), f"claude:{self.client.model}",
-                       title.strip() if isinstance(title, str) and title.strip() else None)
-
-    @staticmethod
-    def _validate(reply: dict, limit: int, need_title: bool) -> str | None:
-        summary = reply.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
-            return "reply has no non-empty 'summary' string"
-        if len(summary.strip()) > limit:
-            return f"summary has {len(summary.strip())} characters, the limit is {limit}"
-        if need_title and not (isinstance(reply.get("title"), str) and reply["title"].strip()):
-            return "reply has no non-empty 'title' string"
-        return None
+        return Summary(reply.summary, self.client.label, getattr(reply, "title", None))

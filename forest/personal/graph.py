@@ -12,18 +12,17 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
-from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import triples_prompt
+from forest.models.replies import TriplesReply
 from forest.text import content_terms, split_sentences
 
 log = logging.getLogger("forest.personal.graph")
 
 PATTERNS_LABEL = "offline:patterns"
-FIELDS = ("source", "relationship", "target")
 
 
 @dataclass(frozen=True)
@@ -415,23 +414,13 @@ def _pattern_triples(text: str, speaker: str) -> list[Triple]:
     return dedupe_triples(found)
 
 
-def _validate_reply(reply: dict[str, Any]) -> str | None:
-    triples = reply.get("triples")
-    if not isinstance(triples, list):
-        return "reply has no 'triples' list"
-    for item in triples:
-        if not isinstance(item, dict) or not all(isinstance(item.get(f), str) and item[f].strip() for f in FIELDS):
-            return "every triple needs non-empty 'source', 'relationship' and 'target' strings"
-    return None
-
-
 class TripleExtractor:
-    """Claude when a client is given, the offline patterns otherwise and whenever Claude fails.
+    """The LLM when one is given, the offline patterns otherwise and whenever its answers are unusable.
     `label` names the configured backend; extract_labelled also says what produced the triples."""
 
-    def __init__(self, llm: ClaudeJSON | None = None) -> None:
+    def __init__(self, llm: StructuredLLM | None = None) -> None:
         self.llm = llm
-        self.label = f"claude:{llm.model}" if llm else PATTERNS_LABEL
+        self.label = llm.label if llm else PATTERNS_LABEL
 
     def extract(self, text: str, speaker: str = "user") -> list[Triple]:
         return self.extract_labelled(text, speaker)[0]
@@ -441,11 +430,11 @@ class TripleExtractor:
         if self.llm is None or not text.strip():
             return _pattern_triples(text, speaker), PATTERNS_LABEL
         try:
-            reply = self.llm.ask(triples_prompt(text, speaker), _validate_reply)
+            reply = self.llm.ask(triples_prompt(text, speaker), TriplesReply)
         except LLMError as exc:
-            log.warning("Claude triple extraction failed, using the offline patterns instead: %s", exc)
+            log.warning("%s triple extraction failed, using the offline patterns instead: %s", self.label, exc)
             return _pattern_triples(text, speaker), f"{PATTERNS_LABEL} (fallback from {self.label})"
-        found = (_triple(t["source"], t["relationship"], t["target"], speaker) for t in reply["triples"])
+        found = (_triple(t.source, t.relationship, t.target, speaker) for t in reply.triples)
         return dedupe_triples(t for t in found if t), self.label
 
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
 from forest.models.embedders import Embedder
-from forest.models.llm import ClaudeJSON
+from forest.errors import ServiceUnavailable
+from forest.models.llm import StructuredLLM
+from forest.models.replies import PrivacyReply
 from forest.models.prompts import privacy_prompt
 from forest.text import split_sentences, truncate
 
@@ -101,7 +102,7 @@ class PrivacyDecision:
 class PrivacyClassifier:
     """Claude when a client is given, else rules then embedding prototypes; never raises."""
 
-    def __init__(self, embedder: Embedder, llm: ClaudeJSON | None = None) -> None:
+    def __init__(self, embedder: Embedder, llm: StructuredLLM | None = None) -> None:
         self.embedder = embedder
         self.llm = llm
         self._prototypes: _Prototypes | None = None
@@ -112,7 +113,7 @@ class PrivacyClassifier:
     def classify_many(self, texts: list[str]) -> list[PrivacyDecision]:
         """One decision per text; offline, the texts the rules leave open are embedded together."""
         if self.llm is not None:
-            return [self._ask_claude(self.llm, text) for text in texts]
+            return [self._ask_llm(self.llm, text) for text in texts]
         decisions: dict[int, PrivacyDecision] = {}
         open_texts: dict[int, str] = {}
         for i, text in enumerate(texts):
@@ -129,15 +130,17 @@ class PrivacyClassifier:
             decisions.update(zip(open_texts, self._nearest_prototypes(list(open_texts.values()))))
         return [decisions[i] for i in range(len(texts))]
 
-    def _ask_claude(self, llm: ClaudeJSON, text: str) -> PrivacyDecision:
-        prompt = privacy_prompt(text)
+    def _ask_llm(self, llm: StructuredLLM, text: str) -> PrivacyDecision:
+        """A model server that does not answer fails the write, so the queue keeps the input and
+        retries it; unusable answers (or anything else going wrong) store it as PRIVATE."""
         try:
-            reply = llm.ask(prompt, _validate_reply, max_tokens=200)
+            reply = llm.ask(privacy_prompt(text), PrivacyReply, max_tokens=200)
+        except ServiceUnavailable:
+            raise
         except Exception as exc:  # noqa: BLE001 - LLMError, and anything the SDK lets through
-            log.warning("Claude privacy classification failed, storing as PRIVATE: %s", exc)
-            return _fallback("claude-error", exc)
-        reason = " ".join(str(reply.get("reason", "")).split()) or "no reason given"
-        return PrivacyDecision(reply["label"].strip().upper(), reason, f"claude:{llm.model}")
+            log.warning("%s privacy classification failed, storing as PRIVATE: %s", llm.label, exc)
+            return _fallback("llm-error", exc)
+        return PrivacyDecision(reply.label, " ".join(reply.reason.split()) or "no reason given", llm.label)
 
     def _nearest_prototypes(self, texts: list[str]) -> list[PrivacyDecision]:
         try:
@@ -184,15 +187,6 @@ class _Prototypes:
         return PrivacyDecision(label, f"embedding: top-{TOP_K} similarity {private_score:.3f} to PRIVATE vs "
                                f"{public_score:.3f} to PUBLIC prototypes, margin {margin:+.3f} against "
                                f"boundary {self.boundary:+.3f}; nearest {truncate(nearest, 60)!r}", OFFLINE_LABEL)
-
-
-def _validate_reply(reply: dict[str, Any]) -> str | None:
-    label = reply.get("label")
-    if not isinstance(label, str) or label.strip().upper() not in (PRIVATE, PUBLIC):
-        return f"'label' must be PRIVATE or PUBLIC, got {label!r}"
-    if not isinstance(reply.get("reason", ""), str):
-        return "'reason' must be a string"
-    return None
 
 
 def _fallback(why: str, exc: Exception) -> PrivacyDecision:

@@ -29,7 +29,7 @@ import numpy as np
 
 from forest.config import Settings
 from forest.models.embedders import Embedder
-from forest.models.llm import ClaudeJSON
+from forest.models.llm import StructuredLLM
 from forest.personal.graph import TripleExtractor, format_path, graph_paths
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput, writes_of
 from forest.personal.policy import (
@@ -54,7 +54,7 @@ class PersonalMemory:
     """The parts composed: recall (the read path), policy (what a write keeps and supersedes),
     the write worker and the memory tool."""
 
-    def __init__(self, db: Database, embedder: Embedder, settings: Settings, llm: ClaudeJSON | None = None,
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings, llm: StructuredLLM | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.store = PersonalStore(db)
         self.db = db

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from forest.errors import ServiceUnavailable
 from forest.storage.sql.database import Database
 from forest.personal.memory_store import PersonalStore, QueuedInput, writes_of
 from forest.personal.policy import WritePlan, WritePolicy
@@ -21,8 +22,10 @@ log = logging.getLogger("forest.personal")
 
 MAX_ATTEMPTS = 5
 RETRY_BASE_SECONDS = 2.0
+RETRY_MAX_SECONDS = 300.0
 WORKER_BATCH = 32  # offline: one embedding call for the batch; with Claude, one item at a time
-# A claim outlives the slowest batch (Claude: up to 3 x 60 s an item); after it another worker may retry.
+# A claim outlives the slowest batch (an LLM call's budget, forest.models.llm, is 150 s an item);
+# after it another worker may retry.
 LEASE_SECONDS = 600.0
 
 
@@ -141,12 +144,15 @@ class WriteWorker:
             self._retry(item, exc)
 
     def _retry(self, item: QueuedInput, exc: Exception) -> None:
-        give_up = item.attempts + 1 >= MAX_ATTEMPTS
+        # A server that does not answer (the database, a model) is no fault of the input: it is
+        # tried again, at most RETRY_MAX_SECONDS apart, until the server is back.
+        give_up = item.attempts + 1 >= MAX_ATTEMPTS and not isinstance(exc, ServiceUnavailable)
         log.warning("writing queued input %d of user %s failed (attempt %d%s): %s", item.id, item.user_id,
                     item.attempts + 1, ", giving up" if give_up else "", exc)
         try:
             self.store.retry_later(item, f"{type(exc).__name__}: {exc}",
-                                   self.clock() + RETRY_BASE_SECONDS * 2 ** item.attempts, give_up)
+                                   self.clock() + min(RETRY_BASE_SECONDS * 2 ** item.attempts, RETRY_MAX_SECONDS),
+                                   give_up)
         except Exception as again:  # the lease runs out and the item is claimed again
             self._failed(f"scheduling a retry of queued input {item.id}", again)
 

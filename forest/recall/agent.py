@@ -29,8 +29,9 @@ from itertools import zip_longest
 from typing import Any
 
 from forest.errors import InvalidInput
-from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import agent_loop_prompt
+from forest.models.replies import AgentStep
 from forest.storage.paths import path_ids
 from forest.records import MemoryNode, Representative, ScoredNode
 from forest.references import is_reference_node, looks_like_citations
@@ -81,7 +82,7 @@ class ContextNode:
 @dataclass
 class Decision:
     action: str                      # ANSWER or EXPLORE
-    source: str                      # "claude:<model>", OFFLINE_LABEL, or "user" (a manual override)
+    source: str                      # "<provider>:<model>" (an LLM), OFFLINE_LABEL, or "user" (a manual override)
     node_id: int | None = None       # EXPLORE
     reasoning: str = ""              # why: an EXPLORE's choice, or what made the policy answer
     final_answer: str = ""           # ANSWER
@@ -224,13 +225,13 @@ def _why_explore(held: list[tuple[int, MemoryNode]], leading: int, overview: boo
     return why
 
 
-class ClaudePolicy(Policy):
-    """PROMPT_AGENTIC_REASONING_LOOP with Claude; a bad or failed reply falls back to the offline
-    policy for that step (logged, and labelled in the trace)."""
+class LLMPolicy(Policy):
+    """PROMPT_AGENTIC_REASONING_LOOP with the configured LLM; an unusable reply falls back to the
+    offline policy for that step (logged, and labelled in the trace)."""
 
-    def __init__(self, llm: ClaudeJSON) -> None:
+    def __init__(self, llm: StructuredLLM) -> None:
         self.llm = llm
-        self.label = f"claude:{llm.model}"
+        self.label = llm.label
         self.fallback = OfflinePolicy()
 
     def decide(self, state: AgentState) -> Decision:
@@ -239,37 +240,20 @@ class ClaudePolicy(Policy):
                  for c in state.context]
 
         passages = {c.node.id for c in state.context if c.node.is_leaf}
-
-        def validate(reply: dict[str, Any]) -> str | None:
-            payload = reply.get("payload")
-            if reply.get("action") not in (ANSWER, EXPLORE) or not isinstance(payload, dict):
-                return "action must be ANSWER or EXPLORE with a payload object"
-            if reply["action"] == ANSWER:
-                if not (isinstance(payload.get("final_answer"), str) and payload["final_answer"].strip()):
-                    return "ANSWER needs a non-empty final_answer"
-                cited = payload.get("cited_node_ids", [])
-                if not isinstance(cited, list) or not all(isinstance(i, int) and i in passages for i in cited):
-                    return f"cited_node_ids must list LEAF_CHUNK ids from the context ({sorted(passages)})"
-                return None
-            try:
-                node_id = int(payload.get("node_id_to_explore"))
-            except (TypeError, ValueError):
-                return "EXPLORE needs an integer node_id_to_explore"
-            return None if node_id in explorable else f"node {node_id} is not an unexplored summary node in the context"
-
         try:
-            reply = self.llm.ask(agent_loop_prompt(state.question, nodes, state.preamble), validate)
+            reply = self.llm.ask(agent_loop_prompt(state.question, nodes, state.preamble), AgentStep,
+                                 context={"passages": passages, "explorable": explorable})
         except LLMError as exc:
-            log.warning("Claude could not decide (%s); using the offline policy for this step", exc)
+            log.warning("%s could not decide (%s); using the offline policy for this step", self.label, exc)
             decision = self.fallback.decide(state)
             decision.source = f"{OFFLINE_LABEL} (fallback: {exc})"
             return decision
-        payload = reply["payload"]
-        if reply["action"] == ANSWER:
-            return Decision(ANSWER, self.label, final_answer=payload["final_answer"].strip(),
-                            cited_ids=list(dict.fromkeys(payload.get("cited_node_ids", []))))
-        return Decision(EXPLORE, self.label, node_id=int(payload["node_id_to_explore"]),
-                        reasoning=str(payload.get("reasoning_for_exploration", "")))
+        payload = reply.payload
+        if reply.action == ANSWER:
+            return Decision(ANSWER, self.label, final_answer=payload.final_answer,
+                            cited_ids=list(dict.fromkeys(payload.cited_node_ids)))
+        return Decision(EXPLORE, self.label, node_id=payload.node_id_to_explore,
+                        reasoning=payload.reasoning_for_exploration)
 
 
 class AgentLoop:

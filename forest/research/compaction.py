@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import compaction_prompt
+from forest.models.replies import FlushReply
 from forest.research.claims import extract_claims
 from forest.research.memory_store import Message
 from forest.text import split_sentences, truncate
@@ -72,7 +73,7 @@ def split_old_and_recent(messages: list[Message], token_limit: int) -> tuple[lis
 class Flusher:
     """Findings and a summary from the messages about to be compacted."""
 
-    def __init__(self, llm: ClaudeJSON | None = None) -> None:
+    def __init__(self, llm: StructuredLLM | None = None) -> None:
         self.llm = llm
 
     def flush(self, messages: list[Message], existing_findings: list[str], preamble: str = "") -> Flush:
@@ -80,26 +81,16 @@ class Flusher:
             return offline_flush(messages, existing_findings)
         shown = [{"role": m.role, "content": truncate(m.content, 3000)} for m in messages]
         try:
-            reply = self.llm.ask(compaction_prompt(preamble, shown, existing_findings), _valid_flush, max_tokens=2048)
+            reply = self.llm.ask(compaction_prompt(preamble, shown, existing_findings), FlushReply, max_tokens=2048)
         except LLMError as exc:
-            log.warning("Claude could not compact (%s); using the offline rules", exc)
+            log.warning("%s could not compact (%s); using the offline rules", self.llm.label, exc)
             fallback = offline_flush(messages, existing_findings)
             fallback.made_by = f"{OFFLINE_FLUSH} (fallback: {exc})"
             return fallback
-        findings = [(str(f["text"]).strip(), str(f.get("source") or "").strip()) for f in reply["findings"]]
+        findings = [(f.text, f.source or "") for f in reply.findings]
         known = {_normal(t) for t in existing_findings}
         findings = [f for f in findings if f[0] and _normal(f[0]) not in known][:MAX_FINDINGS]
-        return Flush(findings, truncate(reply["summary"], SUMMARY_CHARS), f"claude:{self.llm.model}")
-
-
-def _valid_flush(reply: dict[str, Any]) -> str | None:
-    findings = reply.get("findings")
-    if not isinstance(findings, list) or not all(isinstance(f, dict) and isinstance(f.get("text"), str)
-                                                 for f in findings):
-        return "findings must be a list of objects with a text"
-    if not isinstance(reply.get("summary"), str) or not reply["summary"].strip():
-        return "summary must be a non-empty string"
-    return None
+        return Flush(findings, truncate(reply.summary, SUMMARY_CHARS), self.llm.label)
 
 
 def offline_flush(messages: list[Message], existing_findings: list[str]) -> Flush:

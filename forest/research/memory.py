@@ -23,7 +23,7 @@ from forest.config import Settings
 from forest.storage.sql.database import Connection, Database
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput, NotFound
-from forest.models.llm import ClaudeJSON
+from forest.models.llm import StructuredLLM
 from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
@@ -87,7 +87,7 @@ class ResearchTurn:
 
 class ResearchMemory:
     def __init__(self, db: Database, forest_store: ForestStore, embedder: Embedder, vectors: VectorStore,
-                 settings: Settings, llm: ClaudeJSON | None = None, clock: Callable[[], float] = time.time) -> None:
+                 settings: Settings, llm: StructuredLLM | None = None, clock: Callable[[], float] = time.time) -> None:
         self.store = ResearchStore(db, settings.episodic_stability_days, embedder.name)
         self.event_vectors = EventVectors(self.store)
         self.forest_store = forest_store

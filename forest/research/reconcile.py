@@ -1,21 +1,20 @@
-"""Reconciliation of conflicting passages (seed 002 §3.3): Claude reviews both sides as a third
-party with PROMPT_LLM_MEDIATED_RECONCILIATION and returns a merged conclusion with its boundary
-conditions. Offline (or when Claude fails) the result is the rule-based side-by-side of
-forest.research.claims, labelled as not reviewed by an LLM."""
+"""Reconciliation of conflicting passages (seed 002 §3.3): the configured LLM reviews both sides as
+a third party with PROMPT_LLM_MEDIATED_RECONCILIATION and returns a merged conclusion with its
+boundary conditions. Offline (or when its answers are unusable) the result is the rule-based
+side-by-side of forest.research.claims, labelled as not reviewed by an LLM."""
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from forest.models.llm import ClaudeJSON, LLMError
+from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import reconciliation_prompt
+from forest.models.replies import ReconciliationReply
 from forest.research.claims import Statement, side_by_side, source_label
 from forest.text import truncate
 
 log = logging.getLogger("forest.research")
-
-CONFIDENCE = ("high", "medium", "low")
 
 
 @dataclass
@@ -51,7 +50,7 @@ class Reconciliation:
 
 
 class Reconciler:
-    def __init__(self, llm: ClaudeJSON | None = None) -> None:
+    def __init__(self, llm: StructuredLLM | None = None) -> None:
         self.llm = llm
 
     def reconcile(self, a: Statement, b: Statement, detected: str = "", preamble: str = "") -> Reconciliation:
@@ -61,15 +60,14 @@ class Reconciler:
             return offline
         prompt = reconciliation_prompt(preamble, _side(a, with_text=True), _side(b, with_text=True), detected)
         try:
-            reply = self.llm.ask(prompt, _valid_reply)
+            reply = self.llm.ask(prompt, ReconciliationReply)
         except LLMError as exc:
-            log.warning("Claude could not reconcile (%s); showing the offline side-by-side", exc)
+            log.warning("%s could not reconcile (%s); showing the offline side-by-side", self.llm.label, exc)
             offline.reviewed_by = f"{offline.reviewed_by} (fallback: {exc})"
             return offline
-        return Reconciliation(a, b, detected, f"claude:{self.llm.model}", reply["merged_conclusion"].strip(),
-                              _strings(reply["boundary_conditions"]), _strings(reply.get("conditions_a")),
-                              _strings(reply.get("conditions_b")), _boolean(reply.get("real_conflict")),
-                              str(reply.get("confidence", "")).lower() or None, comparison)
+        return Reconciliation(a, b, detected, self.llm.label, reply.merged_conclusion,
+                              _strings(reply.boundary_conditions), _strings(reply.conditions_a),
+                              _strings(reply.conditions_b), reply.real_conflict, reply.confidence, comparison)
 
 
 def _offline(a: Statement, b: Statement, detected: str, comparison: dict[str, Any]) -> Reconciliation:
@@ -78,26 +76,8 @@ def _offline(a: Statement, b: Statement, detected: str, comparison: dict[str, An
                           comparison["b"]["conditions"], None, None, comparison)
 
 
-def _valid_reply(reply: dict[str, Any]) -> str | None:
-    if not isinstance(reply.get("merged_conclusion"), str) or not reply["merged_conclusion"].strip():
-        return "merged_conclusion must be a non-empty string"
-    if not isinstance(reply.get("boundary_conditions"), list):
-        return "boundary_conditions must be a list"
-    if reply.get("confidence") is not None and str(reply["confidence"]).lower() not in CONFIDENCE:
-        return f"confidence must be one of {', '.join(CONFIDENCE)}"
-    return None
-
-
-def _strings(value: Any) -> list[str]:
-    return [str(v).strip() for v in value if str(v).strip()] if isinstance(value, list) else []
-
-
-def _boolean(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None
+def _strings(values: list[str]) -> list[str]:
+    return [v.strip() for v in values if v.strip()]
 
 
 def _side(statement: Statement, with_text: bool = False) -> dict[str, Any]:

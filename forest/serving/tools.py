@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from forest.errors import ConfigError, DatabaseUnavailable, ForestError, InvalidInput, NotFound
+from forest.errors import ConfigError, ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.records import Progress
 from forest.service import MAX_TOP_K, MemoryForest
 from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
@@ -66,15 +66,15 @@ class UnknownId(ToolError):
 
 
 class Unavailable(ToolError):
-    """The database could not be reached, or the connection was lost mid-call; nothing of the call
-    was kept, and the same call may be sent again (HTTP 503)."""
+    """The database or a model server could not be reached, or the connection was lost mid-call;
+    nothing of the call was kept, and the same call may be sent again (HTTP 503)."""
 
 
 def translated(error: ForestError) -> ToolError:
     """The ToolError a face reports for an engine error (its class says the HTTP status)."""
     if isinstance(error, NotFound):
         return UnknownId(str(error))
-    if isinstance(error, DatabaseUnavailable):
+    if isinstance(error, ServiceUnavailable):
         return Unavailable(str(error))
     if isinstance(error, (InvalidInput, ConfigError)):
         return BadArguments(str(error))

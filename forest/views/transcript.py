@@ -72,16 +72,21 @@ def sources_markdown(cites: list[Citation], link: Callable[[Citation], str] | No
                      for c in cites)
 
 
+# An LLM's label is "<provider>:<model>" (forest.models.llm).
+PROVIDER_NAMES = {"claude": "Claude", "openai": "an OpenAI-compatible model"}
+
+
 def decided_by(source: str) -> str:
     """Who made a decision, for a reader: 'Claude (claude-x)', 'the offline policy', 'you'."""
     if source == "user":
         return "you"
-    if source.startswith("claude:"):
-        return f"Claude ({source.removeprefix('claude:')})"
+    provider, _, model = source.partition(":")
+    if provider in PROVIDER_NAMES and model:
+        return f"{PROVIDER_NAMES[provider]} ({model})"
     if source.startswith(OFFLINE_LABEL):
         reason = source.removeprefix(OFFLINE_LABEL).strip(" ()")
         if reason.startswith("fallback:"):
-            return f"the offline policy, because Claude could not decide ({reason.removeprefix('fallback:').strip()})"
+            return f"the offline policy, because the LLM could not decide ({reason.removeprefix('fallback:').strip()})"
         return f"the offline policy ({reason})" if reason else "the offline policy"
     return source
 

@@ -1,0 +1,47 @@
+"""Claude through the `anthropic` SDK: the reply's schema is a tool Claude is made to call."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from forest.errors import one_line
+from forest.models.llm import LLMError, StructuredLLM, status_failure
+from forest.models.retry import Transient
+
+REPLY_TOOL = "reply"
+
+
+class ClaudeLLM(StructuredLLM):
+    provider = "claude"
+
+    def __init__(self, api_key: str, model: str, retries: int = 2, base_url: str | None = None,
+                 timeout: float = 60.0) -> None:
+        import anthropic
+
+        self.model = model
+        self.retries = retries
+        self.timeout = timeout
+        # base_url None lets the SDK read ANTHROPIC_BASE_URL (how tests reach a local server).
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        self.url = str(self._client.base_url).rstrip("/")
+
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+        import anthropic
+
+        tool = {"name": REPLY_TOOL, "description": "Give your reply in this structure.",
+                "input_schema": reply_type.model_json_schema()}
+        try:
+            message = self._client.messages.create(
+                model=self.model, max_tokens=max_tokens, timeout=timeout, tools=[tool],
+                tool_choice={"type": "tool", "name": REPLY_TOOL}, messages=[{"role": "user", "content": prompt}])
+        except anthropic.APIConnectionError as exc:  # its timeouts too
+            raise Transient(one_line(exc, 300)) from None
+        except anthropic.APIStatusError as exc:
+            raise status_failure(exc, self.url) from None
+        if message.stop_reason == "refusal":
+            raise LLMError("Claude declined to answer")
+        for block in message.content:
+            if block.type == "tool_use":
+                return block.input
+        return "".join(block.text for block in message.content if block.type == "text")

@@ -1,0 +1,189 @@
+"""Any server that speaks the OpenAI API (DeepSeek, SiliconFlow, Ollama, vLLM, llama.cpp's server,
+LM Studio, OpenAI itself) through the official `openai` client: an LLM and an embedder.
+
+Servers differ in how far they take structured output, so the LLM starts with the strongest form
+and steps down for good when the server says it does not know one: a JSON-schema response format,
+then a forced call of a tool with the schema as its parameters, then JSON mode, then the prompt
+alone (the prompts spell out the structure); every answer is validated the same way whichever.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from forest.errors import ModelUnavailable, one_line
+from forest.models.embedders import Embedder
+from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, StructuredLLM, status_failure
+from forest.models.retry import Transient, Unusable, with_retries
+
+FORMATS = ("json_schema", "tool", "json_object", "prompt")
+REPLY_TOOL = "reply"
+# What a server says when it does not know a request field (vLLM, Ollama, DeepSeek, llama.cpp).
+_UNSUPPORTED_WORDS = ("response_format", "json_schema", "tool", "function", "not supported", "unsupported")
+# Unrelated texts: their mean cosine is the embedder's floor when the setting leaves it open.
+FLOOR_PROBES = ("The recipe calls for two cups of flour and a pinch of salt.",
+                "Quarterly revenue rose four percent on strong cloud sales.",
+                "The goalkeeper saved a penalty in the final minute.",
+                "Mitochondria produce most of the cell's chemical energy.",
+                "The train to the airport leaves every fifteen minutes.",
+                "He painted the fence a pale shade of green last summer.",
+                "Volcanic ash grounded flights across northern Europe.",
+                "The sonnet follows a strict rhyme scheme of fourteen lines.")
+
+
+def _client(base_url: str, api_key: str | None, timeout: float):
+    import openai
+
+    # Local servers take any key; the client insists on one.
+    return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
+
+
+def _call(url: str, request):
+    """One request, its failure in the retry policy's terms."""
+    import openai
+
+    try:
+        return request()
+    except openai.APIConnectionError as exc:  # its timeouts too
+        raise Transient(one_line(exc, 300)) from None
+    except openai.APIStatusError as exc:
+        raise status_failure(exc, url) from None
+    except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not the API's JSON
+        raise Transient(f"the server's reply is not the API's JSON: {one_line(exc, 200)}") from None
+
+
+class OpenAILLM(StructuredLLM):
+    provider = "openai"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, retries: int = 2,
+                 timeout: float = 60.0, stream: bool = True) -> None:
+        self.model = model
+        self.retries = retries
+        self.timeout = timeout
+        # Streamed, a request's timeout bounds each silence rather than the whole reply: a slow local
+        # model writing a long answer is not cut off while it still writes.
+        self.stream = stream
+        self.url = base_url.rstrip("/")
+        self._client = _client(self.url, api_key, timeout)
+        self._formats = list(FORMATS)
+        self._lock = threading.Lock()
+
+    @property
+    def structured_output(self) -> str:
+        """How replies are asked for now (steps down as the server refuses a form)."""
+        return self._formats[0]
+
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+        form = self._formats[0]
+        try:
+            return self._request(form, prompt, reply_type, max_tokens, timeout)
+        except LLMError as exc:
+            if form == "prompt" or not any(w in str(exc).lower() for w in _UNSUPPORTED_WORDS):
+                raise
+            with self._lock:
+                if self._formats[0] == form:
+                    self._formats.pop(0)
+            return self._complete(prompt, reply_type, max_tokens, timeout)
+
+    def _request(self, form: str, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+        schema = reply_type.model_json_schema()
+        extra: dict[str, Any] = {}
+        if form == "json_schema":
+            extra["response_format"] = {"type": "json_schema",
+                                        "json_schema": {"name": reply_type.__name__, "schema": schema}}
+        elif form == "tool":
+            extra["tools"] = [{"type": "function", "function": {
+                "name": REPLY_TOOL, "description": "Give your reply in this structure.", "parameters": schema}}]
+            extra["tool_choice"] = {"type": "function", "function": {"name": REPLY_TOOL}}
+        elif form == "json_object":
+            extra["response_format"] = {"type": "json_object"}
+        messages = [{"role": "user", "content": prompt}]
+
+        def request():
+            reply = self._client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
+                                                         timeout=timeout, stream=self.stream, **extra)
+            return _streamed(reply) if self.stream else _whole(reply)
+
+        text, arguments, finish = _call(self.url, request)
+        if finish == "content_filter":
+            raise LLMError("the model declined to answer (content_filter)")
+        if finish == "length":
+            raise Unusable(f"the reply was cut off at max_tokens={max_tokens}")
+        return arguments if arguments else text
+
+
+def _whole(reply) -> tuple[str, str, str | None]:
+    choice = reply.choices[0]
+    calls = choice.message.tool_calls or []
+    return (choice.message.content or "", "".join(c.function.arguments or "" for c in calls[:1]),
+            choice.finish_reason)
+
+
+def _streamed(chunks) -> tuple[str, str, str | None]:
+    text: list[str] = []
+    arguments: list[str] = []
+    finish = None
+    for chunk in chunks:
+        for choice in chunk.choices[:1]:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+            for call in delta.tool_calls or []:
+                if call.index == 0 and call.function and call.function.arguments:
+                    arguments.append(call.function.arguments)
+            finish = choice.finish_reason or finish
+    return "".join(text), "".join(arguments), finish
+
+
+class OpenAIEmbedder(Embedder):
+    """/v1/embeddings of an OpenAI-compatible server. The dimension is learned from the server;
+    models that expect instructions (E5: "query: ", "passage: "; BGE's query instruction) get them
+    from the prefix settings, since the API has no notion of a query."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0,
+                 retries: int = 2, query_prefix: str = "", passage_prefix: str = "",
+                 similarity_floor: float | None = None) -> None:
+        self.model = model
+        self.url = base_url.rstrip("/")
+        self.name = f"openai/{model}"
+        self.retries = retries
+        self.timeout = timeout
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self._client = _client(self.url, api_key, timeout)
+        probe = self._request(["dimension probe"])
+        self.dim = int(probe.shape[1])
+        if similarity_floor is None:  # the mean cosine of unrelated texts under this model
+            probes = self._request([passage_prefix + t for t in FLOOR_PROBES])
+            probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+            cosines = probes @ probes.T
+            similarity_floor = float(cosines[~np.eye(len(probes), dtype=bool)].mean())
+        self.similarity_floor = min(max(similarity_floor, 0.0), 0.95)
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": "openai", "model": self.model, "url": self.url, "dim": self.dim}
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        prefix = self.query_prefix if is_query else self.passage_prefix
+        rows = self._request([prefix + t for t in texts])
+        if rows.shape[1] != self.dim:
+            raise ModelUnavailable(f"the embedding server at {self.url} returned {rows.shape[1]}-dimensional "
+                                   f"vectors for {self.model}, not {self.dim}: is it serving another model?")
+        return rows
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        def attempt(seconds_left: float) -> np.ndarray:
+            reply = _call(self.url, lambda: self._client.embeddings.create(
+                model=self.model, input=texts, encoding_format="float", timeout=min(self.timeout, seconds_left)))
+            rows = sorted(reply.data, key=lambda item: item.index)
+            if len(rows) != len(texts):
+                raise Transient(f"{len(rows)} vectors for {len(texts)} texts")
+            return np.asarray([row.embedding for row in rows], dtype=np.float32)
+
+        try:
+            return with_retries(attempt, self.retries + 1, CALL_BUDGET_SECONDS, f"embedding at {self.url}")
+        except (Transient, Unusable, LLMError) as exc:
+            raise ModelUnavailable(f"the embedding server at {self.url} ({self.name}) did not answer: {exc}") \
+                from None
