@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from forest.tree.archive_io import checked_settings
 from forest.storage.sql.database import Database
@@ -165,8 +168,14 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
 
 
 def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: str, ids: list[int]) -> None:
-    """Vectors are recomputed exactly as the build made them: leaves from content in their
-    document's context, others from title and summary."""
+    for part_ids, part_vectors, metadatas in node_vectors(db, embedder, model_id, ids):
+        vectors.upsert(model_id, part_ids, part_vectors, metadatas)
+
+
+def node_vectors(db: Database, embedder: Embedder, model_id: str, ids: list[int],
+                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[list[int], np.ndarray, list[dict]]]:
+    """The nodes' vectors, 256 nodes at a time, exactly as the build made them: leaves from
+    content in their document's context, others from title and summary (with their metadata)."""
     documents: dict[int, list[dict]] = {}
     for start in range(0, len(ids), 256):
         chunk = ids[start : start + 256]
@@ -177,8 +186,10 @@ def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: s
         texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
                                 stored_leaf_context(documents[r["archive_id"]], r["leaf_index"], r["heading_path"]))
                  for r in rows]
-        vectors.upsert(model_id, [r["id"] for r in rows], embedder.embed_passages(texts),
-                       [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
+        yield ([r["id"] for r in rows], embedder.embed_passages(texts),
+               [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
+        if progress:
+            progress(min(start + 256, len(ids)), len(ids))
 
 
 def _archive_documents(db: Database, archive_id: int) -> list[dict]:

@@ -557,6 +557,29 @@ class MemoryForest:
                 repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir)
         return report
 
+    def reembed(self, model_id: str, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Re-embed the model_id with the configured embedder after a change of embedder: every
+        node's vector (computed first, then the other embedder's vectors replaced in one step under
+        the writer lock, so an interruption before it changes nothing) and its episodic events.
+        Run again after an interruption during the step: it finishes the job."""
+        from forest.doctor import node_vectors
+
+        model_id = check_model_id(model_id)
+        progress = progress or _no_progress
+        ids = [r[0] for r in self.db.query("SELECT n.id FROM memory_nodes n JOIN archives a ON a.id = n.archive_id "
+                                           "WHERE a.model_id = ? ORDER BY n.id", (model_id,))]
+        def report(done: int, total: int) -> None:
+            progress(Progress("embed", done, total, "nodes"))
+
+        parts = list(node_vectors(self.db, self.embedder, model_id, ids, report))
+        with self._build_lock:
+            dropped = self.vectors.drop_other_embedders(model_id)
+            for part_ids, vectors, metadatas in parts:
+                self.vectors.upsert(model_id, part_ids, vectors, metadatas)
+        events = self.research.reembed(model_id)
+        return {"model_id": model_id, "embedder": self.embedder.name, "nodes_reembedded": len(ids),
+                "vectors_of_other_embedders_dropped": dropped, "events_reembedded": events}
+
     def copy_store(self, target: Settings, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Copy this whole store into the empty store `target` names (another database, vector
         store or data directory: SQLite + Chroma to PostgreSQL + pgvector or Qdrant, and back):

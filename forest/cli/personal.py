@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import TYPE_CHECKING
 
-from forest.cli.common import Command, add_command, add_group, emit
+from forest.cli.common import Command, ProgressBar, add_command, add_group, emit
 from forest.errors import ForestError
+from forest.records import Progress
 from forest.text import counted
 
 if TYPE_CHECKING:
@@ -35,6 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tags = act("tags", tag_user, help="preference and topic tags (dry run unless --apply)")
     tags.add_argument("--apply", action="store_true")
     act("clear", clear_user, help="delete everything remembered about the user")
+    reembed = add_command(acts, "reembed", reembed_memories,
+                          help="re-embed live memories with the configured embedder (after a change of embedder)")
+    reembed.add_argument("--user-id", help="one user's (default: every user's)")
+    reembed.add_argument("--no-progress", action="store_true")
     worker = add_command(acts, "worker", run_worker,
                          help="write queued process_memory input until stopped (any number, on a server database)")
     worker.add_argument("--until-empty", action="store_true", help="exit once nothing queued is due")
@@ -72,6 +78,13 @@ def tag_user(forest: MemoryForest, args: argparse.Namespace) -> int:
     result = forest.personal.tags(args.user_id, dry_run=not args.apply)
     return emit(args, result, lambda r: "".join(
         f"{t['tag']} ({t['kind']}) {t['weight']:.2f}\n" for t in r["candidates"]) or "no tags\n")
+
+
+def reembed_memories(forest: MemoryForest, args: argparse.Namespace) -> int:
+    with ProgressBar(not args.no_progress and sys.stderr.isatty(), "reembed memories") as bar:
+        done = forest.personal.reembed(args.user_id, progress=lambda d, t: bar.update(Progress("embed", d, t)))
+    return emit(args, {"user_id": args.user_id, "memories_reembedded": done, "embedder": forest.embedder.name},
+                lambda r: f"re-embedded {counted(r['memories_reembedded'], 'memory')} with {r['embedder']}\n")
 
 
 def clear_user(forest: MemoryForest, args: argparse.Namespace) -> int:

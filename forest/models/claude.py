@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anthropic
 from pydantic import BaseModel
 
-from forest.errors import one_line
-from forest.models.llm import LLMError, StructuredLLM, status_failure
-from forest.models.retry import Transient
+from forest.models.llm import LLMError, StructuredLLM, call_api
 
 REPLY_TOOL = "reply"
 
@@ -17,8 +16,6 @@ class ClaudeLLM(StructuredLLM):
 
     def __init__(self, api_key: str, model: str, retries: int = 2, base_url: str | None = None,
                  timeout: float = 60.0) -> None:
-        import anthropic
-
         self.model = model
         self.retries = retries
         self.timeout = timeout
@@ -27,18 +24,11 @@ class ClaudeLLM(StructuredLLM):
         self.url = str(self._client.base_url).rstrip("/")
 
     def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
-        import anthropic
-
         tool = {"name": REPLY_TOOL, "description": "Give your reply in this structure.",
                 "input_schema": reply_type.model_json_schema()}
-        try:
-            message = self._client.messages.create(
-                model=self.model, max_tokens=max_tokens, timeout=timeout, tools=[tool],
-                tool_choice={"type": "tool", "name": REPLY_TOOL}, messages=[{"role": "user", "content": prompt}])
-        except anthropic.APIConnectionError as exc:  # its timeouts too
-            raise Transient(one_line(exc, 300)) from None
-        except anthropic.APIStatusError as exc:
-            raise status_failure(exc, self.url) from None
+        message = call_api(anthropic, self.url, lambda: self._client.messages.create(
+            model=self.model, max_tokens=max_tokens, timeout=timeout, tools=[tool],
+            tool_choice={"type": "tool", "name": REPLY_TOOL}, messages=[{"role": "user", "content": prompt}]))
         if message.stop_reason == "refusal":
             raise LLMError("Claude declined to answer")
         for block in message.content:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -35,6 +36,7 @@ REPAIR = ("\n\nYour previous reply could not be used: {problem}\n"
 _FENCE = re.compile(r"^```(?:json)?|```$", re.MULTILINE)
 
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")
 
 
 class LLMError(Exception):
@@ -87,6 +89,19 @@ class StructuredLLM(ABC):
             raise LLMError(str(exc)) from None
         except Transient as exc:
             raise ModelUnavailable(f"the LLM server at {self.url} ({self.label}) did not answer: {exc}") from None
+
+
+def call_api(sdk: Any, url: str, request: Callable[[], T]) -> T:
+    """One request through the anthropic or openai SDK (`sdk`: the module; both name their errors
+    alike), its failure in the retry policy's terms."""
+    try:
+        return request()
+    except sdk.APIConnectionError as exc:  # its timeouts too
+        raise Transient(one_line(exc, 300)) from None
+    except sdk.APIStatusError as exc:
+        raise status_failure(exc, url) from None
+    except (sdk.APIResponseValidationError, ValueError) as exc:  # a body that is not the API's JSON
+        raise Transient(f"the server's reply is not the API's JSON: {one_line(exc, 200)}") from None
 
 
 def status_failure(error: Any, url: str) -> Exception:

@@ -12,11 +12,12 @@ import threading
 from typing import Any
 
 import numpy as np
+import openai
 from pydantic import BaseModel
 
-from forest.errors import ModelUnavailable, one_line
+from forest.errors import ModelUnavailable
 from forest.models.embedders import Embedder
-from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, StructuredLLM, status_failure
+from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, StructuredLLM, call_api
 from forest.models.retry import Transient, Unusable, with_retries
 
 FORMATS = ("json_schema", "tool", "json_object", "prompt")
@@ -34,25 +35,9 @@ FLOOR_PROBES = ("The recipe calls for two cups of flour and a pinch of salt.",
                 "The sonnet follows a strict rhyme scheme of fourteen lines.")
 
 
-def _client(base_url: str, api_key: str | None, timeout: float):
-    import openai
-
+def _client(base_url: str, api_key: str | None, timeout: float) -> openai.OpenAI:
     # Local servers take any key; the client insists on one.
     return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
-
-
-def _call(url: str, request):
-    """One request, its failure in the retry policy's terms."""
-    import openai
-
-    try:
-        return request()
-    except openai.APIConnectionError as exc:  # its timeouts too
-        raise Transient(one_line(exc, 300)) from None
-    except openai.APIStatusError as exc:
-        raise status_failure(exc, url) from None
-    except (openai.APIResponseValidationError, ValueError) as exc:  # a body that is not the API's JSON
-        raise Transient(f"the server's reply is not the API's JSON: {one_line(exc, 200)}") from None
 
 
 class OpenAILLM(StructuredLLM):
@@ -107,7 +92,7 @@ class OpenAILLM(StructuredLLM):
                                                          timeout=timeout, stream=self.stream, **extra)
             return _streamed(reply) if self.stream else _whole(reply)
 
-        text, arguments, finish = _call(self.url, request)
+        text, arguments, finish = call_api(openai, self.url, request)
         if finish == "content_filter":
             raise LLMError("the model declined to answer (content_filter)")
         if finish == "length":
@@ -175,7 +160,7 @@ class OpenAIEmbedder(Embedder):
 
     def _request(self, texts: list[str]) -> np.ndarray:
         def attempt(seconds_left: float) -> np.ndarray:
-            reply = _call(self.url, lambda: self._client.embeddings.create(
+            reply = call_api(openai, self.url, lambda: self._client.embeddings.create(
                 model=self.model, input=texts, encoding_format="float", timeout=min(self.timeout, seconds_left)))
             rows = sorted(reply.data, key=lambda item: item.index)
             if len(rows) != len(texts):

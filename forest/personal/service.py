@@ -165,7 +165,8 @@ class PersonalMemory:
     def worker_state(self) -> dict[str, Any]:
         return self.writer.state()
 
-    def reembed(self, user_id: str | None = None, batch: int = 64) -> int:
+    def reembed(self, user_id: str | None = None, batch: int = 64,
+                progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed live memories (of one user, or all) with the configured embedder: the way out
         of an embedder mismatch. Returns how many were re-embedded."""
         sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
@@ -178,6 +179,8 @@ class PersonalMemory:
                 conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
                                  [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
                                   for r, v in zip(part, vectors)])
+            if progress:
+                progress(start + len(part), len(rows))
         return len(rows)
 
     def tags(self, user_id: str, dry_run: bool = True, limit: int = 20) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from forest.errors import ForestError
+from forest.errors import ConfigError, ForestError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,6 +40,11 @@ class VectorStore(ABC):
 
     @abstractmethod
     def model_ids(self) -> list[str]: ...
+
+    def drop_other_embedders(self, model_id: str) -> int:
+        """Delete the model_id's vectors that another embedder made (the way to re-embed it with
+        this one: `forest reembed`); how many were deleted."""
+        raise ConfigError(f"{type(self).__name__} cannot drop the vectors another embedder made")
 
     def close(self) -> None:
         """Release what the store holds (a client, a claim on a directory); nothing by default."""

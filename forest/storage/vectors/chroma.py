@@ -180,11 +180,30 @@ class ChromaVectorStore(VectorStore):
                 if meta.get("embedder") not in (None, self.embedder_name):
                     raise ConfigError(
                         f"the vectors of model_id {model_id!r} were made by {meta['embedder']}, but the "
-                        f"configured embedder is {self.embedder_name}; configure the same embedder "
-                        "or re-ingest into a new data directory")
+                        f"configured embedder is {self.embedder_name}; configure that embedder again, "
+                        f"or re-embed the model_id with this one: forest reembed --model-id {model_id}")
                 self._collections[name] = coll
                 self._used.add(model_id)
         return coll
+
+    def drop_other_embedders(self, model_id: str) -> int:
+        """A model_id's collection is made by one embedder: dropped whole when it is another's."""
+        from chromadb.errors import NotFoundError
+
+        client = self._open()
+        name = collection_name(model_id)
+        with self._lock:
+            try:
+                coll = client.get_collection(name, embedding_function=None)
+            except NotFoundError:
+                return 0
+            if (coll.metadata or {}).get("embedder") in (None, self.embedder_name):
+                return 0
+            count = coll.count()
+            client.delete_collection(name)
+            self._collections.pop(name, None)
+        self._discard_snapshot(model_id)
+        return count
 
     def upsert(self, model_id, ids, vectors, metadatas):
         if len(ids) == 0:

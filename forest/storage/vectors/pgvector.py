@@ -167,8 +167,8 @@ class PgVectorStore(VectorStore):
             if found:
                 raise ConfigError(
                     f"the vectors of model_id {model_id!r} were made by {found[0]}, but the configured "
-                    f"embedder is {self.embedder_name} ({self.dim} dimensions); configure the same "
-                    "embedder or re-ingest into a new database")
+                    f"embedder is {self.embedder_name} ({self.dim} dimensions); configure that embedder again, "
+                    f"or re-embed the model_id with this one: forest reembed --model-id {model_id}")
         self._checked.add(model_id)
 
     def upsert(self, model_id, ids, vectors, metadatas):
@@ -240,6 +240,17 @@ class PgVectorStore(VectorStore):
         statement = sql.SQL("DELETE FROM {} WHERE model_id = %s AND node_id = ANY(%s)").format(self._t)
         with self._connection(model_id) as conn:
             conn.execute(statement, [model_id, [int(i) for i in ids]])
+
+    def drop_other_embedders(self, model_id: str) -> int:
+        dropped = 0
+        with self._connection() as conn:
+            others = [name for name, in conn.execute(sql.SQL("SELECT table_name FROM {} WHERE table_name <> %s").format(
+                sql.Identifier(REGISTRY)), [self.table])]
+            for name in others:
+                dropped += conn.execute(sql.SQL("DELETE FROM {} WHERE model_id = %s").format(sql.Identifier(name)),
+                                        [model_id]).rowcount
+        self._checked.discard(model_id)
+        return dropped
 
     def ids(self, model_id):
         statement = sql.SQL("SELECT node_id FROM {} WHERE model_id = %s").format(self._t)

@@ -133,7 +133,8 @@ class QdrantVectorStore(VectorStore):
                 other = (self._call("get_collection", name).config.metadata or {}).get("embedder", name)
                 raise ConfigError(
                     f"the vectors of model_id {model_id!r} were made by {other}, but the configured embedder "
-                    f"is {self.embedder_name}; configure the same embedder or re-ingest into a new store")
+                    f"is {self.embedder_name}; configure that embedder again, "
+                    f"or re-embed the model_id with this one: forest reembed --model-id {model_id}")
         self._checked.add(model_id)
 
     def _owned_points(self, collection: str, model_id: str, limit: int, ids: Sequence[int] | None = None,
@@ -221,6 +222,17 @@ class QdrantVectorStore(VectorStore):
         for start in range(0, len(ids), ID_BATCH):
             selector = models.FilterSelector(filter=_owned(model_id, ids[start:start + ID_BATCH]))
             self._call("delete", self.collection, points_selector=selector, wait=True)
+
+    def drop_other_embedders(self, model_id: str) -> int:
+        from qdrant_client import models
+
+        dropped = 0
+        for name in (c.name for c in self._call("get_collections").collections):
+            if name.startswith(PREFIX) and name != self.collection:
+                dropped += self._call("count", name, count_filter=_owned(model_id), exact=True).count
+                self._call("delete", name, points_selector=models.FilterSelector(filter=_owned(model_id)), wait=True)
+        self._checked.discard(model_id)
+        return dropped
 
     def ids(self, model_id: str) -> list[int]:
         self._check(model_id)

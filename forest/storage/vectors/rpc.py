@@ -38,7 +38,7 @@ BATCH = 2048           # vectors or ids per request: ~4 MB of 384-d vectors
 TIMEOUT_SECONDS = 300  # one batch; an owner that hangs longer is reported, not waited for
 SHUTDOWN_POLL_SECONDS = 0.02
 TAKEOVER_WAIT_SECONDS = 30.0  # an owner whose endpoint stopped answering unlocks once Chroma is closed
-METHODS = ("upsert", "query", "get_vectors", "update_metadata", "delete", "ids", "model_ids")
+METHODS = ("upsert", "query", "get_vectors", "update_metadata", "delete", "ids", "model_ids", "drop_other_embedders")
 _ERRORS: dict[str, type[ForestError]] = {cls.__name__: cls for cls in
                                          (ForestError, InvalidInput, NotFound, ConfigError, VectorStoreError)}
 
@@ -67,6 +67,8 @@ def _dispatch(store: VectorStore, method: str, args: dict[str, Any]) -> Any:
         raise InvalidInput("model_id must be a non-empty string")
     if method == "ids":
         return store.ids(model_id)
+    if method == "drop_other_embedders":
+        return store.drop_other_embedders(model_id)
     if method == "query":
         top_k = args.get("top_k")
         if not isinstance(top_k, int):
@@ -239,6 +241,9 @@ class OwnerVectorStore(VectorStore):
     def model_ids(self) -> list[str]:
         return list(self._call("model_ids"))
 
+    def drop_other_embedders(self, model_id: str) -> int:
+        return int(self._call("drop_other_embedders", model_id=model_id))
+
 
 class Owner(Protocol):
     """The process that owns a store, as its lock file names it (forest.storage.ownership.OwnerInfo)."""
@@ -321,6 +326,9 @@ class FollowedStore(VectorStore):
 
     def model_ids(self) -> list[str]:
         return self._run("model_ids")
+
+    def drop_other_embedders(self, model_id: str) -> int:
+        return self._run("drop_other_embedders", model_id)
 
     def close(self) -> None:
         self._backend.close()  # a store taken over releases this process's ownership
