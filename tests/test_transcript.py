@@ -62,7 +62,9 @@ def test_decisions_name_who_made_them():
     assert decided_by("user") == "you"
     assert decided_by(OFFLINE_LABEL + " (step limit)") == "the offline policy (step limit)"
     assert decided_by(f"{OFFLINE_LABEL} (fallback: timeout)") == \
-        "the offline policy, because Claude could not decide (timeout)"
+        "the offline policy, because the LLM could not decide (timeout)"
+    assert decided_by("claude:claude-x") == "Claude (claude-x)"
+    assert decided_by("openai:qwen2.5:7b") == "an OpenAI-compatible model (qwen2.5:7b)"
 
 
 def test_citations_are_numbered_and_name_the_paper_page_and_section():
