@@ -195,8 +195,9 @@ class Settings:
         return bool(self.database_url) and not str(self.database_url).startswith("sqlite:")
 
 
-# A password given as a parameter (`?password=...` in a URL, `password=...` in a libpq conninfo).
-_PASSWORD_PARAMETER = re.compile(r"(?i)(password=)[^&\s]*")
+# A password or key given as a parameter (`?password=...` or `?api-key=...` in a URL, `password=...`
+# in a libpq conninfo).
+_PASSWORD_PARAMETER = re.compile(r"(?i)\b((?:password|api[-_]?key|key|access_token|token)=)[^&\s]*")
 
 
 def without_password(url: str) -> str:

@@ -58,6 +58,7 @@ class FakeOpenAI:
         self.script: list = []       # each item: reply text, or a Fault
         self.embedding_script: list[Fault] = []
         self.respond: Callable[[str], str] | None = None
+        self.chunk_seconds = 0.0     # a slow model: the pause before each streamed piece
         self.requests: list[dict] = []
         self.embedding_requests: list[dict] = []
         self._lock = threading.Lock()
@@ -168,6 +169,7 @@ class FakeOpenAI:
                         chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
                 else:
                     for piece in _pieces(content):
+                        time.sleep(fake.chunk_seconds)
                         chunk({"content": piece})
                 chunk({}, finish)
                 self.wfile.write(b"data: [DONE]\n\n")

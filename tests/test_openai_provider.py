@@ -106,6 +106,60 @@ def test_a_server_fault_is_retried_then_the_answer_is_used(fault):
     assert reply.summary == "second time lucky" and len(fake.requests) == 2
 
 
+@pytest.mark.parametrize("body", [b"<html><body>502 Bad Gateway</body></html>",
+                                  b'{"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []}'],
+                         ids=["html", "no-choices"])
+def test_a_reply_not_in_the_apis_shape_is_retried_then_the_answer_is_used(body):
+    with FakeOpenAI() as fake:
+        fake.script = [Fault(200, body=body), json.dumps({"summary": "second time lucky"})]
+        reply = client(fake, stream=False).ask("Summarize.", SummaryReply)
+    assert reply.summary == "second time lucky" and len(fake.requests) == 2
+
+
+def test_a_rejection_of_another_field_does_not_give_up_a_structured_output_form():
+    """OpenAI's reasoning models refuse max_tokens with "Unsupported parameter": that says nothing
+    about json_schema, so the form stays (it used to step down to the prompt alone for good)."""
+    with FakeOpenAI() as fake:
+        llm = client(fake)
+        fake.script = [Fault(400, "Unsupported parameter: 'max_tokens' is not supported with this model.")]
+        with pytest.raises(LLMError, match="HTTP 400.*max_tokens"):
+            llm.ask("Summarize.", SummaryReply)
+    assert llm.structured_output == "json_schema" and fake.forms() == ["json_schema"]
+
+
+def test_a_slow_stream_is_cut_when_the_calls_budget_ends(monkeypatch):
+    """Each read's timeout bounds a silence; the budget bounds the whole reply."""
+    monkeypatch.setattr(llm_module, "CALL_BUDGET_SECONDS", 2.0)
+    with FakeOpenAI() as fake:
+        fake.chunk_seconds = 0.2  # a piece every 0.2 s: never silent for a 1 s timeout, 7 s in all
+        fake.script = [json.dumps({"summary": "x" * 240})]
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailable, match="time ran out"):
+            client(fake, retries=0, timeout=1.0).ask("Summarize.", SummaryReply)
+    assert time.monotonic() - started < 4
+
+
+def test_credentials_in_a_server_url_never_reach_messages_or_logs(caplog):
+    url = "http://lab:s3cret@127.0.0.1:9/v1?api-key=k3y"
+    with pytest.raises(ModelUnavailable) as raised:
+        OpenAILLM(url, "test-chat", retries=1, timeout=1).ask("x", SummaryReply)
+    with pytest.raises(ModelUnavailable) as embedding:
+        OpenAIEmbedder(url, "test-embed", retries=0, timeout=1)
+    shown = str(raised.value) + str(embedding.value) + caplog.text
+    assert "s3cret" not in shown and "k3y" not in shown and "http://lab:***@127.0.0.1:9/v1?api-key=***" in shown
+
+
+def test_an_embedding_server_refusing_the_text_is_bad_input_not_a_server_down():
+    from forest.errors import InvalidInput, ServiceUnavailable
+
+    with FakeOpenAI() as fake:
+        embedder = OpenAIEmbedder(fake.url, "test-embed", similarity_floor=0.0)
+        fake.embedding_script = [Fault(400, "input is too long for this model")]
+        with pytest.raises(InvalidInput, match="refused the text.*too long") as raised:
+            embedder.embed_passages(["a very long text"])
+    assert not isinstance(raised.value, ServiceUnavailable) and len(fake.embedding_requests) == 2
+
+
 def test_a_server_that_stays_down_is_one_clear_error_naming_it(monkeypatch):
     monkeypatch.setattr(llm_module, "CALL_BUDGET_SECONDS", 4.0)
     with FakeOpenAI() as fake:
@@ -329,3 +383,20 @@ def test_a_model_server_down_is_a_503_naming_it_over_rest_not_a_stack_trace(tmp_
     assert reply.status_code == 503, reply.text
     assert f"the LLM server at {dead} (openai:test-chat) did not answer" in reply.json()["error"]
     assert "Traceback" not in reply.text
+
+
+def test_a_compaction_the_llm_cannot_do_is_put_off_not_a_failed_write(make_forest):
+    """add_message commits, then compacts when due: a model server down then must not turn the kept
+    message into an error that tells the caller to send it again."""
+    with FakeOpenAI() as fake:
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0,
+                             session_token_limit=500)
+        research = forest.research
+        fake.respond = lambda prompt: json.dumps({"findings": [], "summary": "The session so far."})
+        fake.script = [Fault(503, "overloaded")] * 3
+        for n in range(12):
+            research.add_message("m", "s", "user", f"Message {n}: " + "fusion adds latency " * 12)
+        kept = research.messages("m", "s", include_compacted=True)
+        live = research.messages("m", "s")
+    assert len([m for m in kept if m.role == "user"]) == 12  # every message kept, none twice
+    assert any(m.content == "The session so far." for m in live)  # compacted once the server answered

@@ -91,7 +91,8 @@ def show_models(settings: Settings, args: argparse.Namespace) -> int:
         for c in r.get("checked", []):
             where = f" at {c['url']}" if c.get("url") else ""
             what = f"{c['provider']}" + (f" {c['model']}" if c.get("model") else "") + where
-            lines.append(f"{c['kind']}: {what}: " + (f"answers ({c['ms']} ms)" if c["ok"] else f"FAILED: {c['error']}"))
+            how = f"; structure asked as {c['structured_output']}" if c.get("structured_output") else ""
+            lines.append(f"{c['kind']}: {what}: " + (f"answers ({c['ms']} ms{how})" if c["ok"] else f"FAILED: {c['error']}"))
         return "\n".join(lines) + "\n"
 
     emit(args, report, text)

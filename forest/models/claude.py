@@ -6,6 +6,7 @@ from typing import Any
 import anthropic
 from pydantic import BaseModel
 
+from forest.config import without_password
 from forest.models.llm import LLMError, StructuredLLM, call_api
 
 REPLY_TOOL = "reply"
@@ -21,13 +22,13 @@ class ClaudeLLM(StructuredLLM):
         self.timeout = timeout
         # base_url None lets the SDK read ANTHROPIC_BASE_URL (how tests reach a local server).
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
-        self.url = str(self._client.base_url).rstrip("/")
+        self.url = without_password(str(self._client.base_url).rstrip("/"))
 
-    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, seconds_left: float) -> Any:
         tool = {"name": REPLY_TOOL, "description": "Give your reply in this structure.",
                 "input_schema": reply_type.model_json_schema()}
         message = call_api(anthropic, self.url, lambda: self._client.messages.create(
-            model=self.model, max_tokens=max_tokens, timeout=timeout, tools=[tool],
+            model=self.model, max_tokens=max_tokens, timeout=min(self.timeout, seconds_left), tools=[tool],
             tool_choice={"type": "tool", "name": REPLY_TOOL}, messages=[{"role": "user", "content": prompt}]))
         if message.stop_reason == "refusal":
             raise LLMError("Claude declined to answer")

@@ -43,6 +43,14 @@ class LLMError(Exception):
     """The model's answers could not be used after the allowed attempts."""
 
 
+class Rejected(LLMError):
+    """The server refused the request itself (HTTP 400, 413, 422): `server_message` is its own words."""
+
+    def __init__(self, message: str, server_message: str) -> None:
+        super().__init__(message)
+        self.server_message = server_message
+
+
 class StructuredLLM(ABC):
     """A provider: `_complete` makes one request; `ask` validates, repairs and retries."""
 
@@ -61,8 +69,9 @@ class StructuredLLM(ABC):
         return {"provider": self.provider, "model": self.model, "url": self.url}
 
     @abstractmethod
-    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
-        """One request: the reply as JSON text, or as the object a tool call carried. Raises
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, seconds_left: float) -> Any:
+        """One request, over within `seconds_left` (each wait for the server at most self.timeout):
+        the reply as JSON text, or as the object a tool call carried. Raises
         Transient (no answer), Unusable, LLMError (a refusal, or a request the server rejects) or
         ModelUnavailable (the key or the model is refused)."""
 
@@ -73,7 +82,7 @@ class StructuredLLM(ABC):
 
         def attempt(seconds_left: float) -> R:
             asked = prompt + REPAIR.format(problem=problem[-1]) if problem else prompt
-            raw = self._complete(asked, reply_type, max_tokens, min(self.timeout, seconds_left))
+            raw = self._complete(asked, reply_type, max_tokens, seconds_left)
             try:
                 return reply_type.model_validate(raw if isinstance(raw, dict) else parse_json_object(raw),
                                                  context=context)
@@ -100,8 +109,12 @@ def call_api(sdk: Any, url: str, request: Callable[[], T]) -> T:
         raise Transient(one_line(exc, 300)) from None
     except sdk.APIStatusError as exc:
         raise status_failure(exc, url) from None
-    except (sdk.APIResponseValidationError, ValueError) as exc:  # a body that is not the API's JSON
-        raise Transient(f"the server's reply is not the API's JSON: {one_line(exc, 200)}") from None
+    except sdk.APIError as exc:  # an error event in the middle of a stream
+        raise Transient(one_line(exc, 300)) from None
+    # A body that is not the API's JSON, or not in its shape (HTML from a proxy, no choices): the
+    # request's reading of the reply runs inside `request`, so these come from the server's answer.
+    except (ValueError, AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise Transient(f"the server's reply is not the API's: {type(exc).__name__}: {one_line(exc, 200)}") from None
 
 
 def status_failure(error: Any, url: str) -> Exception:
@@ -114,7 +127,7 @@ def status_failure(error: Any, url: str) -> Exception:
     if status in (401, 403, 404):
         return ModelUnavailable(f"the model server at {url} refused the call (HTTP {status}; check the key and "
                                 f"the model name): {message}")
-    return LLMError(f"the model server at {url} rejected the request (HTTP {status}): {message}")
+    return Rejected(f"the model server at {url} rejected the request (HTTP {status}): {message}", message)
 
 
 def api_message(error: Any) -> str:

@@ -9,21 +9,25 @@ alone (the prompts spell out the structure); every answer is validated the same 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
 import openai
 from pydantic import BaseModel
 
-from forest.errors import ModelUnavailable
+from forest.config import without_password
+from forest.errors import ConfigError, InvalidInput, ModelUnavailable
 from forest.models.embedders import Embedder
-from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, StructuredLLM, call_api
+from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, Rejected, StructuredLLM, call_api
 from forest.models.retry import Transient, Unusable, with_retries
 
 FORMATS = ("json_schema", "tool", "json_object", "prompt")
 REPLY_TOOL = "reply"
-# What a server says when it does not know a request field (vLLM, Ollama, DeepSeek, llama.cpp).
-_UNSUPPORTED_WORDS = ("response_format", "json_schema", "tool", "function", "not supported", "unsupported")
+# The request fields each form adds, as a server names them when it refuses one (vLLM, Ollama,
+# DeepSeek, llama.cpp).
+_FIELDS = {"json_schema": ("json_schema", "response_format"), "tool": ("tool",),
+           "json_object": ("json_object", "response_format")}
 # Unrelated texts: their mean cosine is the embedder's floor when the setting leaves it open.
 FLOOR_PROBES = ("The recipe calls for two cups of flour and a pinch of salt.",
                 "Quarterly revenue rose four percent on strong cloud sales.",
@@ -51,8 +55,8 @@ class OpenAILLM(StructuredLLM):
         # Streamed, a request's timeout bounds each silence rather than the whole reply: a slow local
         # model writing a long answer is not cut off while it still writes.
         self.stream = stream
-        self.url = base_url.rstrip("/")
-        self._client = _client(self.url, api_key, timeout)
+        self.url = without_password(base_url.rstrip("/"))  # what messages and logs show
+        self._client = _client(base_url.rstrip("/"), api_key, timeout)
         self._formats = list(FORMATS)
         self._lock = threading.Lock()
 
@@ -61,19 +65,23 @@ class OpenAILLM(StructuredLLM):
         """How replies are asked for now (steps down as the server refuses a form)."""
         return self._formats[0]
 
-    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+    def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, seconds_left: float) -> Any:
         form = self._formats[0]
+        deadline = time.monotonic() + seconds_left
         try:
-            return self._request(form, prompt, reply_type, max_tokens, timeout)
-        except LLMError as exc:
-            if form == "prompt" or not any(w in str(exc).lower() for w in _UNSUPPORTED_WORDS):
+            return self._request(form, prompt, reply_type, max_tokens, deadline)
+        except Rejected as exc:
+            # Only the server's own words about this form's field: "Unsupported parameter:
+            # 'max_tokens'" or a URL with "tool" in it is no reason to give up a form.
+            said = exc.server_message.lower()
+            if form == "prompt" or not any(field in said for field in _FIELDS[form]):
                 raise
             with self._lock:
                 if self._formats[0] == form:
                     self._formats.pop(0)
-            return self._complete(prompt, reply_type, max_tokens, timeout)
+            return self._complete(prompt, reply_type, max_tokens, max(0.001, deadline - time.monotonic()))
 
-    def _request(self, form: str, prompt: str, reply_type: type[BaseModel], max_tokens: int, timeout: float) -> Any:
+    def _request(self, form: str, prompt: str, reply_type: type[BaseModel], max_tokens: int, deadline: float) -> Any:
         schema = reply_type.model_json_schema()
         extra: dict[str, Any] = {}
         if form == "json_schema":
@@ -88,9 +96,10 @@ class OpenAILLM(StructuredLLM):
         messages = [{"role": "user", "content": prompt}]
 
         def request():
+            timeout = min(self.timeout, max(0.001, deadline - time.monotonic()))
             reply = self._client.chat.completions.create(model=self.model, messages=messages, max_tokens=max_tokens,
                                                          timeout=timeout, stream=self.stream, **extra)
-            return _streamed(reply) if self.stream else _whole(reply)
+            return _streamed(reply, deadline) if self.stream else _whole(reply)
 
         text, arguments, finish = call_api(openai, self.url, request)
         if finish == "content_filter":
@@ -107,11 +116,16 @@ def _whole(reply) -> tuple[str, str, str | None]:
             choice.finish_reason)
 
 
-def _streamed(chunks) -> tuple[str, str, str | None]:
+def _streamed(chunks, deadline: float) -> tuple[str, str, str | None]:
+    """The pieces of a streamed reply put together; the stream is closed when the call's budget
+    ends (each read's timeout bounds a silence, not a slow model writing on and on)."""
     text: list[str] = []
     arguments: list[str] = []
     finish = None
     for chunk in chunks:
+        if time.monotonic() > deadline:
+            chunks.close()
+            raise Transient("the reply was still being written when the call's time ran out")
         for choice in chunk.choices[:1]:
             delta = choice.delta
             if delta.content:
@@ -132,12 +146,12 @@ class OpenAIEmbedder(Embedder):
                  retries: int = 2, query_prefix: str = "", passage_prefix: str = "",
                  similarity_floor: float | None = None) -> None:
         self.model = model
-        self.url = base_url.rstrip("/")
+        self.url = without_password(base_url.rstrip("/"))  # what messages and logs show
         self.name = f"openai/{model}"
         self.retries = retries
         self.timeout = timeout
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
-        self._client = _client(self.url, api_key, timeout)
+        self._client = _client(base_url.rstrip("/"), api_key, timeout)
         probe = self._request(["dimension probe"])
         self.dim = int(probe.shape[1])
         if similarity_floor is None:  # the mean cosine of unrelated texts under this model
@@ -154,21 +168,25 @@ class OpenAIEmbedder(Embedder):
         prefix = self.query_prefix if is_query else self.passage_prefix
         rows = self._request([prefix + t for t in texts])
         if rows.shape[1] != self.dim:
-            raise ModelUnavailable(f"the embedding server at {self.url} returned {rows.shape[1]}-dimensional "
-                                   f"vectors for {self.model}, not {self.dim}: is it serving another model?")
+            raise ConfigError(f"the embedding server at {self.url} returned {rows.shape[1]}-dimensional vectors "
+                              f"for {self.model}, not {self.dim}: is it serving another model?")
         return rows
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        def attempt(seconds_left: float) -> np.ndarray:
-            reply = call_api(openai, self.url, lambda: self._client.embeddings.create(
-                model=self.model, input=texts, encoding_format="float", timeout=min(self.timeout, seconds_left)))
+        def vectors(reply) -> np.ndarray:
             rows = sorted(reply.data, key=lambda item: item.index)
             if len(rows) != len(texts):
                 raise Transient(f"{len(rows)} vectors for {len(texts)} texts")
             return np.asarray([row.embedding for row in rows], dtype=np.float32)
 
+        def attempt(seconds_left: float) -> np.ndarray:
+            return call_api(openai, self.url, lambda: vectors(self._client.embeddings.create(
+                model=self.model, input=texts, encoding_format="float", timeout=min(self.timeout, seconds_left))))
+
         try:
             return with_retries(attempt, self.retries + 1, CALL_BUDGET_SECONDS, f"embedding at {self.url}")
-        except (Transient, Unusable, LLMError) as exc:
+        except Transient as exc:
             raise ModelUnavailable(f"the embedding server at {self.url} ({self.name}) did not answer: {exc}") \
                 from None
+        except LLMError as exc:  # the input itself refused (too long, ...): sending it again will not help
+            raise InvalidInput(f"the embedding server at {self.url} ({self.name}) refused the text: {exc}") from None

@@ -151,7 +151,7 @@ class WriteWorker:
                     item.attempts + 1, ", giving up" if give_up else "", exc)
         try:
             self.store.retry_later(item, f"{type(exc).__name__}: {exc}",
-                                   self.clock() + min(RETRY_BASE_SECONDS * 2 ** item.attempts, RETRY_MAX_SECONDS),
+                                   self.clock() + min(RETRY_BASE_SECONDS * 2 ** min(item.attempts, 16), RETRY_MAX_SECONDS),
                                    give_up)
         except Exception as again:  # the lease runs out and the item is claimed again
             self._failed(f"scheduling a retry of queued input {item.id}", again)

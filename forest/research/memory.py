@@ -11,6 +11,7 @@ record_turn (events, conflict check and reconciliation, messages, compaction whe
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ import numpy as np
 from forest.config import Settings
 from forest.storage.sql.database import Connection, Database
 from forest.models.embedders import Embedder
-from forest.errors import InvalidInput, NotFound
+from forest.errors import InvalidInput, NotFound, ServiceUnavailable
 from forest.models.llm import StructuredLLM
 from forest.personal.redact import redact
 from forest.research.briefing import Briefing, build_briefing
@@ -55,6 +56,8 @@ MAX_CORE_CHARS = 20_000
 KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
 MAX_RECONCILED_PER_TURN = 3    # each may be a Claude call
 FINDINGS_SOURCE = "your finding"   # one source for all findings: checked against passages, not each other
+
+log = logging.getLogger("forest.research")
 
 
 @dataclass
@@ -269,10 +272,16 @@ class ResearchMemory:
                                    include_compacted=include_compacted)
 
     def compact_if_due(self, model_id: str, session_id: str) -> CompactionReport | None:
+        """Called after a write has committed: a model server that does not answer leaves the
+        compaction to the next call (a failed call would tell the caller to send again what is kept)."""
         live = self.store.messages(model_id, session_id)
         if not over_threshold(live, self.settings.session_token_limit, self.settings.compaction_ratio):
             return None
-        return self.compact(model_id, session_id)
+        try:
+            return self.compact(model_id, session_id)
+        except ServiceUnavailable as exc:
+            log.warning("compaction of session %s put off until the next message: %s", session_id, exc)
+            return None
 
     def compact(self, model_id: str, session_id: str) -> CompactionReport:
         """Pre-compaction flush (findings to the workspace), then the old messages are replaced by
