@@ -56,6 +56,7 @@ class MemoryNode:
     chunk_kind: str | None = None
     title: str | None = None          # summary nodes: "3 Method › 3.2 Training", or a content label
     heading_path: str | None = None   # leaves: JSON list of the headings above them, outermost first
+    work: str | None = None           # how its archive's paper is cited ("Buck et al. (2018)"), if known
 
     @classmethod
     def from_row(cls, row: Any) -> MemoryNode:
@@ -82,8 +83,9 @@ class MemoryNode:
 
     @property
     def citation(self) -> str:
-        """'p. 7, §3.2 Model' (empty when the source had neither pages nor sections)."""
-        return cite(self.page_start, self.page_end, self.section)
+        """'p. 7, §3.2 Model', after the work when its library says how to cite it: 'Buck et al.
+        (2018), p. 7, §3.2 Model' (empty when there is neither)."""
+        return ", ".join(part for part in (self.work, cite(self.page_start, self.page_end, self.section)) if part)
 
     def to_dict(self, with_content: bool = True) -> dict[str, Any]:
         """Every field, its citation and leaf count. A summary node stores no text of its own
@@ -136,14 +138,18 @@ class Archive:
     roots: int = 0
     depth: int = 0
     chars: int = 0
+    library: dict[str, Any] | None = None   # what a researcher's library knows of the paper (forest.library)
+    cite_as: str | None = None              # "Buck et al. (2018)"
 
     @classmethod
     def from_row(cls, row: Any) -> Archive:
         keys = row.keys()
         extra = {k: row[k] or 0 for k in ("leaves", "nodes", "roots", "depth", "chars") if k in keys}
+        library = json.loads(row["library"]) if "library" in keys and row["library"] else None
         return cls(id=row["id"], model_id=row["model_id"], name=row["name"], source=row["source"],
                    status=row["status"], created_at=row["created_at"],
-                   settings=json.loads(row["settings"] or "{}"), **extra)
+                   settings=json.loads(row["settings"] or "{}"), **extra, library=library,
+                   cite_as=row["cite_as"] if "cite_as" in keys else None)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,7 +18,7 @@ from forest.models import registry as components
 from forest.config import Settings, load_settings
 from forest.storage.sql.opening import open_database
 from forest.storage.private_files import make_private_dir, tighten
-from forest.errors import ConfigError, ForestError, InvalidInput
+from forest.errors import ConfigError, ForestError, InvalidInput, ServiceUnavailable
 from forest.records import (
     Archive,
     ContextResult,
@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 
 SEARCH_MODES = ("vector", "bm25", "hybrid")
 MAX_TOP_K = 200
+
+
+def _cite_as(library: dict[str, Any] | None) -> str | None:
+    """How a paper from a researcher's library is cited ("Buck et al. (2018)")."""
+    if not library:
+        return None
+    from forest.library import LibraryEntry, short_citation
+
+    return short_citation(LibraryEntry.from_metadata(library)) or None
 
 
 def _no_progress(_: Progress) -> None:
@@ -183,12 +192,15 @@ class MemoryForest:
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None,
-                        allow_duplicate: bool = True, once: bool = False) -> Archive:
+                        allow_duplicate: bool = True, once: bool = False,
+                        library: dict[str, Any] | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the document's title, else its file name. With allow_duplicate=False, a
         document whose text an archive of `model_id` already holds is refused (InvalidInput). With
         once=True, an archive of `model_id` that holds this document alone under this name is
-        returned instead of built again: a call sent again after its reply was lost adds nothing."""
+        returned instead of built again: a call sent again after its reply was lost adds nothing.
+        `library`: what a researcher's library knows of the paper (LibraryEntry.metadata()), stored
+        with the archive in the same write; its passages are then cited by author and year."""
         from forest.tree.build import all_or_nothing
 
         with self._kept_source(document) as keep:
@@ -214,7 +226,8 @@ class MemoryForest:
             # 'building': hidden from readers, and left alone by doctor while this process lives. The
             # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
             # holds up no delete, import or doctor; the lock is held for the write alone.
-            archive_id = self.store.create_archive(model_id, name, document.source, recorded)
+            archive_id = self.store.create_archive(model_id, name, document.source, recorded, library,
+                                                   _cite_as(library))
             builder = self._builder
             try:
                 with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
@@ -556,6 +569,72 @@ class MemoryForest:
             if repair_drift and not report.healthy:
                 repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir)
         return report
+
+    # --- a researcher's library --------------------------------------------------------------
+    def import_library(self, model_id: str, path: str | Path, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Import a Zotero data directory, a BibTeX file or a folder (forest.library): each document
+        once, by the SHA-256 of its file and its DOI. New documents become archives carrying their
+        metadata (each in one write: an interrupted import run again continues where it stopped);
+        imported ones whose metadata changed are updated, a new file of an imported DOI replaces its
+        archive; missing files, duplicates, unreadable documents and items without a document are
+        reported without failing the rest. A model server that does not answer stops the import."""
+        from forest.library import KnownDocument, plan_import, read_library
+
+        model_id = check_model_id(model_id)
+        progress = progress or _no_progress
+        reading = read_library(path)
+        archives = self.store.archives(model_id)
+        known = {a.library["file_sha256"]: KnownDocument(a.id, a.library) for a in archives
+                 if a.library and a.library.get("file_sha256")}
+        plan = plan_import(reading.entries, known)
+        names = {a.id: a.name for a in archives}
+        to_build = [*plan.new, *(p for p in plan.changed if "file" in p.changed_fields)]
+        imported, updated, failed = [], [], []
+        for done, planned in enumerate(to_build):
+            title = planned.entry.title or planned.entry.path.stem
+            progress(Progress("import", done, len(to_build), title))
+            try:
+                archive = self.ingest_file(planned.entry.path, model_id, name=title,
+                                           library={**planned.metadata, "file_sha256": planned.sha256})
+            except ServiceUnavailable:
+                raise
+            except ForestError as exc:  # this document cannot be read or built: the others go on
+                failed.append({"title": title, "path": str(planned.entry.path), "error": str(exc)})
+                continue
+            if planned.archive_id is not None:  # a new file of an imported paper replaces its archive
+                self.delete_archive(model_id, int(planned.archive_id))
+                updated.append({"archive_id": archive.id, "replaces": planned.archive_id, "title": title,
+                                "changed": list(planned.changed_fields)})
+            else:
+                imported.append({"archive_id": archive.id, "title": title, "cite_as": archive.cite_as})
+        progress(Progress("import", len(to_build), len(to_build)))
+        for planned in (p for p in plan.changed if "file" not in p.changed_fields):
+            metadata = {**planned.metadata, "file_sha256": planned.sha256}
+            self.store.set_library(model_id, int(planned.archive_id), metadata, _cite_as(metadata))
+            updated.append({"archive_id": planned.archive_id, "title": names.get(planned.archive_id),
+                            "changed": list(planned.changed_fields)})
+        return {
+            "model_id": model_id, "source": str(reading.source), "kind": reading.kind,
+            "counts": {"imported": len(imported), "updated": len(updated), "unchanged": len(plan.unchanged),
+                       "missing": len(plan.missing), "duplicates": len(plan.duplicates),
+                       "skipped": len(reading.skipped), "failed": len(failed)},
+            "imported": imported, "updated": updated, "failed": failed,
+            "missing": [{"title": e.title, "path": str(e.path) if e.path else None, "reason": e.missing_reason}
+                        for e in plan.missing],
+            "duplicates": [{"title": d.entry.title, "path": str(d.entry.path), "same_as": d.same_as.title,
+                            "reason": d.reason} for d in plan.duplicates],
+            "skipped": [{"title": s.title, "key": s.source_key, "reason": s.reason} for s in reading.skipped],
+        }
+
+    def bibtex(self, model_id: str, archive_ids: Sequence[int] | None = None) -> str:
+        """The BibTeX of the archives' papers (all the model_id's imported ones if none are named);
+        archives with no library metadata give none."""
+        from forest.library import LibraryEntry, bibtex_of
+
+        model_id = check_model_id(model_id)
+        wanted = None if archive_ids is None else set(archive_ids)
+        chosen = [a for a in self.store.archives(model_id) if a.library and (wanted is None or a.id in wanted)]
+        return "\n".join(bibtex_of(LibraryEntry.from_metadata(a.library)) for a in chosen)
 
     def reembed(self, model_id: str, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Re-embed the model_id with the configured embedder after a change of embedder: every

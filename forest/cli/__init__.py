@@ -9,13 +9,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from forest.cli import archives, maintenance, memory, personal, postgres, recall, server
+from forest.cli import archives, library, maintenance, memory, personal, postgres, recall, server
 from forest.cli.common import EXIT_ERROR, CliParser, common_options
 from forest.config import load_settings
 from forest.errors import ForestError
 
 # The order of `forest --help`.
-COMMAND_GROUPS = (archives, recall, memory, personal, server, maintenance, postgres)
+COMMAND_GROUPS = (archives, library, recall, memory, personal, server, maintenance, postgres)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,8 @@ NODE_COLUMNS = ("id, archive_id, parent_id, path, depth, node_type, content, sum
 _ROW_FIELDS = ("node_type", "content", "summary", "summary_source", "leaf_index", "char_start", "first_leaf",
                "last_leaf", "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind",
                "title", "heading_path")
-_NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(","))
+# Every node query joins its archive (VISIBLE_NODES): the work its passages are cited from comes with it.
+_NODE_SELECT = ", ".join(f"n.{c.strip()}" for c in NODE_COLUMNS.split(",")) + ", a.cite_as AS work"
 def _stats(archive_filter: str) -> str:
     """Archives with their node statistics; the per-node scan only covers the archives asked for."""
     return f"""
@@ -89,14 +90,17 @@ class ForestStore:
                 for r in ordered])
 
     # --- archives -------------------------------------------------------------------------
-    def create_archive(self, model_id: str, name: str, source: str | None, settings: dict[str, Any]) -> int:
+    def create_archive(self, model_id: str, name: str, source: str | None, settings: dict[str, Any],
+                       library: dict[str, Any] | None = None, cite_as: str | None = None) -> int:
         held = None
         try:
             with self.db.transaction() as conn:
                 archive_id = int(conn.execute(
                     "INSERT INTO archives (model_id, name, source, status, builder_pid, builder_host, settings, "
-                    "created_at, updated_at) VALUES (?, ?, ?, 'building', ?, ?, ?, ?, ?) RETURNING id",
-                    (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings), _now(), _now())
+                    "library, cite_as, created_at, updated_at) VALUES (?, ?, ?, 'building', ?, ?, ?, ?, ?, ?, ?) "
+                    "RETURNING id",
+                    (model_id, name, source, os.getpid(), socket.gethostname(), json.dumps(settings),
+                     json.dumps(library, ensure_ascii=False) if library else None, cite_as, _now(), _now())
                 ).fetchone()[0])
                 # Marked alive before the row commits: `forest doctor` run in between (from any
                 # process) took the build for a dead one and deleted it under the builder.
@@ -134,6 +138,12 @@ class ForestStore:
         if row is None:
             raise NotFound(f"archive {archive_id} not found for model_id {model_id!r}")
         return Archive.from_row(row)
+
+    def set_library(self, model_id: str, archive_id: int, library: dict[str, Any], cite_as: str | None) -> None:
+        """Replace what the library knows of an archive's paper (a second import found it changed)."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE archives SET library = ?, cite_as = ?, updated_at = ? WHERE id = ? AND model_id = ?",
+                         (json.dumps(library, ensure_ascii=False), cite_as, _now(), archive_id, model_id))
 
     def archives(self, model_id: str) -> list[Archive]:
         rows = self.db.query(_MODEL_ARCHIVES, (model_id, model_id))

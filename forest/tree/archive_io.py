@@ -8,6 +8,7 @@ makes them).
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import unicodedata
@@ -38,6 +39,7 @@ MAX_IMPORT_NODES = 100_000
 MAX_IMPORT_PATH_IDS = 5_000_000
 MAX_NAME_CHARS = 1_000      # archive, document and source names, titles, headings
 MAX_SUMMARY_CHARS = 20_000  # a summary (a build writes a few hundred characters)
+MAX_LIBRARY_CHARS = 200_000  # a paper's library metadata (an abstract, its creators and tags)
 _CARRIED = ("node_type", "summary", "summary_source", "leaf_index", "char_start", "first_leaf", "last_leaf",
             "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind", "title",
             "heading_path")
@@ -51,7 +53,7 @@ def export_archive(store: ForestStore, vectors: VectorStore, embedder_name: str,
     document: dict[str, Any] = {
         "format": FORMAT, "version": VERSION,
         "archive": {"name": archive.name, "source": archive.source, "settings": archive.settings,
-                    "created_at": archive.created_at},
+                    "created_at": archive.created_at, **({"library": archive.library} if archive.library else {})},
         "embedder": embedder_name,
         "nodes": [{"ref": n.id, "parent_ref": n.parent_id, **{k: getattr(n, k) for k in _CARRIED},
                    **({"content": n.content} if n.node_type == LEAF else {})} for n in nodes],
@@ -74,6 +76,8 @@ class PreparedImport:
     rows: list[dict[str, Any]]
     merges: list[dict[str, Any]]
     vectors: np.ndarray
+    library: dict[str, Any] | None = None   # the paper's library metadata, as LibraryEntry reads it back
+    cite_as: str | None = None
 
 
 def prepare_import(document: Any, embedder: Embedder, max_document_chars: int,
@@ -102,19 +106,41 @@ def prepare_import(document: Any, embedder: Embedder, max_document_chars: int,
              **{k: by_ref[ref].get(k) for k in _CARRIED}} for ref in order]
     merges = [{**{k: m.get(k) for k in _MERGE_FIELDS}, "node_offset": offset.get(m.get("node_ref"))}
               for m in _validated_merges(document, by_ref, leaves)]
+    library, cite_as = _checked_library(meta.get("library"))
     return PreparedImport(name, source, {**settings, "imported": True}, rows, merges,
-                          _import_vectors(document, order, rows, embedder, settings.get("documents", [])))
+                          _import_vectors(document, order, rows, embedder, settings.get("documents", [])),
+                          library, cite_as)
 
 
 def write_import(store: ForestStore, vectors: VectorStore, model_id: str, prepared: PreparedImport) -> int:
     """Write a prepared import all or nothing (hold the writer lock); returns the new archive id."""
     from forest.tree.build import all_or_nothing, write_archive  # loaded when writing, not by doctor's checks
 
-    archive_id = store.create_archive(model_id, prepared.name, prepared.source, prepared.settings)
+    archive_id = store.create_archive(model_id, prepared.name, prepared.source, prepared.settings, prepared.library,
+                                      prepared.cite_as)
     with all_or_nothing(store, vectors, archive_id, model_id) as written_ids:
         write_archive(store, vectors, archive_id, model_id, prepared.rows, prepared.vectors, written_ids,
                       prepared.merges)
     return archive_id
+
+
+def _checked_library(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """An export's library metadata, read back through LibraryEntry (what is not of its shape is
+    refused), with the citation made here rather than taken from the file."""
+    from forest.library import LibraryEntry, short_citation
+
+    if value is None:
+        return None, None
+    if not isinstance(value, dict) or len(json.dumps(value)) > MAX_LIBRARY_CHARS:
+        raise InvalidInput(f"the export's library metadata must be an object of at most {MAX_LIBRARY_CHARS:,} characters")
+    try:
+        entry = LibraryEntry.from_metadata(value)
+        cite_as = short_citation(entry)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise InvalidInput(f"the export's library metadata cannot be read: {exc}") from None
+    sha = value.get("file_sha256")
+    kept = {**entry.metadata(), **({"file_sha256": sha} if isinstance(sha, str) else {})}
+    return kept, cite_as or None
 
 
 def _import_vectors(document: dict[str, Any], order: list[Any], rows: list[dict[str, Any]], embedder: Embedder,

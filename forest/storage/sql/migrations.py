@@ -384,6 +384,13 @@ MIGRATIONS: list[Migration] = [
     UPDATE personal_memories SET context = NULL WHERE context_id IS NULL;
     INSERT INTO pending_erasures (target) VALUES ('personal_memory_text'), ('node_text'), ('VACUUM');
     """)),
+    # 12: an archive imported from a researcher's library (forest.library) carries what the library
+    # knows of its paper (JSON: title, creators, year, DOI, tags, collections, the file's SHA-256)
+    # and how it is cited ("Buck et al. (2018)"), which every citation of its passages starts with.
+    Migration(12, both("""
+    ALTER TABLE archives ADD COLUMN library TEXT;
+    ALTER TABLE archives ADD COLUMN cite_as TEXT;
+    """)),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

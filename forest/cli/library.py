@@ -1,0 +1,74 @@
+"""`forest library ...`: import a researcher's library (Zotero, BibTeX, a folder), and its BibTeX."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from forest.cli.common import add_command, add_group, emit
+
+if TYPE_CHECKING:
+    from forest.records import Progress
+    from forest.service import MemoryForest
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    library = add_group(subparsers, "library", help="a researcher's library: import from Zotero, BibTeX or a folder")
+    imports = add_command(library, "import", import_library,
+                          help="import a Zotero data directory, a .bib file or a folder; each document once "
+                               "(run again: only what is new or changed)")
+    imports.add_argument("path", metavar="PATH")
+    imports.add_argument("--model-id", required=True)
+    imports.add_argument("--no-progress", action="store_true")
+    bibtex = add_command(library, "bibtex", export_bibtex, help="the BibTeX of imported papers")
+    bibtex.add_argument("archive_ids", nargs="*", type=int, metavar="ARCHIVE_ID",
+                        help="these archives' (default: every imported paper of the model_id)")
+    bibtex.add_argument("--model-id", required=True)
+
+
+class _DocumentBar:
+    """Documents imported, with tqdm's count, rate and ETA on stderr."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar = None
+
+    def __call__(self, event: Progress) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=event.total, desc="import", unit="doc", file=sys.stderr)
+        self._bar.n = event.done
+        self._bar.set_postfix_str(event.detail[:40], refresh=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def import_library(forest: MemoryForest, args: argparse.Namespace) -> int:
+    bar = _DocumentBar(not args.no_progress and sys.stderr.isatty())
+    try:
+        report = forest.import_library(args.model_id, args.path, progress=bar)
+    finally:
+        bar.close()
+
+    def text(r: dict[str, Any]) -> str:
+        lines = [f"{r['kind']} {r['source']} into {r['model_id']}: "
+                 + ", ".join(f"{n} {what}" for what, n in r["counts"].items())]
+        lines += [f"  imported: archive {i['archive_id']} {i['cite_as'] or i['title']}" for i in r["imported"]]
+        lines += [f"  updated: archive {u['archive_id']} ({', '.join(u['changed'])})" for u in r["updated"]]
+        lines += [f"  missing: {m['title']}: {m['reason']}" for m in r["missing"]]
+        lines += [f"  duplicate: {d['title']} ({d['reason']} as {d['same_as']})" for d in r["duplicates"]]
+        lines += [f"  failed: {f['title']}: {f['error']}" for f in r["failed"]]
+        lines += [f"  skipped: {s['title'] or s['key']}: {s['reason']}" for s in r["skipped"]]
+        return "\n".join(lines) + "\n"
+
+    return emit(args, report, text)
+
+
+def export_bibtex(forest: MemoryForest, args: argparse.Namespace) -> int:
+    sys.stdout.write(forest.bibtex(args.model_id, args.archive_ids or None))
+    return 0

@@ -1,0 +1,152 @@
+"""Importing a researcher's library (Zotero, BibTeX, a folder) into a model_id: each document once,
+metadata on the archive and in every citation, a second import adding only what changed, an
+interrupted import continued, and the BibTeX of what was imported."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bibtexparser
+import pymupdf
+import pytest
+from conftest import TOPICS, forest_env
+from zotero_factory import IMPORTED_FILE, ZoteroLibrary
+
+
+FOREST = str(Path(sys.executable).parent / "forest")
+
+
+def paper(path: Path, topic: str, marker: str = "") -> Path:
+    """A one-page PDF about `topic` (its paragraphs from tests/conftest.py); `marker` makes its bytes distinct."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 770), "\n\n".join(TOPICS[topic]) + (f"\n\n{marker}" if marker else ""),
+                        fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def zotero_library(data_dir: Path, scratch: Path) -> ZoteroLibrary:
+    library = ZoteroLibrary(data_dir)
+    reading = library.collection("COLREAD1", "Reading")
+    jazz = library.item("journalArticle", "JAZZ2018", {"title": "Jazz and Its Origins", "date": "2018-00-00 2018",
+                                                        "DOI": "10.1000/jazz.2018"},
+                        creators=(("Ann", "Buck", "author"), ("Bo", "Bulian", "author"), ("Cy", "Ciaramita", "author")),
+                        tags=("music",), collections=(reading,))
+    library.attachment("JAZZPDF1", jazz, IMPORTED_FILE, "storage:jazz.pdf", "Full Text PDF",
+                       content=paper(scratch / "jazz.pdf", "jazz").read_bytes())
+    lava = library.item("journalArticle", "LAVA2020", {"title": "Volcanoes", "date": "2020-00-00 2020"},
+                        creators=(("Dee", "Alt", "author"),))
+    library.attachment("LAVAPDF1", lava, IMPORTED_FILE, "storage:lava.pdf", "Full Text PDF",
+                       content=paper(scratch / "lava.pdf", "volcanoes").read_bytes())
+    library.note("LAVANOTE", lava, "<p>check the ash figures</p>")
+    return library
+
+
+def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest, tmp_path):
+    zotero = tmp_path / "Zotero"
+    zotero_library(zotero, tmp_path / "scratch").close()
+    forest = make_forest(chunk_size=300)
+    first = forest.import_library("lab", zotero)
+    assert first["kind"] == "zotero" and first["counts"]["imported"] == 2 and first["counts"]["failed"] == 0
+    archives = {a.cite_as: a for a in forest.archives("lab")}
+    assert set(archives) == {"Buck et al. (2018)", "Alt (2020)"}
+    jazz = archives["Buck et al. (2018)"]
+    assert jazz.name == "Jazz and Its Origins" and jazz.library["doi"] == "10.1000/jazz.2018"
+    assert jazz.library["tags"] == ["music"] and jazz.library["collections"] == ["Reading"]
+
+    leaves = forest.context("lab", "Who pioneered bebop?").leaves
+    assert leaves and leaves[0].node.archive_id == jazz.id
+    assert leaves[0].node.citation.startswith("Buck et al. (2018), p. 1")
+    cited = forest.ask("lab", "Who pioneered bebop?").cited
+    assert cited and cited[0].node.citation.startswith("Buck et al. (2018)")
+
+    again = forest.import_library("lab", zotero)
+    assert again["counts"] == {"imported": 0, "updated": 0, "unchanged": 2, "missing": 0, "duplicates": 0,
+                               "skipped": 0, "failed": 0}
+    library = ZoteroLibrary(zotero, create=False)
+    library.db.execute("UPDATE itemDataValues SET value = 'Volcanoes and Ash' WHERE value = 'Volcanoes'")
+    library.close()
+    updated = forest.import_library("lab", zotero)
+    assert updated["counts"]["updated"] == 1 and updated["updated"][0]["changed"] == ["title"]
+    assert {a.library["title"] for a in forest.archives("lab")} == {"Jazz and Its Origins", "Volcanoes and Ash"}
+    assert len(forest.archives("lab")) == 2
+
+
+def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest, tmp_path):
+    paper(tmp_path / "papers" / "jazz.pdf", "jazz")
+    paper(tmp_path / "papers" / "plants.pdf", "photosynthesis")
+    (tmp_path / "papers" / "copy.pdf").write_bytes((tmp_path / "papers" / "jazz.pdf").read_bytes())
+    bib = tmp_path / "refs.bib"
+    bib.write_text("""
+@article{buck2018, author = {Buck, Ann and Bulian, Bo}, title = {Jazz}, year = {2018}, file = {papers/jazz.pdf}}
+@article{green2019, author = {Green, Gus}, title = {Leaves and Light}, year = {2019}, doi = {10.1/leaf},
+         file = {:papers/plants.pdf:PDF}}
+@article{gone2020, author = {Gone, Gil}, title = {Lost}, year = {2020}, file = {papers/lost.pdf}}
+@article{again2018, author = {Buck, Ann}, title = {Jazz (preprint)}, year = {2018}, file = {papers/copy.pdf}}
+@article{nofile2021, author = {Nil, Ned}, title = {No File}, year = {2021}}
+""", encoding="utf-8")
+    forest = make_forest(chunk_size=300)
+    report = forest.import_library("lab", bib)
+    assert report["counts"] == {"imported": 2, "updated": 0, "unchanged": 0, "missing": 1, "duplicates": 1,
+                                "skipped": 1, "failed": 0}
+    assert "lost.pdf" in report["missing"][0]["reason"] and report["duplicates"][0]["reason"] == "same file"
+    assert sorted(a.cite_as for a in forest.archives("lab")) == ["Buck and Bulian (2018)", "Green (2019)"]
+    exported = bibtexparser.parse_string(forest.bibtex("lab"))
+    assert {(e.key, e["title"], e["year"], e.fields_dict.get("doi") and e["doi"]) for e in exported.entries} == \
+        {("buck2018", "Jazz", "2018", None), ("green2019", "Leaves and Light", "2019", "10.1/leaf")}
+
+
+def test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it(make_forest, tmp_path):
+    zotero = tmp_path / "Zotero"
+    zotero_library(zotero, tmp_path / "scratch").close()
+    forest = make_forest(chunk_size=300)
+    forest.import_library("lab", zotero)
+    jazz = next(a for a in forest.archives("lab") if a.cite_as == "Buck et al. (2018)")
+    exported = forest.export_archive("lab", jazz.id)
+    exported["archive"]["library"]["creators"][0]["last"] = "Bach"
+    copy = forest.import_archive("other", exported)
+    assert copy.cite_as == "Bach et al. (2018)" and copy.library["doi"] == "10.1000/jazz.2018"
+    exported["archive"]["library"] = ["not", "an", "object"]
+    with pytest.raises(Exception, match="library metadata"):
+        forest.import_archive("other", exported)
+
+
+def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
+    folder = tmp_path / "papers"
+    for number, topic in enumerate(["jazz", "volcanoes", "photosynthesis"] * 2):
+        paper(folder / f"paper{number}.pdf", topic, marker=f"copy {number}")
+    data_dir = tmp_path / "store"
+    env = forest_env(data_dir, FOREST_CHUNK_SIZE="300")
+    args = [FOREST, "library", "import", str(folder), "--model-id", "lab", "--json"]
+    first = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and ready_archives(data_dir) < 2 and first.poll() is None:
+        time.sleep(0.05)
+    first.kill()  # SIGKILL, midway through the third document or later
+    first.wait()
+    assert 2 <= ready_archives(data_dir) < 6, "the import should have been stopped midway"
+    second = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert report["counts"]["unchanged"] >= 2 and report["counts"]["imported"] + report["counts"]["unchanged"] == 6
+    listed = json.loads(subprocess.run([FOREST, "archives", "--model-id", "lab", "--json"], env=env,
+                                       capture_output=True, text=True, timeout=300).stdout)
+    assert sorted(a["name"] for a in listed) == [f"paper{n}" for n in range(6)]  # each once
+    doctor = subprocess.run([FOREST, "doctor", "--repair", "--json"], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def ready_archives(data_dir: Path) -> int:
+    try:
+        with sqlite3.connect(f"{(data_dir / 'forest.sqlite3').as_uri()}?mode=ro", uri=True, timeout=1) as db:
+            return db.execute("SELECT count(*) FROM archives WHERE status = 'ready'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
