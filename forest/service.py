@@ -636,6 +636,31 @@ class MemoryForest:
         chosen = [a for a in self.store.archives(model_id) if a.library and (wanted is None or a.id in wanted)]
         return "\n".join(bibtex_of(LibraryEntry.from_metadata(a.library)) for a in chosen)
 
+    def export_markdown(self, model_id: str, folder: str | Path, sessions: Sequence[str] | None = None,
+                        archive_ids: Sequence[int] | None = None) -> list[str]:
+        """The model_id's papers (`archive_ids` only, if given) and research sessions (all, if not
+        named) as Markdown notes under `folder`, for Obsidian or any Markdown editor
+        (forest.views.markdown_notes); returns the files written, relative to `folder`."""
+        from forest.views.markdown_notes import index_note, note_name, paper_note, session_file, session_note
+
+        model_id = check_model_id(model_id)
+        archives = [a for a in self.store.archives(model_id) if archive_ids is None or a.id in set(archive_ids)]
+        sessions = list(self.research.sessions(model_id) if sessions is None else sessions)
+        notes = {a.id: note_name(a) for a in archives}
+        files = {f"papers/{notes[a.id]}": paper_note(a, self.tree(model_id, a.id)) for a in archives}
+        for session_id in sessions:
+            asked = self.research.questions(model_id, session_id)
+            cited_ids = [c.get("node_id") for e in asked for c in e.get("cited", []) if isinstance(c.get("node_id"), int)]
+            works = {node_id: node.archive_id for node_id, node in self.store.nodes(model_id, cited_ids).items()}
+            files[f"sessions/{session_file(session_id)}"] = session_note(
+                session_id, self.research.workspace(model_id, session_id), asked, notes, works)
+        files["index.md"] = index_note(model_id, archives, notes, sessions)
+        root = Path(folder)
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text, encoding="utf-8")
+        return sorted(files)
+
     def reembed(self, model_id: str, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Re-embed the model_id with the configured embedder after a change of embedder: every
         node's vector (computed first, then the other embedder's vectors replaced in one step under

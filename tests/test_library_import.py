@@ -150,3 +150,70 @@ def ready_archives(data_dir: Path) -> int:
             return db.execute("SELECT count(*) FROM archives WHERE status = 'ready'").fetchone()[0]
     except sqlite3.Error:
         return 0
+
+
+def test_the_library_page_imports_a_library_and_filters_it(make_forest, tmp_path, monkeypatch):
+    import streamlit as st
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+    from test_workbench import use_model_id
+
+    zotero = tmp_path / "Zotero"
+    zotero_library(zotero, tmp_path / "scratch").close()
+    for name, value in {"FOREST_DATA_DIR": str(tmp_path / "store"), "FOREST_SERVER_PORT": "0",
+                        "FOREST_CHUNK_SIZE": "300", "FOREST_SAMPLES_DIR": str(tmp_path / "none"),
+                        "FOREST_CORE_FILE": str(tmp_path / "CORE.md")}.items():
+        monkeypatch.setenv(name, value)
+    st.cache_resource.clear()
+    try:
+        app = use_model_id(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run(), "lab")
+        app.text_input(key="library_path").set_value(str(zotero)).run()
+        app = next(b for b in app.button if b.label == "Import library").click().run()
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not any("2 imported" in s.value for s in app.success):
+            time.sleep(0.5)
+            app = app.run()
+        assert any(s.value.startswith("Zotero: 2 imported") for s in app.success), [s.value for s in app.success]
+        table = app.dataframe[0].value
+        assert sorted(table["cite as"]) == ["Alt (2020)", "Buck et al. (2018)"]
+        app = app.multiselect(key="library_tags").set_value(["music"]).run()
+        assert app.dataframe[0].value["cite as"].tolist() == ["Buck et al. (2018)"]
+        app = app.multiselect(key="library_tags").set_value([]).run()
+        app = app.text_input(key="library_filter").set_value("volcanoes").run()
+        assert app.dataframe[0].value["cite as"].tolist() == ["Alt (2020)"]
+    finally:
+        st.cache_resource.clear()
+
+
+def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_resolve(make_forest, tmp_path):
+    import re
+
+    zotero = tmp_path / "Zotero"
+    zotero_library(zotero, tmp_path / "scratch").close()
+    forest = make_forest(chunk_size=300)
+    forest.import_library("lab", zotero)
+    state = forest.ask("lab", "Who pioneered bebop?")
+    forest.research.record_turn(state, "bebop")
+    forest.research.add_note("lab", "bebop", "finding", "Bebop came from Parker and Gillespie.",
+                             source=state.cited[0].node.citation)
+    out = tmp_path / "vault"
+    files = forest.export_markdown("lab", out)
+    assert files == sorted(["index.md", "sessions/bebop.md",
+                            *(f"papers/{p.name}" for p in (out / "papers").iterdir())])
+    jazz = next((out / "papers").glob("buck-et-al-2018-*.md")).read_text(encoding="utf-8")
+    assert jazz.startswith('---\ntitle: "Jazz and Its Origins"') and 'doi: "10.1000/jazz.2018"' in jazz
+    assert "# Buck et al. (2018): Jazz and Its Origins" in jazz and re.search(r"^- \*\*p\. 1\*\* .+ \^n\d+$", jazz, re.M)
+    session = (out / "sessions" / "bebop.md").read_text(encoding="utf-8")
+    assert "Bebop came from Parker and Gillespie. — Buck et al. (2018), p. 1" in session
+    assert "### Who pioneered bebop?" in session
+    links = 0
+    for note in out.rglob("*.md"):
+        text = note.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)]+)\)", text):
+            path, _, block = target.partition("#")
+            resolved = (note.parent / path).resolve()
+            assert resolved.is_file(), f"{note.name} links to {target}"
+            if block:  # an Obsidian block reference: the passage ends with " ^n42"
+                assert f" {block}\n" in resolved.read_text(encoding="utf-8"), target
+            links += 1
+    assert links >= 3  # the index to both papers, the session to a cited passage

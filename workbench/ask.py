@@ -84,6 +84,10 @@ with main_col:
         st.markdown("**Sources**\n\n" + safe_markdown(sources_markdown(cites, lambda c: cite_link(c.node_id))))
     st.caption(f"Answered by {decided_by(state.answered_by or '')}, asking {asked_over}. "
                "Click a citation to see it on its page.")
+    cited_works = sorted({c.node.archive_id for c in state.cited if c.node.work})
+    if cited_works:
+        st.download_button("BibTeX of the cited works", forest.bibtex(model_id, cited_works),
+                           file_name="cited.bib", mime="application/x-bibtex", key="cited_bibtex")
     if turn is not None:
         st.caption(f"Remembered in session {turn.session_id!r} ({counted(len(turn.event_ids), 'event')}).")
         for verdict in turn.conflicts:

@@ -1,4 +1,5 @@
-"""Library: upload documents into a model_id's forest, watch them build, manage archives."""
+"""Library: upload documents or import a researcher's library into a model_id's forest, watch them
+build, find archives by author, year, tag, collection and words, manage them."""
 import json
 import tempfile
 from pathlib import Path
@@ -8,6 +9,7 @@ import streamlit as st
 from forest import ForestError
 from forest.serving.jobs import FINISHED
 from forest.text import safe_markdown
+from forest.views.library_view import archive_rows, choices, filtered
 from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()
@@ -38,22 +40,50 @@ if submitted:
         queue.submit(path, model_id, append_to=targets[target], delete_after=True)
 
 
+with st.expander("Import a library: Zotero, BibTeX or a folder"):
+    st.caption("The path of a Zotero data directory (the folder with zotero.sqlite; Zotero may be running), a .bib "
+               "file (its `file` fields point at the PDFs), or a folder of PDF, Markdown and text files. Each "
+               "document is imported once: importing again adds only what is new and updates changed metadata.")
+    library_path = st.text_input("Path", key="library_path", placeholder="~/Zotero")
+    if st.button("Import library", key="import_library", disabled=not library_path.strip()):
+        queue.submit_library(Path(library_path.strip()).expanduser(), model_id)
+
+
+def library_summary(job) -> str:
+    counts = job.report["counts"]
+    said = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    return f"{job.name}: {said or 'nothing to import'}"
+
+
 def show_jobs() -> None:
     jobs = [j for j in queue.jobs() if j.model_id == model_id]
     # A banner for an archive deleted since is news no longer.
     present = {a.id for a in forest.archives(model_id)}
-    gone = [j.id for j in jobs if j.status == "done" and j.archive_id not in present]
+    gone = [j.id for j in jobs if j.status == "done" and j.report is None and j.archive_id not in present]
     queue.dismiss(gone)
     jobs = [j for j in jobs if j.id not in gone]
     if model_id == SAMPLE_MODEL_ID and any(j.status not in FINISHED for j in jobs):
         st.info("Building the sample paper so there is a forest to explore: it takes a minute or so.")
     for job in jobs[:10]:
-        if job.status == "running":
+        if job.status == "running" and job.stage == "import":
+            left = job.seconds_left
+            eta = f", about {left / 60:.0f} min left" if left is not None and left >= 90 else \
+                (f", about {left:.0f} s left" if left is not None else "")
+            st.progress(job.fraction, text=safe_markdown(f"Importing {job.name}: {job.done}/{job.total} documents"
+                                                         f"{eta} — {job.detail}"))
+        elif job.status == "running":
             with st.status(f"Building {job.name}: {job.stage}", state="running", expanded=True):
                 st.caption(" → ".join(job.stages_seen))
                 st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
             st.error(safe_markdown(job.error))
+        elif job.status == "done" and job.report is not None:
+            st.success(safe_markdown(library_summary(job)))
+            problems = [f"missing: {m['title']} ({m['reason']})" for m in job.report["missing"]] + \
+                [f"duplicate: {d['title']} ({d['reason']} as {d['same_as']})" for d in job.report["duplicates"]] + \
+                [f"failed: {f['title']}: {f['error']}" for f in job.report["failed"]]
+            if problems:
+                st.caption(safe_markdown("\n".join(f"- {p}" for p in problems[:20])))
         elif job.status == "done":
             st.success(safe_markdown(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready"))
         else:
@@ -75,9 +105,27 @@ st.subheader(f"Archives of {model_id}")
 if not archives:
     st.info("No archives yet: ingest a document above.")
     st.stop()
-st.dataframe([{"id": a.id, "name": a.name, "leaves": a.leaves, "nodes": a.nodes, "roots": a.roots,
-               "depth": a.depth, "characters": a.chars, "status": a.status, "created": a.created_at}
-              for a in archives], hide_index=True)
+rows = archive_rows(archives)
+offered = choices(rows)
+if offered.authors or offered.tags or offered.collections or offered.years:
+    words, by_author, by_tag, by_collection = st.columns([2, 1, 1, 1])
+    text = words.text_input("Filter", key="library_filter", placeholder="words of the title, authors, DOI, abstract")
+    authors = by_author.multiselect("Authors", offered.authors, key="library_authors")
+    tags = by_tag.multiselect("Tags", offered.tags, key="library_tags")
+    collections = by_collection.multiselect("Collections", offered.collections, key="library_collections")
+    years = None
+    if offered.years and offered.years[0] < offered.years[1]:
+        span = st.slider("Years", *offered.years, value=offered.years, key="library_years")
+        years = span if span != offered.years else None
+    shown = filtered(rows, text, authors, years, tags, collections)
+else:
+    text = st.text_input("Filter", key="library_filter", placeholder="words of the archive's name")
+    shown = filtered(rows, text)
+PAGE_ROWS = 50
+pages = max(1, -(-len(shown) // PAGE_ROWS))
+page = st.number_input(f"Page (of {pages}; {len(shown)} of {len(rows)} archives)", 1, pages, 1,
+                       key="library_page") if pages > 1 else 1
+st.dataframe([r.to_dict() for r in shown[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]], hide_index=True)
 
 names = {f"{a.id}: {a.name}": a.id for a in archives}
 by_id = {a.id: a for a in archives}

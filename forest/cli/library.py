@@ -20,6 +20,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imports.add_argument("path", metavar="PATH")
     imports.add_argument("--model-id", required=True)
     imports.add_argument("--no-progress", action="store_true")
+    markdown = add_command(library, "markdown", export_markdown,
+                           help="the papers and research sessions as Markdown notes (Obsidian or any editor)")
+    markdown.add_argument("folder", metavar="FOLDER")
+    markdown.add_argument("--model-id", required=True)
+    markdown.add_argument("--session", action="append", dest="sessions", metavar="SESSION_ID",
+                          help="only these research sessions (default: all)")
+    markdown.add_argument("--archive", action="append", dest="archive_ids", type=int, metavar="ARCHIVE_ID",
+                          help="only these papers (default: all)")
     bibtex = add_command(library, "bibtex", export_bibtex, help="the BibTeX of imported papers")
     bibtex.add_argument("archive_ids", nargs="*", type=int, metavar="ARCHIVE_ID",
                         help="these archives' (default: every imported paper of the model_id)")
@@ -67,6 +75,12 @@ def import_library(forest: MemoryForest, args: argparse.Namespace) -> int:
         return "\n".join(lines) + "\n"
 
     return emit(args, report, text)
+
+
+def export_markdown(forest: MemoryForest, args: argparse.Namespace) -> int:
+    files = forest.export_markdown(args.model_id, args.folder, args.sessions, args.archive_ids)
+    return emit(args, {"folder": args.folder, "files": files},
+                lambda r: f"wrote {len(r['files'])} notes under {r['folder']} (open index.md)\n")
 
 
 def export_bibtex(forest: MemoryForest, args: argparse.Namespace) -> int:

@@ -188,6 +188,12 @@ class ResearchMemory:
     def workspace(self, model_id: str, session_id: str) -> list[WorkspaceItem]:
         return self.store.workspace(check_model_id(model_id), check_session_id(session_id))
 
+    def questions(self, model_id: str, session_id: str) -> list[dict[str, Any]]:
+        """The session's asked questions, oldest first: each with its answer, who answered and the
+        passages it cited ({node_id, citation}), as record_turn kept them."""
+        events = self.store.recent_events(check_model_id(model_id), check_session_id(session_id), 100_000)
+        return [{**e.data, "answer": e.content.partition("\n→ ")[2]} for e in reversed(events) if e.kind == "ask"]
+
     def sessions(self, model_id: str) -> list[str]:
         return self.store.sessions(check_model_id(model_id))
 

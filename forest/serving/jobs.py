@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import itertools
 import threading
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,10 +35,19 @@ class Job:
     archive_name: str | None = None
     error: str | None = None
     stages_seen: list[str] = field(default_factory=list)
+    report: dict | None = None      # a library import's: what it imported, updated, missed (MemoryForest.import_library)
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def fraction(self) -> float:
         return min(self.done / self.total, 1.0) if self.total else 0.0
+
+    @property
+    def seconds_left(self) -> float | None:
+        """At the pace so far; None before the first step is done."""
+        if not self.done or not self.total:
+            return None
+        return (time.monotonic() - self.started) / self.done * (self.total - self.done)
 
 
 class IngestQueue:
@@ -65,6 +75,24 @@ class IngestQueue:
             self._jobs[job.id] = job
         self._reader.submit(self._read, job, path, name, append_to, delete_after)
         return job
+
+    def submit_library(self, path: str | Path, model_id: str) -> Job:
+        """Queue the import of a researcher's library (a Zotero data directory, a .bib file, a
+        folder): its documents are built one after another on the builder, each once."""
+        job = Job(next(self._ids), model_id, Path(path).name or str(path))
+        with self._lock:
+            self._jobs[job.id] = job
+        self._builder.submit(self._import_library, job, Path(path))
+        return job
+
+    def _import_library(self, job: Job, path: Path) -> None:
+        job.status, job.started = "running", time.monotonic()
+        try:
+            job.report = self.forest.import_library(job.model_id, path, functools.partial(self._report, job))
+        except Exception as exc:
+            self._fail(job, exc, path)
+        else:
+            job.status = "done"
 
     def jobs(self) -> list[Job]:
         with self._lock:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forest.recall.agent import ANSWER, OFFLINE_LABEL, AgentState, Step
-from forest.records import Archive
+from forest.records import Archive, cite
 from forest.text import truncate
 
 # "[node 42, p. 7, §3.2 Model]" (the offline answer) or "(node 42)" (how Claude tends to refer)
@@ -22,13 +22,13 @@ _MARKER = re.compile(r"\[node (\d+)(?:,[^\]]*)?\]|\(node (\d+)\)")
 class Citation:
     number: int
     node_id: int
-    document: str        # the paper's title (or file name)
+    document: str        # "Buck et al. (2018)" for a paper of the researcher's library, else its title (or file name)
     where: str           # "p. 7, §3.2 Model"
     passage: str
 
     @property
     def label(self) -> str:
-        """'Attention Is All You Need, p. 7, §3.2 Model'."""
+        """'Buck et al. (2018), p. 7, §3.2 Model', or 'Attention Is All You Need, p. 7, §3.2 Model'."""
         return ", ".join(part for part in (self.document, self.where) if part)
 
 
@@ -38,8 +38,10 @@ def citations(state: AgentState, archives: Mapping[int, Archive]) -> list[Citati
     for number, cited in enumerate(state.cited, start=1):
         node = cited.node
         archive = archives.get(node.archive_id)
-        document = archive.document_title(node.first_leaf) if archive else f"archive {node.archive_id}"
-        out.append(Citation(number, node.id, document, node.citation, node.content))
+        # a paper from the researcher's library by author and year, else by its title
+        document = node.work or (archive.document_title(node.first_leaf) if archive else f"archive {node.archive_id}")
+        out.append(Citation(number, node.id, document, cite(node.page_start, node.page_end, node.section),
+                            node.content))
     return out
 
 

@@ -1,0 +1,101 @@
+"""A model_id's papers and research sessions as a folder of Markdown notes that Obsidian (or any
+Markdown editor) opens: one note per archive — its library metadata as front matter, its outline as
+headings with each section's summary and pages, each passage with its page reference — one note per
+research session — its findings and the questions asked, each cited passage linked to its place in
+its paper's note — and an index. Links are relative Markdown links; a passage's place is an Obsidian
+block reference (`paper.md#^n42`), so a link opens the note anywhere and the passage in Obsidian."""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from forest.records import Archive, MemoryNode, cite
+from forest.text import truncate
+
+PASSAGE_CHARS = 600
+_UNSAFE = re.compile(r"[^\w\-]+")
+
+
+def note_name(archive: Archive) -> str:
+    """A file name a paper's note keeps whatever the file system: 'buck-et-al-2018-jazz-and-its-origins-12.md'."""
+    label = f"{archive.cite_as or ''} {archive.name}".strip()
+    slug = _UNSAFE.sub("-", unicodedata.normalize("NFKC", label).lower()).strip("-")[:80].strip("-")
+    return f"{slug or 'archive'}-{archive.id}.md"
+
+
+def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
+    by_parent: dict[int | None, list[MemoryNode]] = {}
+    for node in nodes:
+        by_parent.setdefault(node.parent_id, []).append(node)
+    lines = _front_matter(archive) + [f"# {archive.cite_as + ': ' if archive.cite_as else ''}{archive.name}", ""]
+    meta = archive.library or {}
+    if meta.get("abstract"):
+        lines += [f"> {' '.join(meta['abstract'].split())}", ""]
+
+    def walk(node: MemoryNode, level: int) -> None:
+        if node.is_leaf:
+            where = cite(node.page_start, node.page_end, node.section)
+            text = truncate(" ".join(node.content.split()), PASSAGE_CHARS)
+            lines.extend([f"- **{where or f'passage {node.id}'}** {text} ^n{node.id}", ""])
+            return
+        pages = cite(node.page_start, node.page_end, None)
+        lines.extend([f"{'#' * min(level, 6)} {node.title or f'Section {node.id}'}", "",
+                      *([f"*{pages}*", ""] if pages else []), node.summary, ""])
+        for child in by_parent.get(node.id, []):
+            walk(child, level + 1)
+
+    for root in by_parent.get(None, []):
+        walk(root, 2)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mapping[str, Any]],
+                 notes: Mapping[int, str], works: Mapping[int, str]) -> str:
+    """`asked`: the session's "ask" events' data (question, cited [{node_id, citation}]) with the
+    answer; `notes`: archive id -> its note's file name; `works`: node id -> archive id."""
+    lines = [f"# Research session {session_id}", "", "## Findings", ""]
+    findings = list(findings)
+    lines += [f"- {f.text}" + (f" — {f.source}" if f.source else "") for f in findings] or ["(none yet)"]
+    lines += ["", "## Questions", ""]
+    for event in asked:
+        lines += [f"### {event.get('question', '')}", "", event.get("answer", ""), ""]
+        for cited in event.get("cited", []):
+            archive_id = works.get(cited.get("node_id"))
+            label = cited.get("citation") or f"node {cited.get('node_id')}"
+            if archive_id in notes:
+                lines.append(f"- [{label}](../papers/{notes[archive_id]}#^n{cited['node_id']})")
+            else:
+                lines.append(f"- {label}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str], sessions: Sequence[str]) -> str:
+    lines = [f"# {model_id}", "", "## Papers", ""]
+    lines += [f"- [{a.cite_as + ': ' if a.cite_as else ''}{a.name}](papers/{notes[a.id]})" for a in archives]
+    if sessions:
+        lines += ["", "## Research sessions", ""]
+        lines += [f"- [{s}](sessions/{session_file(s)})" for s in sessions]
+    return "\n".join(lines) + "\n"
+
+
+def session_file(session_id: str) -> str:
+    return f"{_UNSAFE.sub('-', session_id).strip('-') or 'session'}.md"
+
+
+def _front_matter(archive: Archive) -> list[str]:
+    """YAML front matter (Obsidian's properties); JSON strings are valid YAML scalars."""
+    meta = archive.library or {}
+    fields: dict[str, Any] = {"title": meta.get("title") or archive.name, "archive_id": archive.id}
+    if archive.cite_as:
+        fields["cite_as"] = archive.cite_as
+    authors = [" ".join(p for p in (c.get("first"), c.get("last")) if p) for c in meta.get("creators", [])
+               if isinstance(c, dict) and c.get("type", "author") == "author"]
+    for name, value in (("authors", authors), ("year", meta.get("year")), ("doi", meta.get("doi")),
+                        ("url", meta.get("url")), ("tags", meta.get("tags")), ("collections", meta.get("collections"))):
+        if value:
+            fields[name] = value
+    return ["---", *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()), "---", ""]
