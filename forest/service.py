@@ -443,6 +443,10 @@ class MemoryForest:
     def archives(self, model_id: str) -> list[Archive]:
         return self.store.archives(check_model_id(model_id))
 
+    def archive_ids(self, model_id: str) -> list[int]:
+        """The ids of archives() without their statistics: cheap enough to poll."""
+        return self.store.archive_ids(check_model_id(model_id))
+
     def archive(self, model_id: str, archive_id: int) -> Archive:
         return self.store.archive(check_model_id(model_id), archive_id)
 

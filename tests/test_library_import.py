@@ -217,3 +217,30 @@ def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_reso
                 assert f" {block}\n" in resolved.read_text(encoding="utf-8"), target
             links += 1
     assert links >= 3  # the index to both papers, the session to a cited passage
+
+
+def test_the_library_tables_filters_match_words_authors_years_tags_and_subcollections():
+    from forest.records import Archive
+    from forest.views.library_view import archive_rows, choices, filtered
+
+    def archive(number: int, library: dict | None) -> Archive:
+        return Archive(number, "lab", f"paper {number}", None, "ready", "2026-01-01", {}, library=library,
+                       cite_as=None)
+
+    rows = archive_rows([
+        archive(1, {"title": "Ask the Right Questions", "year": 2018, "tags": ["RL"], "collections": ["Reading/NLP"],
+                    "creators": [{"last": "Buck", "first": "C."}], "abstract": "question reformulation"}),
+        archive(2, {"title": "Lava", "year": 2020, "tags": ["geology"], "collections": ["Reading"],
+                    "creators": [{"last": "Alt"}]}),
+        archive(3, None)])
+    offered = choices(rows)
+    assert offered.authors == ["Alt", "Buck"] and offered.years == (2018, 2020) and offered.tags == ["geology", "RL"]
+
+    def ids(kept) -> list[int]:
+        return [r.archive.id for r in kept]
+
+    assert ids(filtered(rows, "reformulation")) == [1] and ids(filtered(rows, "paper")) == [1, 2, 3]
+    assert ids(filtered(rows, authors=["Alt"])) == [2] and ids(filtered(rows, years=(2019, 2021))) == [2]
+    assert ids(filtered(rows, collections=["Reading"])) == [1, 2]   # a collection holds its subcollections
+    assert ids(filtered(rows, collections=["Reading/NLP"], tags=["RL"])) == [1]
+    assert rows[0].to_dict()["authors"] == "Buck" and rows[2].to_dict()["cite as"] == ""

@@ -58,7 +58,7 @@ def library_summary(job) -> str:
 def show_jobs() -> None:
     jobs = [j for j in queue.jobs() if j.model_id == model_id]
     # A banner for an archive deleted since is news no longer.
-    present = {a.id for a in forest.archives(model_id)}
+    present = set(forest.archive_ids(model_id))
     gone = [j.id for j in jobs if j.status == "done" and j.report is None and j.archive_id not in present]
     queue.dismiss(gone)
     jobs = [j for j in jobs if j.id not in gone]
@@ -123,8 +123,8 @@ else:
     shown = filtered(rows, text)
 PAGE_ROWS = 50
 pages = max(1, -(-len(shown) // PAGE_ROWS))
-page = st.number_input(f"Page (of {pages}; {len(shown)} of {len(rows)} archives)", 1, pages, 1,
-                       key="library_page") if pages > 1 else 1
+st.caption(f"{len(shown)} of {len(rows)} archives shown")
+page = st.number_input(f"Page (of {pages})", 1, pages, 1, key="library_page") if pages > 1 else 1
 st.dataframe([r.to_dict() for r in shown[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]], hide_index=True)
 
 names = {f"{a.id}: {a.name}": a.id for a in archives}

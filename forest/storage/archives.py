@@ -145,6 +145,11 @@ class ForestStore:
             conn.execute("UPDATE archives SET library = ?, cite_as = ?, updated_at = ? WHERE id = ? AND model_id = ?",
                          (json.dumps(library, ensure_ascii=False), cite_as, _now(), archive_id, model_id))
 
+    def archive_ids(self, model_id: str) -> list[int]:
+        """The model_id's ready archives by id alone: no node statistics (a page polling for news)."""
+        return [r[0] for r in self.db.query("SELECT id FROM archives WHERE model_id = ? AND status = 'ready' "
+                                            "ORDER BY id", (model_id,))]
+
     def archives(self, model_id: str) -> list[Archive]:
         rows = self.db.query(_MODEL_ARCHIVES, (model_id, model_id))
         return [Archive.from_row(r) for r in rows]

@@ -1,0 +1,335 @@
+"""A researcher's library at scale, three parts (each on its own with --part):
+
+qasper   All QASPER dev papers in ../shared/eval/qasper-dev as one model_id, imported as a folder
+         with `forest library import` (a child process) that is killed midway and run again:
+         throughput (papers per hour over both runs), what the kill cost, store size; then
+         retrieve and context latency p50/p95 over the questions, and the forest protocol at
+         library scale: how often the first passage comes from the question's paper, and context
+         hits at 500 and 2,000 tokens (eval_qasper's rule) for the forest, flat dense (1,000-char
+         chunks) and the best flat system built from the same parts (the forest's own leaves and
+         vectors ranked flat: paragraph 600 +title|path, the best flat system on held-out papers,
+         docs/benchmarks.md), with exact McNemar tests, in one run.
+page     The Library page with 1,000 archives (synthetic metadata: authors, years, tags,
+         collections) in a real browser (headless Chromium on `streamlit run app.py`): first paint
+         of the page after the click, and the table redrawn after a word typed in its filter;
+         also the engine's part (listing, rows, filtering) alone.
+import   A Zotero library (built from Zotero's schema, tests/zotero_factory.py) and a .bib with a
+         missing file and a duplicate: imported, skipped, missing, duplicate counts, metadata checked.
+
+Run: `python bench/library_scale.py` (all; the qasper part ingests 281 papers: about an hour on
+2 cores), or `--part page`, `--part import`, `--part qasper [--papers N] [--store DIR]`.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from eval_qasper import DEFAULT_DATA as QASPER_DATA
+from eval_qasper import dense_pack, load_leaves, load_questions, ngram_hit, words
+from flat_baselines import DENSE_1000, EmbeddingCache, FlatIndex, mcnemar_exact
+from forest.service import MemoryForest
+
+ROOT = Path(__file__).resolve().parents[1]
+FOREST = str(Path(sys.executable).parent / "forest")
+MODEL_ID = "qasper"
+BUDGETS = (500, 2000)
+BEST_FLAT = "flat para 600 +title|path"
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"p50 {statistics.median(ordered):.1f} ms, p95 {ordered[int(0.95 * (len(ordered) - 1))]:.1f} ms"
+
+
+def ready_archives(data_dir: Path) -> int:
+    try:
+        with sqlite3.connect(f"{(data_dir / 'forest.sqlite3').as_uri()}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT count(*) FROM archives WHERE status = 'ready'").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def disk_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+# --- qasper ----------------------------------------------------------------------------------------
+def import_with_a_kill(papers: Path, data_dir: Path, kill_at: int) -> dict:
+    """`forest library import` of the papers folder, SIGKILLed once `kill_at` archives are ready, then run
+    again to the end. Seconds of each run; archives the second run found already imported."""
+    env = {**os.environ, "FOREST_DATA_DIR": str(data_dir)}
+    args = [FOREST, "library", "import", str(papers), "--model-id", MODEL_ID, "--json", "--no-progress"]
+    started = time.perf_counter()
+    first = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while first.poll() is None and ready_archives(data_dir) < kill_at:
+        time.sleep(0.2)
+    first.kill()
+    first.wait()
+    first_seconds = time.perf_counter() - started
+    kept = ready_archives(data_dir)
+    started = time.perf_counter()
+    second = subprocess.run(args, env=env, capture_output=True, text=True)
+    if second.returncode != 0:
+        raise SystemExit(f"the second import failed: {second.stderr}")
+    report = json.loads(second.stdout)
+    return {"first_s": first_seconds, "kept_after_kill": kept, "second_s": time.perf_counter() - started,
+            "report": report}
+
+
+def qasper_part(args: argparse.Namespace) -> None:
+    by_paper = load_questions(args.qasper)
+    papers = sorted(by_paper)[:args.papers]
+    questions = [q for p in papers for q in by_paper[p]]
+    work = Path(args.store or tempfile.mkdtemp(prefix="library-scale-"))
+    folder, data_dir = work / "papers", work / "store"
+    folder.mkdir(parents=True, exist_ok=True)
+    for paper in papers:
+        if not (folder / f"{paper}.txt").exists():
+            shutil.copy(args.qasper / "papers" / f"{paper}.txt", folder / f"{paper}.txt")
+    if ready_archives(data_dir) < len(papers):
+        ran = import_with_a_kill(folder, data_dir, kill_at=len(papers) // 2)
+        counts = ran["report"]["counts"]
+        total = ran["first_s"] + ran["second_s"]
+        print(f"\nimport of {len(papers)} papers as one model_id: killed after {ran['first_s']:.0f} s with "
+              f"{ran['kept_after_kill']} archives ready; the second run found {counts['unchanged']} imported, "
+              f"imported {counts['imported']} ({counts['failed']} failed) in {ran['second_s']:.0f} s")
+        print(f"throughput over both runs: {len(papers) / total * 3600:.0f} papers/h "
+              f"({total:.0f} s for {len(papers)} papers)")
+    print(f"store size: {disk_bytes(data_dir) / 1e6:.1f} MB ({disk_bytes(data_dir) / len(papers) / 1e3:.0f} kB a paper)")
+
+    forest = MemoryForest(data_dir=data_dir)
+    archives = {a.id: a.name for a in forest.archives(MODEL_ID)}
+    assert sorted(archives.values()) == papers, "each paper once"
+    forest.embedder.embed_query("warm up")
+    retrieve_ms, context_ms = [], []
+    leaves, matrix, _ = load_leaves(forest, MODEL_ID)
+    from forest.ingest import load_document
+
+    cache = EmbeddingCache(forest.embedder)
+    documents = {p: load_document(folder / f"{p}.txt") for p in papers}
+    dense = FlatIndex.build(DENSE_1000, documents, cache)
+    gold_words = {p: words(p) for q in questions for ev in q.annotators for p in ev}
+    hits: dict[tuple[str, int], list[bool]] = {}
+    right_paper: dict[str, list[bool]] = {"forest context": [], DENSE_1000.name: [], BEST_FLAT: []}
+    for q in questions:
+        forest.embedder.forget_query(q.text)
+        started = time.perf_counter()
+        forest.retrieve(MODEL_ID, q.text)
+        retrieve_ms.append((time.perf_counter() - started) * 1000)
+        vector = forest.embedder.embed_query(q.text)
+        for budget in BUDGETS:
+            started = time.perf_counter()
+            result = forest.context(MODEL_ID, q.text, budget_tokens=budget)
+            context_ms.append((time.perf_counter() - started) * 1000)
+            flat = dense_pack(matrix, vector, leaves, budget)
+            for system, texts in (("forest context", [s.node.content for s in result.leaves]),
+                                  (DENSE_1000.name, dense.dense(vector, budget)),
+                                  (BEST_FLAT, [leaf.content for leaf in flat])):
+                hits.setdefault((system, budget), []).append(ngram_hit(q, texts, gold_words))
+            if budget == BUDGETS[0]:
+                right_paper["forest context"].append(
+                    bool(result.leaves) and archives.get(result.leaves[0].node.archive_id) == q.paper_id)
+                right_paper[DENSE_1000.name].append(dense.top_paper(vector) == q.paper_id)
+                right_paper[BEST_FLAT].append(bool(flat) and flat[0].archive == q.paper_id)
+    print(f"\nQASPER dev, {len(papers)} papers in one model_id ({len(leaves):,} passages), "
+          f"{len(questions)} questions with paragraph evidence")
+    print(f"retrieve {percentiles(retrieve_ms)} (query embedded each time); context {percentiles(context_ms)}")
+    print("| system | first passage from the question's paper | context hits @500 | @2000 |")
+    print("|---|---|---|---|")
+    for system in right_paper:
+        print(f"| {system} | {np.mean(right_paper[system]):.3f} | {np.mean(hits[system, 500]):.3f} | "
+              f"{np.mean(hits[system, 2000]):.3f} |")
+    for other in (DENSE_1000.name, BEST_FLAT):
+        for budget in BUDGETS:
+            a_only, b_only, p = mcnemar_exact(hits["forest context", budget], hits[other, budget])
+            print(f"McNemar forest vs {other} @{budget}: forest only {a_only}, flat only {b_only}, p = {p:.3f}")
+    forest.close()
+    if not args.store:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- page ------------------------------------------------------------------------------------------
+def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
+    """`count` archives under model_id "library": one small paper imported again and again from its
+    export (vectors shipped, nothing embedded), each with its own synthetic library metadata."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import topic_text
+
+    forest = MemoryForest(data_dir=data_dir, chunk_size=300)
+    if len(forest.archives("library")) >= count:
+        return forest
+    seed = forest.ingest_text("seed", "seed", topic_text("jazz", "volcanoes"))
+    export = forest.export_archive("seed", seed.id, with_vectors=True)
+    rng = random.Random(27)
+    surnames = ["Buck", "Alt", "Chen", "Dubois", "Evans", "Fischer", "García", "Hoang", "Ito", "Jensen", "Kowalski",
+                "Li", "Müller", "Nakamura", "Okafor", "Petrov", "Quinn", "Rossi", "Silva", "Tanaka", "Wang", "Zhang"]
+    tags = ["retrieval", "summarization", "question answering", "memory", "agents", "evaluation", "RL", "vision"]
+    collections = ["Reading", "Reading/NLP", "Reading/IR", "Thesis", "Thesis/Chapter 2", "Archive"]
+    for number in range(len(forest.archives("library")), count):
+        document = copy.deepcopy(export)
+        title = f"Paper {number}: {rng.choice(tags).title()} with {rng.choice(tags)}"
+        document["archive"]["library"] = {
+            "title": title, "year": rng.randint(1995, 2025), "doi": f"10.5555/bench.{number}",
+            "creators": [{"last": name, "first": "A.", "type": "author"}
+                         for name in rng.sample(surnames, rng.randint(1, 5))],
+            "tags": rng.sample(tags, rng.randint(0, 3)), "collections": rng.sample(collections, rng.randint(0, 2)),
+            "source_kind": "zotero", "abstract": "A synthetic abstract about " + title.lower()}
+        forest.import_archive("library", document, name=title)
+    return forest
+
+
+def page_part(args: argparse.Namespace) -> None:
+    from forest.views.library_view import archive_rows, filtered
+
+    data_dir = Path(args.store or tempfile.mkdtemp(prefix="library-page-"))
+    started = time.perf_counter()
+    forest = thousand_archives(data_dir, args.archives)
+    print(f"\n{args.archives} archives under model_id 'library' (made in {time.perf_counter() - started:.0f} s)")
+    listing, rows_ms, filter_ms = [], [], []
+    for _ in range(10):
+        started = time.perf_counter()
+        archives = forest.archives("library")
+        listing.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        rows = archive_rows(archives)
+        rows_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        filtered(rows, "retrieval", authors=["Buck"], years=(2010, 2020))
+        filter_ms.append((time.perf_counter() - started) * 1000)
+    print(f"engine: listing {statistics.median(listing):.1f} ms, rows {statistics.median(rows_ms):.1f} ms, "
+          f"a filter {statistics.median(filter_ms):.2f} ms (medians of 10)")
+    forest.close()
+    browser_times(data_dir, args.loads)
+    if not args.store:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def browser_times(data_dir: Path, loads: int) -> None:
+    from bench_workbench import answering, choose_model_id, click_page, header, wait
+    from bench_server_load import browser_binary, missing_browser
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    if (missing := missing_browser()):
+        print(f"browser part skipped: {missing}")
+        return
+    port = _free_port()
+    env = {**os.environ, "FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": "0", "FOREST_SAMPLES_DIR": str(data_dir / "no-samples")}
+    app = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                            "true", "--server.port", str(port)], env=env, cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser_binary()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(shutil.which("chromedriver")))
+    try:
+        answering(f"http://127.0.0.1:{port}")
+        driver.get(f"http://127.0.0.1:{port}")
+        choose_model_id(driver, "library")
+        table = "[data-testid=stDataFrame]"
+        paints, filters = [], []
+        for _ in range(loads):
+            click_page(driver, "Ask")
+            wait(driver, header("Ask", "input[aria-label=Question]"))
+            started = time.perf_counter()
+            click_page(driver, "Library")
+            wait(driver, header("Library", table))
+            paints.append(time.perf_counter() - started)
+            box = driver.find_element(By.CSS_SELECTOR, "input[aria-label=Filter]")
+            before = paging_label(driver)
+            started = time.perf_counter()
+            box.send_keys(("retrieval" if "retrieval" not in before else "") + Keys.ENTER)
+            wait(driver, lambda d: paging_label(d) not in ("", before))
+            filters.append(time.perf_counter() - started)
+            box.send_keys(Keys.CONTROL + "a", Keys.DELETE, Keys.ENTER)  # back to every archive
+            wait(driver, lambda d: paging_label(d) == before)
+        print(f"browser: Library page first paint median {statistics.median(paints):.2f} s, max {max(paints):.2f} s; "
+              f"table filtered median {statistics.median(filters):.2f} s, max {max(filters):.2f} s ({loads} loads)")
+    finally:
+        driver.quit()
+        app.terminate()
+        app.wait(30)
+
+
+def paging_label(driver) -> str:
+    """The Library page's "N of M archives shown" caption: it changes when the table is filtered."""
+    from selenium.webdriver.common.by import By
+
+    return next((e.text for e in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stCaptionContainer]")
+                 if "archives shown" in e.text), "")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- import ----------------------------------------------------------------------------------------
+def import_part(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_library_import import paper, zotero_library
+
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        zotero_library(work / "Zotero", work / "scratch").close()
+        forest = MemoryForest(data_dir=work / "store", chunk_size=300)
+        zotero = forest.import_library("zotero", work / "Zotero")
+        print(f"\nZotero library (2 items with PDFs, a note, tags, a collection): {zotero['counts']}")
+        print("  metadata: " + "; ".join(f"{a.cite_as} — {a.library['title']}, DOI {a.library['doi'] or '-'}, "
+                                         f"tags {a.library['tags']}, collections {a.library['collections']}"
+                                         for a in forest.archives("zotero")))
+        again = forest.import_library("zotero", work / "Zotero")
+        print(f"  imported again: {again['counts']}")
+        paper(work / "papers" / "jazz.pdf", "jazz")
+        paper(work / "papers" / "plants.pdf", "photosynthesis")
+        shutil.copy(work / "papers" / "jazz.pdf", work / "papers" / "copy.pdf")
+        bib = work / "refs.bib"
+        bib.write_text("@article{buck2018, author = {Buck, Ann and Bulian, Bo}, title = {Jazz}, year = {2018}, "
+                       "file = {papers/jazz.pdf}}\n@article{green2019, author = {Green, Gus}, title = {Leaves}, "
+                       "year = {2019}, doi = {10.1/leaf}, file = {:papers/plants.pdf:PDF}}\n@article{gone2020, "
+                       "author = {Gone, Gil}, title = {Lost}, year = {2020}, file = {papers/lost.pdf}}\n"
+                       "@article{again2018, author = {Buck, Ann}, title = {Jazz (preprint)}, year = {2018}, "
+                       "file = {papers/copy.pdf}}\n", encoding="utf-8")
+        report = forest.import_library("bib", bib)
+        print(f".bib with a missing file and a duplicate: {report['counts']}")
+        print(f"  missing: {report['missing'][0]['reason']}; duplicate: {report['duplicates'][0]['title']} "
+              f"({report['duplicates'][0]['reason']} as {report['duplicates'][0]['same_as']})")
+        print("  cited as: " + ", ".join(sorted(a.cite_as for a in forest.archives("bib"))))
+        forest.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=("qasper", "page", "import"), action="append",
+                        help="run only these parts (default: all)")
+    parser.add_argument("--papers", type=int, default=None, help="the first N QASPER dev papers (default: all)")
+    parser.add_argument("--qasper", type=Path, default=QASPER_DATA)
+    parser.add_argument("--archives", type=int, default=1000, help="archives on the Library page")
+    parser.add_argument("--loads", type=int, default=5, help="browser page loads")
+    parser.add_argument("--store", help="keep (and reuse) the store here")
+    args = parser.parse_args()
+    for part in args.part or ("import", "page", "qasper"):
+        {"qasper": qasper_part, "page": page_part, "import": import_part}[part](args)
+
+
+if __name__ == "__main__":
+    main()
