@@ -22,22 +22,28 @@ except ForestError as exc:
     st.error(str(exc))
     st.stop()
 
-with st.form("upload", clear_on_submit=True):
-    # No `type=` filter: Streamlit refuses another type before the page runs, with a redacted
-    # error; the reader refuses it as it does on every face, naming the file and the types read.
-    files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
-                             help="Supported: " + ", ".join(forest.supported_suffixes))
-    targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in archives}
-    target = st.selectbox("Into", list(targets))
-    submitted = st.form_submit_button("Ingest", type="primary")
-if submitted:
-    if not files:
-        st.warning("Choose at least one file.")
-    for upload in files or []:
-        # One folder per file: two uploads with the same name do not overwrite each other.
-        path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # names an untitled document
-        path.write_bytes(upload.getvalue())
-        queue.submit(path, model_id, append_to=targets[target], delete_after=True)
+# Drawn first, filled once the table's page is known: its archives are what the pickers offer (a
+# thousand archives in four pickers cost the page most of a second; a filter finds the others).
+upload_area = st.container()
+
+
+def upload_form(offered) -> None:
+    with st.form("upload", clear_on_submit=True):
+        # No `type=` filter: Streamlit refuses another type before the page runs, with a redacted
+        # error; the reader refuses it as it does on every face, naming the file and the types read.
+        files = st.file_uploader("Documents (PDF, text, Markdown)", accept_multiple_files=True,
+                                 help="Supported: " + ", ".join(forest.supported_suffixes))
+        targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in offered}
+        target = st.selectbox("Into", list(targets))
+        submitted = st.form_submit_button("Ingest", type="primary")
+    if submitted:
+        if not files:
+            st.warning("Choose at least one file.")
+        for upload in files or []:
+            # One folder per file: two uploads with the same name do not overwrite each other.
+            path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # names an untitled document
+            path.write_bytes(upload.getvalue())
+            queue.submit(path, model_id, append_to=targets[target], delete_after=True)
 
 
 with st.expander("Import a library: Zotero, BibTeX or a folder"):
@@ -103,6 +109,8 @@ st.fragment(run_every=1.0 if queue.busy() else None)(show_jobs)()
 
 st.subheader(f"Archives of {model_id}")
 if not archives:
+    with upload_area:
+        upload_form([])
     st.info("No archives yet: ingest a document above.")
     st.stop()
 rows = archive_rows(archives)
@@ -125,10 +133,16 @@ PAGE_ROWS = 50
 pages = max(1, -(-len(shown) // PAGE_ROWS))
 st.caption(f"{len(shown)} of {len(rows)} archives shown")
 page = st.number_input(f"Page (of {pages})", 1, pages, 1, key="library_page") if pages > 1 else 1
+on_page = [r.archive for r in shown[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]]
 st.dataframe([r.to_dict() for r in shown[(page - 1) * PAGE_ROWS: page * PAGE_ROWS]], hide_index=True)
+with upload_area:
+    upload_form(on_page)
+if len(on_page) < len(archives):
+    st.caption("Adding to, deleting, exporting and joining offer the archives of the table's page: filter to "
+               "find others.")
 
-names = {f"{a.id}: {a.name}": a.id for a in archives}
-by_id = {a.id: a for a in archives}
+names = {f"{a.id}: {a.name}": a.id for a in on_page}
+by_id = {a.id: a for a in on_page}
 manage, share, merge = st.columns(3)
 with manage:
     st.markdown("**Delete**")

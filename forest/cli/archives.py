@@ -85,7 +85,7 @@ def ingest_files(forest: MemoryForest, args: argparse.Namespace) -> int:
 def list_archives(forest: MemoryForest, args: argparse.Namespace) -> int:
     rows = [a.to_dict() for a in forest.archives(args.model_id)]
     return emit(args, rows, lambda rows: "".join(
-        f"{a['id']:>6}  {a['name']}{'  [' + a['cite_as'] + ']' if a['cite_as'] else ''}  leaves={a['leaves']} "
+        f"{a['id']:>6}  {a['name']}{'  [' + a['cite_as'] + ']' if a['cite_as'] not in (None, a['name']) else ''}  leaves={a['leaves']} "
         f"nodes={a['nodes']} roots={a['roots']} "
         f"depth={a['depth']} chars={a['chars']} {a['created_at']}\n" for a in rows) or "no archives\n")
 

@@ -30,7 +30,7 @@ def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
     by_parent: dict[int | None, list[MemoryNode]] = {}
     for node in nodes:
         by_parent.setdefault(node.parent_id, []).append(node)
-    lines = _front_matter(archive) + [f"# {archive.cite_as + ': ' if archive.cite_as else ''}{archive.name}", ""]
+    lines = _front_matter(archive) + [f"# {_cited_name(archive)}", ""]
     meta = archive.library or {}
     if meta.get("abstract"):
         lines += [f"> {' '.join(meta['abstract'].split())}", ""]
@@ -75,11 +75,17 @@ def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mappi
 
 def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str], sessions: Sequence[str]) -> str:
     lines = [f"# {model_id}", "", "## Papers", ""]
-    lines += [f"- [{a.cite_as + ': ' if a.cite_as else ''}{a.name}](papers/{notes[a.id]})" for a in archives]
+    lines += [f"- [{_cited_name(a)}](papers/{notes[a.id]})" for a in archives]
     if sessions:
         lines += ["", "## Research sessions", ""]
         lines += [f"- [{s}](sessions/{session_file(s)})" for s in sessions]
     return "\n".join(lines) + "\n"
+
+
+def _cited_name(archive: Archive) -> str:
+    """'Buck et al. (2018): Ask the Right Questions'; the name alone when it is how the paper is cited."""
+    cited = archive.cite_as if archive.cite_as and archive.cite_as != archive.name else ""
+    return f"{cited}: {archive.name}" if cited else archive.name
 
 
 def session_file(session_id: str) -> str:
