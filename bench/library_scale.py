@@ -27,7 +27,6 @@ import json
 import os
 import random
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,8 @@ from flat_baselines import DENSE_1000, EmbeddingCache, FlatIndex, mcnemar_exact
 from forest.service import MemoryForest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))   # the test library's builders (Zotero, papers) and its archive count
+from test_library_import import paper, ready_archives, zotero_library  # noqa: E402
 FOREST = str(Path(sys.executable).parent / "forest")
 MODEL_ID = "qasper"
 BUDGETS = (500, 2000)
@@ -52,14 +53,6 @@ BEST_FLAT = "flat para 600 +title|path"
 def percentiles(values: list[float]) -> str:
     ordered = sorted(values)
     return f"p50 {statistics.median(ordered):.1f} ms, p95 {ordered[int(0.95 * (len(ordered) - 1))]:.1f} ms"
-
-
-def ready_archives(data_dir: Path) -> int:
-    try:
-        with sqlite3.connect(f"{(data_dir / 'forest.sqlite3').as_uri()}?mode=ro", uri=True, timeout=5) as db:
-            return db.execute("SELECT count(*) FROM archives WHERE status = 'ready'").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def disk_bytes(folder: Path) -> int:
@@ -96,9 +89,9 @@ def qasper_part(args: argparse.Namespace) -> None:
     work = Path(args.store or tempfile.mkdtemp(prefix="library-scale-"))
     folder, data_dir = work / "papers", work / "store"
     folder.mkdir(parents=True, exist_ok=True)
-    for paper in papers:
-        if not (folder / f"{paper}.txt").exists():
-            shutil.copy(args.qasper / "papers" / f"{paper}.txt", folder / f"{paper}.txt")
+    for paper_id in papers:
+        if not (folder / f"{paper_id}.txt").exists():
+            shutil.copy(args.qasper / "papers" / f"{paper_id}.txt", folder / f"{paper_id}.txt")
     if ready_archives(data_dir) < len(papers):
         ran = import_with_a_kill(folder, data_dir, kill_at=len(papers) // 2)
         counts = ran["report"]["counts"]
@@ -165,7 +158,6 @@ def qasper_part(args: argparse.Namespace) -> None:
 def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
     """`count` archives under model_id "library": one small paper imported again and again from its
     export (vectors shipped, nothing embedded), each with its own synthetic library metadata."""
-    sys.path.insert(0, str(ROOT / "tests"))
     from conftest import topic_text
 
     forest = MemoryForest(data_dir=data_dir, chunk_size=300)
@@ -284,9 +276,6 @@ def _free_port() -> int:
 
 # --- import ----------------------------------------------------------------------------------------
 def import_part(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_library_import import paper, zotero_library
-
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         zotero_library(work / "Zotero", work / "scratch").close()
