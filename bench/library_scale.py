@@ -1,6 +1,6 @@
 """A researcher's library at scale, three parts (each on its own with --part):
 
-qasper   All QASPER dev papers in ../shared/eval/qasper-dev as one model_id, imported as a folder
+qasper   All 281 QASPER dev papers in ../shared/eval/qasper-dev as one model_id, imported as a folder
          with `forest library import` (a child process) that is killed midway and run again:
          throughput (papers per hour over both runs), what the kill cost, store size; then
          retrieve and context latency p50/p95 over the questions, and the forest protocol at
@@ -83,9 +83,9 @@ def import_with_a_kill(papers: Path, data_dir: Path, kill_at: int) -> dict:
 
 
 def qasper_part(args: argparse.Namespace) -> None:
-    by_paper = load_questions(args.qasper)
-    papers = sorted(by_paper)[:args.papers]
-    questions = [q for p in papers for q in by_paper[p]]
+    by_paper = load_questions(args.qasper)   # papers with a question whose evidence is a paragraph
+    papers = sorted(p.stem for p in (args.qasper / "papers").glob("*.txt"))[:args.papers]
+    questions = [q for p in papers for q in by_paper.get(p, [])]
     work = Path(args.store or tempfile.mkdtemp(prefix="library-scale-"))
     folder, data_dir = work / "papers", work / "store"
     folder.mkdir(parents=True, exist_ok=True)
@@ -137,8 +137,8 @@ def qasper_part(args: argparse.Namespace) -> None:
                     bool(result.leaves) and archives.get(result.leaves[0].node.archive_id) == q.paper_id)
                 right_paper[DENSE_1000.name].append(dense.top_paper(vector) == q.paper_id)
                 right_paper[BEST_FLAT].append(bool(flat) and flat[0].archive == q.paper_id)
-    print(f"\nQASPER dev, {len(papers)} papers in one model_id ({len(leaves):,} passages), "
-          f"{len(questions)} questions with paragraph evidence")
+    print(f"\nQASPER dev, {len(papers)} papers in one model_id ({len(leaves):,} passages); the "
+          f"{len(questions)} questions with paragraph evidence of {len({q.paper_id for q in questions})} of them")
     print(f"retrieve {percentiles(retrieve_ms)} (query embedded each time); context {percentiles(context_ms)}")
     print("| system | first passage from the question's paper | context hits @500 | @2000 |")
     print("|---|---|---|---|")

@@ -77,10 +77,24 @@ def _builder_alive(db: Database, archive: dict[str, Any]) -> bool:
         return True
 
 
+def stale_builds(db: Database, archives: list[dict[str, Any]]) -> list[int]:
+    """The archives (store.all_archives() rows) a build left unfinished: not ready, no builder alive."""
+    return [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
+
+
+def remove_builds(db: Database, store: ForestStore, vectors: VectorStore, archive_ids: list[int]) -> None:
+    """Rows and vectors of unfinished builds (stale_builds), whatever they got to write."""
+    for archive_id in archive_ids:
+        row = db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
+        if row:
+            vectors.delete(row["model_id"], store.archive_node_ids(archive_id))
+            store.delete_archive_rows(archive_id)
+
+
 def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path) -> DoctorReport:
     report = DoctorReport()
     archives = store.all_archives()
-    report.stale_builds = [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
+    report.stale_builds = stale_builds(db, archives)
     busy = {a["id"] for a in archives if a["status"] == "building" and a["id"] not in report.stale_builds}
 
     rows = db.query("SELECT n.id, n.archive_id, a.model_id, a.status FROM memory_nodes n "
@@ -146,11 +160,7 @@ def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | Non
 
 def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
            report: DoctorReport, data_dir: Path) -> None:
-    for archive_id in report.stale_builds:
-        row = db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
-        if row:
-            vectors.delete(row["model_id"], store.archive_node_ids(archive_id))
-            store.delete_archive_rows(archive_id)
+    remove_builds(db, store, vectors, report.stale_builds)
     for model_id, ids in report.orphan_vectors.items():
         vectors.delete(model_id, ids)
     for model_id, ids in report.missing_vectors.items():

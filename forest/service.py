@@ -582,11 +582,15 @@ class MemoryForest:
         imported ones whose metadata changed are updated, a new file of an imported DOI replaces its
         archive; missing files, duplicates, unreadable documents and items without a document are
         reported without failing the rest. A model server that does not answer stops the import."""
+        from forest.doctor import remove_builds, stale_builds
         from forest.library import KnownDocument, plan_import, read_library
 
         model_id = check_model_id(model_id)
         progress = progress or _no_progress
         reading = read_library(path)
+        with self._build_lock:  # what an interrupted import was building goes, before it is built again
+            remove_builds(self.db, self.store, self.vectors,
+                          stale_builds(self.db, [a for a in self.store.all_archives() if a["model_id"] == model_id]))
         archives = self.store.archives(model_id)
         known = {a.library["file_sha256"]: KnownDocument(a.id, a.library) for a in archives
                  if a.library and a.library.get("file_sha256")}

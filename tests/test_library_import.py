@@ -139,9 +139,8 @@ def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
     listed = json.loads(subprocess.run([FOREST, "archives", "--model-id", "lab", "--json"], env=env,
                                        capture_output=True, text=True, timeout=300).stdout)
     assert sorted(a["name"] for a in listed) == [f"paper{n}" for n in range(6)]  # each once
-    doctor = subprocess.run([FOREST, "doctor", "--repair", "--json"], env=env, capture_output=True, text=True,
-                            timeout=300)
-    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    doctor = subprocess.run([FOREST, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=300)
+    assert json.loads(doctor.stdout)["healthy"], doctor.stdout  # the killed build was cleared by the second run
 
 
 def ready_archives(data_dir: Path) -> int:
