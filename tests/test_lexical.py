@@ -68,7 +68,8 @@ def test_a_schema_3_store_is_indexed_when_it_upgrades(tmp_path, make_forest):
                       "DROP TABLE personal_triples; DROP TABLE personal_memories; DROP TABLE personal_write_queue; "
                       "DROP TABLE personal_tags; DROP TABLE archive_merges; "
                       "ALTER TABLE memory_nodes DROP COLUMN title; ALTER TABLE memory_nodes DROP COLUMN heading_path; "
-                      "DROP TABLE pending_erasures; PRAGMA user_version = 3;")
+                      "DROP TABLE pending_erasures; ALTER TABLE archives DROP COLUMN library; "
+                      "ALTER TABLE archives DROP COLUMN cite_as; PRAGMA user_version = 3;")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")
     assert upgraded.db.schema_version == LATEST_VERSION
