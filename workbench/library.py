@@ -44,6 +44,8 @@ def upload_form(offered) -> None:
             path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # names an untitled document
             path.write_bytes(upload.getvalue())
             queue.submit(path, model_id, append_to=targets[target], delete_after=True)
+        if files:
+            st.rerun()  # the jobs' progress above is drawn before this form: draw it again, now polling
 
 
 with st.expander("Import a library: Zotero, BibTeX or a folder"):
