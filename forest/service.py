@@ -60,15 +60,6 @@ SEARCH_MODES = ("vector", "bm25", "hybrid")
 MAX_TOP_K = 200
 
 
-def _cite_as(library: dict[str, Any] | None) -> str | None:
-    """How a paper from a researcher's library is cited ("Buck et al. (2018)")."""
-    if not library:
-        return None
-    from forest.library import LibraryEntry, short_citation
-
-    return short_citation(LibraryEntry.from_metadata(library)) or None
-
-
 def _no_progress(_: Progress) -> None:
     pass
 
@@ -226,8 +217,10 @@ class MemoryForest:
             # 'building': hidden from readers, and left alone by doctor while this process lives. The
             # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
             # holds up no delete, import or doctor; the lock is held for the write alone.
+            if library:
+                from forest.library import cite_as
             archive_id = self.store.create_archive(model_id, name, document.source, recorded, library,
-                                                   _cite_as(library))
+                                                   cite_as(library) if library else None)
             builder = self._builder
             try:
                 with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
@@ -583,7 +576,7 @@ class MemoryForest:
         archive; missing files, duplicates, unreadable documents and items without a document are
         reported without failing the rest. A model server that does not answer stops the import."""
         from forest.doctor import remove_builds, stale_builds
-        from forest.library import KnownDocument, plan_import, read_library
+        from forest.library import KnownDocument, cite_as, plan_import, read_library
 
         model_id = check_model_id(model_id)
         progress = progress or _no_progress
@@ -618,7 +611,7 @@ class MemoryForest:
         progress(Progress("import", len(to_build), len(to_build)))
         for planned in (p for p in plan.changed if "file" not in p.changed_fields):
             metadata = {**planned.metadata, "file_sha256": planned.sha256}
-            self.store.set_library(model_id, int(planned.archive_id), metadata, _cite_as(metadata))
+            self.store.set_library(model_id, int(planned.archive_id), metadata, cite_as(metadata))
             updated.append({"archive_id": planned.archive_id, "title": names.get(planned.archive_id),
                             "changed": list(planned.changed_fields)})
         return {

@@ -4,7 +4,7 @@ Readers: Zotero data directories (zotero.py), BibTeX/BibLaTeX files (bibtex.py),
 read_library picks the reader. plan_import decides what an import adds, updates, skips and reports.
 """
 from forest.library.bibtex import bibtex_of, citation_key_of, read_bibtex
-from forest.library.citation import cited_name, short_citation
+from forest.library.citation import cite_as, cited_name, short_citation
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, SourceKind, normalize_doi,
 )
@@ -15,7 +15,7 @@ from forest.library.zotero import find_base_directory, read_zotero
 
 __all__ = [
     "Creator", "Duplicate", "ImportPlan", "KnownDocument", "LibraryEntry", "LibraryError", "LibraryReading",
-    "PlannedDocument", "SkippedItem", "SourceKind", "bibtex_of", "citation_key_of", "cited_name",
+    "PlannedDocument", "SkippedItem", "SourceKind", "bibtex_of", "cite_as", "citation_key_of", "cited_name",
     "file_sha256", "find_base_directory", "library_kind", "normalize_doi", "plan_import", "read_bibtex",
     "read_folder", "read_library", "read_zotero", "short_citation",
 ]

@@ -1,6 +1,9 @@
 """Author-year citations: "Buck et al. (2018)", "Buck and Alt (2018)", "Buck (2018)"."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from forest.library.entries import Creator, LibraryEntry
 
 
@@ -37,3 +40,11 @@ def short_citation(entry: LibraryEntry) -> str:
     else:
         who = f"{names[0]} et al."
     return f"{who} ({year})"
+
+
+def cite_as(metadata: Mapping[str, Any] | None) -> str | None:
+    """How a paper whose library metadata (LibraryEntry.metadata()) an archive stores is cited;
+    None without metadata."""
+    if not metadata:
+        return None
+    return short_citation(LibraryEntry.from_metadata(dict(metadata))) or None

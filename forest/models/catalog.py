@@ -17,24 +17,11 @@ CHECK_PROMPT = ('Summarize this text in a few words, as JSON {"summary": "..."}:
                 '"The model server answers, and Memory Forest can use it."')
 
 
-def chosen(settings: Settings, kind: str) -> str:
-    """The name in force for a kind of part, "auto" resolved."""
-    if kind == "llm":
-        return registry.llm_choice(settings)
-    if kind == "summarizer" and settings.summarizer == "auto":
-        return "llm" if registry.llm_choice(settings) != registry.OFFLINE else "textrank"
-    if kind == "reranker" and settings.reranker == "auto":
-        return "flag" if settings.reranker_model_dir else "embedding"
-    if kind == "vector_store" and settings.vector_store == "auto":
-        return "chroma"
-    return getattr(settings, kind)
-
-
 def installed(settings: Settings) -> list[dict[str, Any]]:
     """Every registered part: its kind, name, the package that registers it, and whether it is in force."""
     parts = []
     for kind, group in registry.GROUPS.items():
-        in_force = chosen(settings, kind)
+        in_force = registry.choice(settings, kind)
         for entry in sorted(registry.installed().select(group=group), key=lambda e: e.name):
             parts.append({"kind": kind, "name": entry.name, "package": entry.dist.name if entry.dist else None,
                           "in_use": entry.name == in_force})
@@ -73,7 +60,7 @@ def check(settings: Settings) -> list[dict[str, Any]]:
     try:
         llm = registry.make_llm(settings)
     except ForestError as exc:
-        return [*results, {"kind": "llm", "provider": registry.llm_choice(settings), "ok": False, "error": str(exc)}]
+        return [*results, {"kind": "llm", "provider": registry.choice(settings, "llm"), "ok": False, "error": str(exc)}]
     result = {"kind": "llm", **llm_in_use(settings, llm), "ok": True}
     if llm is not None:
         from forest.models.llm import LLMError
@@ -85,6 +72,6 @@ def check(settings: Settings) -> list[dict[str, Any]]:
             result.update(ok=False, error=f"it answers, but not with usable JSON: {exc}")
         except ForestError as exc:
             result.update(ok=False, error=str(exc))
-        result["structured_output"] = getattr(llm, "structured_output", "tool call")
+        result["structured_output"] = llm.structured_output
     result["ms"] = round((time.perf_counter() - started) * 1000, 1)
     return [*results, result]

@@ -59,6 +59,7 @@ class StructuredLLM(ABC):
     url: str          # where it answers, without secrets
     retries: int
     timeout: float    # seconds one request may take
+    structured_output = "tool"   # how a reply's structure is asked for (a provider may step down: openai_api)
 
     @property
     def label(self) -> str:

@@ -161,9 +161,6 @@ class OpenAIEmbedder(Embedder):
             similarity_floor = float(cosines[~np.eye(len(probes), dtype=bool)].mean())
         self.similarity_floor = min(max(similarity_floor, 0.0), 0.95)
 
-    def describe(self) -> dict[str, Any]:
-        return {"provider": "openai", "model": self.model, "url": self.url, "dim": self.dim}
-
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         prefix = self.query_prefix if is_query else self.passage_prefix
         rows = self._request([prefix + t for t in texts])

@@ -89,42 +89,45 @@ def factory(kind: str, name: str) -> Callable[..., Any]:
                           f"({found[0].value}): {exc}") from exc
 
 
+def choice(settings: Settings, kind: str) -> str:
+    """The name in force for a kind of part, "auto" resolved: the reranker a cross-encoder when
+    reranker_model_dir is set, else "embedding"; the LLM "claude" when its key is set, else
+    "offline"; the summarizer "llm" when there is an LLM, else "textrank"; the vector store "chroma"."""
+    named = getattr(settings, kind)
+    if named != "auto":
+        return named
+    if kind == "reranker":
+        return "flag" if settings.reranker_model_dir else "embedding"
+    if kind == "llm":
+        return "claude" if settings.anthropic_api_key else OFFLINE
+    if kind == "summarizer":
+        return "llm" if choice(settings, "llm") != OFFLINE else "textrank"
+    if kind == "vector_store":
+        return "chroma"
+    return named
+
+
 def make_embedder(settings: Settings) -> Embedder:
     return factory("embedder", settings.embedder)(settings)
 
 
 def make_reranker(settings: Settings, embedder: Embedder) -> Reranker:
-    choice = settings.reranker
-    if choice == "auto":
-        choice = "flag" if settings.reranker_model_dir else "embedding"
-    return factory("reranker", choice)(settings, embedder)
+    return factory("reranker", choice(settings, "reranker"))(settings, embedder)
 
 
 def make_summarizer(settings: Settings) -> Summarizer:
-    llm = make_llm(settings)
-    choice = settings.summarizer
-    if choice == "auto":
-        choice = "llm" if llm is not None else "textrank"
-    return factory("summarizer", choice)(settings, llm)
-
-
-def llm_choice(settings: Settings) -> str:
-    """The LLM in force by name: "auto" is "claude" when its key is set, else "offline"."""
-    if settings.llm == "auto":
-        return "claude" if settings.anthropic_api_key else OFFLINE
-    return settings.llm
+    return factory("summarizer", choice(settings, "summarizer"))(settings, make_llm(settings))
 
 
 def make_llm(settings: Settings) -> StructuredLLM | None:
     """The named LLM, or None for "offline": every caller then uses its offline default."""
-    choice = llm_choice(settings)
-    return None if choice == OFFLINE else factory("llm", choice)(settings)
+    named = choice(settings, "llm")
+    return None if named == OFFLINE else factory("llm", named)(settings)
 
 
 def make_vector_store(settings: Settings, embedder: Embedder, use_snapshots: bool = False) -> VectorStore:
     """"auto" is "chroma": a Chroma server when chroma_host names one, else the embedded store."""
-    choice = "chroma" if settings.vector_store == "auto" else settings.vector_store
-    return factory("vector_store", choice)(settings, embedder, use_snapshots)
+    return factory("vector_store", choice(settings, "vector_store"))(settings, embedder, use_snapshots)
 
 
 def _origin(entry: importlib.metadata.EntryPoint) -> str:

@@ -127,7 +127,7 @@ def write_import(store: ForestStore, vectors: VectorStore, model_id: str, prepar
 def _checked_library(value: Any) -> tuple[dict[str, Any] | None, str | None]:
     """An export's library metadata, read back through LibraryEntry (what is not of its shape is
     refused), with the citation made here rather than taken from the file."""
-    from forest.library import LibraryEntry, short_citation
+    from forest.library import LibraryEntry, cite_as
 
     if value is None:
         return None, None
@@ -135,12 +135,11 @@ def _checked_library(value: Any) -> tuple[dict[str, Any] | None, str | None]:
         raise InvalidInput(f"the export's library metadata must be an object of at most {MAX_LIBRARY_CHARS:,} characters")
     try:
         entry = LibraryEntry.from_metadata(value)
-        cite_as = short_citation(entry)
+        sha = value.get("file_sha256")
+        kept = {**entry.metadata(), **({"file_sha256": sha} if isinstance(sha, str) else {})}
+        return kept, cite_as(kept)
     except (TypeError, ValueError, AttributeError) as exc:
         raise InvalidInput(f"the export's library metadata cannot be read: {exc}") from None
-    sha = value.get("file_sha256")
-    kept = {**entry.metadata(), **({"file_sha256": sha} if isinstance(sha, str) else {})}
-    return kept, cite_as or None
 
 
 def _import_vectors(document: dict[str, Any], order: list[Any], rows: list[dict[str, Any]], embedder: Embedder,
