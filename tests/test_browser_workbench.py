@@ -104,8 +104,14 @@ def test_a_pdf_uploaded_through_the_library_opens_on_its_page_from_an_ask_citati
     cited = int(links[-1].get_attribute("href").rsplit("-", 1)[1])
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", links[-1])
     links[-1].click()
+
+    def click_again(d) -> None:
+        """A click that landed while the page was still being redrawn went to a link that is gone."""
+        for link in d.find_elements(By.CSS_SELECTOR, f"[data-testid=stMarkdown] a[href='#cite-{cited}']")[-1:]:
+            d.execute_script("arguments[0].click();", link)
+
     panel = wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, ".st-key-ask-source")
-                                         if f"node {cited}" in e.text), None))
+                                         if f"node {cited}" in e.text), None) or click_again(d))
     assert "not in this store" not in panel.text
 
     from forest import MemoryForest   # the store the app wrote, read as it is now
