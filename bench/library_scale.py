@@ -11,8 +11,9 @@ qasper   All 281 QASPER dev papers in ../shared/eval/qasper-dev as one model_id,
          docs/benchmarks.md), with exact McNemar tests, in one run.
 page     The Library page with 1,000 archives (synthetic metadata: authors, years, tags,
          collections) in a real browser (headless Chromium on `streamlit run app.py`): first paint
-         of the page after the click, and the table redrawn after a word typed in its filter;
-         also the engine's part (listing, rows, filtering) alone.
+         of the page after the click, the table redrawn after a word typed in its filter, and the
+         pages whose pickers offer every archive (Ask, Forest); also the engine's part (listing,
+         rows, filtering) alone.
 import   A Zotero library (built from Zotero's schema, tests/zotero_factory.py) and a .bib with a
          missing file and a duplicate: imported, skipped, missing, duplicate counts, metadata checked.
 
@@ -163,7 +164,7 @@ def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
     forest = MemoryForest(data_dir=data_dir, chunk_size=300)
     if len(forest.archives("library")) >= count:
         return forest
-    seed = forest.ingest_text("seed", "seed", topic_text("jazz", "volcanoes"))
+    seed = next(iter(forest.archives("seed")), None) or forest.ingest_text("seed", "seed", topic_text("jazz", "volcanoes"))
     export = forest.export_archive("seed", seed.id, with_vectors=True)
     rng = random.Random(27)
     surnames = ["Buck", "Alt", "Chen", "Dubois", "Evans", "Fischer", "García", "Hoang", "Ito", "Jensen", "Kowalski",
@@ -183,13 +184,41 @@ def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
     return forest
 
 
+FEW_ARCHIVES = 50
+
+
+def search_latency(forest: MemoryForest) -> str:
+    """retrieve and context (500 tokens) over the synthetic archives' sentences as questions: every
+    archive holds them, the worst case for the hits' collapse to their common ancestors."""
+    from conftest import TOPICS
+
+    questions = [s.strip() + "." for name in ("jazz", "volcanoes") for p in TOPICS[name] for s in p.split(".")
+                 if len(s.split()) > 4]
+    forest.embedder.embed_query("warm up")
+    retrieve_ms, context_ms = [], []
+    for question in questions:
+        forest.embedder.forget_query(question)
+        started = time.perf_counter()
+        forest.retrieve("library", question)
+        retrieve_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        forest.context("library", question, budget_tokens=500)
+        context_ms.append((time.perf_counter() - started) * 1000)
+    return f"retrieve {percentiles(retrieve_ms)}, context {percentiles(context_ms)} ({len(questions)} questions)"
+
+
 def page_part(args: argparse.Namespace) -> None:
     from forest.views.library_view import archive_rows, filtered
 
     data_dir = Path(args.store or tempfile.mkdtemp(prefix="library-page-"))
     started = time.perf_counter()
+    forest = thousand_archives(data_dir, FEW_ARCHIVES)
+    if len(forest.archives("library")) == FEW_ARCHIVES:   # a store made earlier may hold more already
+        print(f"\nsearch at {FEW_ARCHIVES} archives: {search_latency(forest)}")
+    forest.close()
     forest = thousand_archives(data_dir, args.archives)
-    print(f"\n{args.archives} archives under model_id 'library' (made in {time.perf_counter() - started:.0f} s)")
+    print(f"{args.archives} archives under model_id 'library' (made in {time.perf_counter() - started:.0f} s)")
+    print(f"search at {args.archives} archives: {search_latency(forest)}")
     listing, rows_ms, filter_ms = [], [], []
     for _ in range(10):
         started = time.perf_counter()
@@ -203,14 +232,17 @@ def page_part(args: argparse.Namespace) -> None:
         filter_ms.append((time.perf_counter() - started) * 1000)
     print(f"engine: listing {statistics.median(listing):.1f} ms, rows {statistics.median(rows_ms):.1f} ms, "
           f"a filter {statistics.median(filter_ms):.2f} ms (medians of 10)")
+    first_tree = archives[0].nodes   # the Forest page opens on the first archive listed
     forest.close()
-    browser_times(data_dir, args.loads)
+    browser_times(data_dir, args.loads, first_tree)
     if not args.store:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def browser_times(data_dir: Path, loads: int) -> None:
-    from bench_workbench import answering, choose_model_id, click_page, header, wait
+def browser_times(data_dir: Path, loads: int, first_tree: int) -> None:
+    """Each load: the Ask page (its paper picker offers every archive), the Library page, its table
+    filtered by a typed word, the Forest page (its archive picker, the first archive's tree drawn)."""
+    from bench_workbench import answering, choose_model_id, header, timed, tree_drawn, wait
     from bench_server_load import browser_binary, missing_browser
     from selenium import webdriver
     from selenium.webdriver.common.by import By
@@ -233,25 +265,24 @@ def browser_times(data_dir: Path, loads: int) -> None:
         answering(f"http://127.0.0.1:{port}")
         driver.get(f"http://127.0.0.1:{port}")
         choose_model_id(driver, "library")
-        table = "[data-testid=stDataFrame]"
-        paints, filters = [], []
+        times: dict[str, list[float]] = {"Ask page": [], "Library page": [], "Library table filtered": [],
+                                         "Forest page": []}
         for _ in range(loads):
-            click_page(driver, "Ask")
-            wait(driver, header("Ask", "input[aria-label=Question]"))
-            started = time.perf_counter()
-            click_page(driver, "Library")
-            wait(driver, header("Library", table))
-            paints.append(time.perf_counter() - started)
+            times["Ask page"].append(timed(driver, "Ask", header("Ask", "input[aria-label=Question]")))
+            times["Library page"].append(timed(driver, "Library", header("Library", "[data-testid=stDataFrame]")))
             box = driver.find_element(By.CSS_SELECTOR, "input[aria-label=Filter]")
             before = paging_label(driver)
             started = time.perf_counter()
             box.send_keys(("retrieval" if "retrieval" not in before else "") + Keys.ENTER)
             wait(driver, lambda d: paging_label(d) not in ("", before))
-            filters.append(time.perf_counter() - started)
+            times["Library table filtered"].append(time.perf_counter() - started)
             box.send_keys(Keys.CONTROL + "a", Keys.DELETE, Keys.ENTER)  # back to every archive
             wait(driver, lambda d: paging_label(d) == before)
-        print(f"browser: Library page first paint median {statistics.median(paints):.2f} s, max {max(paints):.2f} s; "
-              f"table filtered median {statistics.median(filters):.2f} s, max {max(filters):.2f} s ({loads} loads)")
+            times["Forest page"].append(timed(driver, "Forest", tree_drawn(first_tree)))
+        print(f"browser, {loads} loads (seconds from the click; the first load is the page's first in this server):")
+        for what, seconds in times.items():
+            print(f"  {what}: median {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s "
+                  f"({', '.join(f'{s:.2f}' for s in seconds)})")
     finally:
         driver.quit()
         app.terminate()

@@ -637,11 +637,11 @@ class MemoryForest:
         chosen = [a for a in self.store.archives(model_id) if a.library and (wanted is None or a.id in wanted)]
         return "\n".join(bibtex_of(LibraryEntry.from_metadata(a.library)) for a in chosen)
 
-    def export_markdown(self, model_id: str, folder: str | Path, sessions: Sequence[str] | None = None,
-                        archive_ids: Sequence[int] | None = None) -> list[str]:
+    def markdown_notes(self, model_id: str, sessions: Sequence[str] | None = None,
+                       archive_ids: Sequence[int] | None = None) -> dict[str, str]:
         """The model_id's papers (`archive_ids` only, if given) and research sessions (all, if not
-        named) as Markdown notes under `folder`, for Obsidian or any Markdown editor
-        (forest.views.markdown_notes); returns the files written, relative to `folder`."""
+        named) as Markdown notes for Obsidian or any Markdown editor (forest.views.markdown_notes):
+        {path in the folder: text}, the links between them relative to the folder."""
         from forest.views.markdown_notes import index_note, note_name, paper_note, session_file, session_note
 
         model_id = check_model_id(model_id)
@@ -656,6 +656,12 @@ class MemoryForest:
             files[f"sessions/{session_file(session_id)}"] = session_note(
                 session_id, self.research.workspace(model_id, session_id), asked, notes, works)
         files["index.md"] = index_note(model_id, archives, notes, sessions)
+        return files
+
+    def export_markdown(self, model_id: str, folder: str | Path, sessions: Sequence[str] | None = None,
+                        archive_ids: Sequence[int] | None = None) -> list[str]:
+        """markdown_notes written under `folder`; returns the files written, relative to it."""
+        files = self.markdown_notes(model_id, sessions, archive_ids)
         root = Path(folder)
         for name, text in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)

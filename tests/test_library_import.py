@@ -3,11 +3,13 @@ metadata on the archive and in every citation, a second import adding only what 
 interrupted import continued, and the BibTeX of what was imported."""
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import bibtexparser
@@ -15,6 +17,8 @@ import pymupdf
 import pytest
 from conftest import TOPICS, forest_env
 from zotero_factory import IMPORTED_FILE, ZoteroLibrary
+
+from forest.views.markdown_notes import zipped
 
 
 FOREST = str(Path(sys.executable).parent / "forest")
@@ -180,6 +184,8 @@ def test_the_library_page_imports_a_library_and_filters_it(make_forest, tmp_path
         app = app.multiselect(key="library_tags").set_value([]).run()
         app = app.text_input(key="library_filter").set_value("volcanoes").run()
         assert app.dataframe[0].value["cite as"].tolist() == ["Alt (2020)"]
+        app = next(b for b in app.button if b.label == "Prepare Markdown notes").click().run()
+        assert [b.label for b in app.get("download_button")] == ["Download Markdown notes (.zip)"]
     finally:
         st.cache_resource.clear()
 
@@ -216,6 +222,9 @@ def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_reso
                 assert f" {block}\n" in resolved.read_text(encoding="utf-8"), target
             links += 1
     assert links >= 3  # the index to both papers, the session to a cited passage
+    with zipfile.ZipFile(io.BytesIO(zipped(forest.markdown_notes("lab"), "lab-notes"))) as vault:  # the workbench's
+        assert {n: vault.read(n).decode() for n in vault.namelist()} == \
+            {f"lab-notes/{f}": (out / f).read_text(encoding="utf-8") for f in files}
 
 
 def test_the_library_tables_filters_match_words_authors_years_tags_and_subcollections():

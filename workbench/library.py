@@ -10,6 +10,7 @@ from forest import ForestError
 from forest.serving.jobs import FINISHED
 from forest.text import safe_markdown
 from forest.views.library_view import archive_rows, choices, filtered
+from forest.views.markdown_notes import zipped
 from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
 forest = get_forest()
@@ -172,6 +173,15 @@ with share:
     if ready and ready[0] == names[chosen]:
         st.download_button("Download JSON", ready[1], file_name=f"archive-{ready[0]}.forest.json",
                            mime="application/json")
+    if st.button("Prepare Markdown notes", key="markdown_notes",
+                 help="Every archive of this model_id and its research sessions as a folder of Markdown notes "
+                      "(Obsidian opens it as a vault): outlines as headings, section summaries, passages with pages."):
+        vault = f"{model_id}-notes"
+        st.session_state["markdown_ready"] = (model_id, zipped(forest.markdown_notes(model_id), vault))
+    notes_ready = st.session_state.get("markdown_ready")
+    if notes_ready and notes_ready[0] == model_id:
+        st.download_button("Download Markdown notes (.zip)", notes_ready[1], file_name=f"{model_id}-notes.zip",
+                           mime="application/zip")
     imported = st.file_uploader("Import an exported archive", type=["json"], key="import_file")
     if imported is not None and st.button("Import", key="import"):
         try:

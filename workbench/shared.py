@@ -71,7 +71,16 @@ def start() -> ThreadServer | SeparateEndpoint | str:
     forest = get_forest()
     server = get_server(forest)
     seed_samples(forest, get_queue(forest))
+    table_modules()
     return server
+
+
+@st.cache_resource(show_spinner=False)
+def table_modules() -> None:
+    """Once per process, while the engine starts: what Streamlit needs for a first table (pandas,
+    pyarrow; about a second on 2 cores), which the first page showing one would otherwise wait for."""
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
 
 
 @st.cache_resource(show_spinner=False)

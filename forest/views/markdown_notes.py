@@ -6,9 +6,11 @@ its paper's note — and an index. Links are relative Markdown links; a passage'
 block reference (`paper.md#^n42`), so a link opens the note anywhere and the passage in Obsidian."""
 from __future__ import annotations
 
+import io
 import json
 import re
 import unicodedata
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,6 +26,15 @@ def note_name(archive: Archive) -> str:
     label = f"{archive.cite_as or ''} {archive.name}".strip()
     slug = _UNSAFE.sub("-", unicodedata.normalize("NFKC", label).lower()).strip("-")[:80].strip("-")
     return f"{slug or 'archive'}-{archive.id}.md"
+
+
+def zipped(notes: Mapping[str, str], folder: str) -> bytes:
+    """The notes as a .zip that unpacks to one folder (a vault), built in memory: nothing on disk."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in sorted(notes.items()):
+            archive.writestr(f"{folder}/{name}", text)
+    return buffer.getvalue()
 
 
 def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
