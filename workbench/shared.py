@@ -4,6 +4,7 @@ model_id, the research session and the notices of what the last action did."""
 from __future__ import annotations
 
 import atexit
+import importlib
 import logging
 from pathlib import Path
 
@@ -79,8 +80,8 @@ def start() -> ThreadServer | SeparateEndpoint | str:
 def table_modules() -> None:
     """Once per process, while the engine starts: what Streamlit needs for a first table (pandas,
     pyarrow; about a second on 2 cores), which the first page showing one would otherwise wait for."""
-    import pandas  # noqa: F401
-    import pyarrow  # noqa: F401
+    for name in ("pandas", "pyarrow"):
+        importlib.import_module(name)
 
 
 @st.cache_resource(show_spinner=False)
