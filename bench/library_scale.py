@@ -17,8 +17,9 @@ page     The Library page with 1,000 archives (synthetic metadata: authors, year
 import   A Zotero library (built from Zotero's schema, tests/zotero_factory.py) and a .bib with a
          missing file and a duplicate: imported, skipped, missing, duplicate counts, metadata checked.
 
-Run: `python bench/library_scale.py` (all; the qasper part ingests 281 papers: about an hour on
-2 cores), or `--part page`, `--part import`, `--part qasper [--papers N] [--store DIR]`.
+Run: `python bench/library_scale.py` (all; the qasper part ingests 281 papers and embeds the flat
+baseline's chunks: about 80 minutes on 2 cores), or `--part page [--loads N]`, `--part import`,
+`--part qasper [--papers N] [--store DIR]`.
 """
 from __future__ import annotations
 
