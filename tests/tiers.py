@@ -119,6 +119,7 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_library_import.py::test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it",
     "test_library_import.py::test_an_import_killed_midway_continues_where_it_stopped",
     "test_library_import.py::test_the_library_page_imports_a_library_and_filters_it",
+    "test_library_import.py::test_the_library_page_pages_its_table_and_offers_the_pages_archives",
     "test_library_import.py::test_papers_and_a_research_session_export_as_markdown_notes_whose_links_resolve",
     "test_openai_provider.py::test_the_engine_summarizes_and_searches_with_the_openai_providers",
     "test_openai_provider.py::test_an_embedding_server_down_mid_ingest_fails_it_cleanly_and_keeps_nothing",
