@@ -185,7 +185,7 @@ def _rule(pattern: str, relation: str | None = None, target: str = "name") -> _R
     return _Rule(re.compile(pattern), relation, target)
 
 
-_ZH_CALLED = re.compile(rf"(?:叫做|名叫|叫)([^\s，,。.！!？?；;：:、]{{1,6}})")
+_ZH_CALLED = re.compile(r"(?:叫做|名叫|叫)([^\s，,。.！!？?；;：:、]{1,6})")
 
 _RULES = [
     # "Emma is Alice's daughter", "Emma is my daughter", "I'm Tom's brother"
