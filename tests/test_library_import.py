@@ -155,58 +155,37 @@ def ready_archives(data_dir: Path) -> int:
         return 0
 
 
-def workbench_env(tmp_path: Path, monkeypatch) -> Path:
-    """The workbench's settings for a test: its store (returned) under tmp_path, no endpoint, no samples."""
-    import streamlit as st
-
-    for name, value in {"FOREST_DATA_DIR": str(tmp_path / "store"), "FOREST_SERVER_PORT": "0",
-                        "FOREST_CHUNK_SIZE": "300", "FOREST_SAMPLES_DIR": str(tmp_path / "none"),
-                        "FOREST_CORE_FILE": str(tmp_path / "CORE.md")}.items():
-        monkeypatch.setenv(name, value)
-    st.cache_resource.clear()
-    return tmp_path / "store"
-
-
-def test_the_library_page_imports_a_library_and_filters_it(make_forest, tmp_path, monkeypatch):
-    import streamlit as st
-    from conftest import ROOT
-    from streamlit.testing.v1 import AppTest
-    from test_workbench import use_model_id
+def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
+    from test_workbench import button, open_app, use_model_id
 
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
-    workbench_env(tmp_path, monkeypatch)
-    try:
-        app = use_model_id(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run(), "lab")
-        app.text_input(key="library_path").set_value(str(zotero)).run()
-        app = next(b for b in app.button if b.label == "Import library").click().run()
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not any("2 imported" in s.value for s in app.success):
-            time.sleep(0.5)
-            app = app.run()
-        assert any(s.value.startswith("Zotero: 2 imported") for s in app.success), [s.value for s in app.success]
-        table = app.dataframe[0].value
-        assert sorted(table["cite as"]) == ["Alt (2020)", "Buck et al. (2018)"]
-        app = app.multiselect(key="library_tags").set_value(["music"]).run()
-        assert app.dataframe[0].value["cite as"].tolist() == ["Buck et al. (2018)"]
-        app = app.multiselect(key="library_tags").set_value([]).run()
-        app = app.text_input(key="library_filter").set_value("volcanoes").run()
-        assert app.dataframe[0].value["cite as"].tolist() == ["Alt (2020)"]
-        app = next(b for b in app.button if b.label == "Prepare Markdown notes").click().run()
-        assert [b.label for b in app.get("download_button")] == ["Download Markdown notes (.zip)"]
-    finally:
-        st.cache_resource.clear()
+    app = use_model_id(open_app(), "lab")
+    app.text_input(key="library_path").set_value(str(zotero)).run()
+    app = button(app, "Import library").click().run()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not any("2 imported" in s.value for s in app.success):
+        time.sleep(0.5)
+        app = app.run()
+    assert any(s.value.startswith("Zotero: 2 imported") for s in app.success), [s.value for s in app.success]
+    table = app.dataframe[0].value
+    assert sorted(table["cite as"]) == ["Alt (2020)", "Buck et al. (2018)"]
+    app = app.multiselect(key="library_tags").set_value(["music"]).run()
+    assert app.dataframe[0].value["cite as"].tolist() == ["Buck et al. (2018)"]
+    app = app.multiselect(key="library_tags").set_value([]).run()
+    app = app.text_input(key="library_filter").set_value("volcanoes").run()
+    assert app.dataframe[0].value["cite as"].tolist() == ["Alt (2020)"]
+    app = button(app, "Prepare Markdown notes").click().run()
+    assert [b.label for b in app.get("download_button")] == ["Download Markdown notes (.zip)"]
 
 
-def test_the_library_page_pages_its_table_and_offers_the_pages_archives(tmp_path, monkeypatch):
-    import streamlit as st
-    from conftest import ROOT, topic_text
-    from streamlit.testing.v1 import AppTest
-    from test_workbench import use_model_id
+def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbench):
+    from conftest import topic_text
+    from test_workbench import open_app, use_model_id
 
     from forest import MemoryForest
 
-    forest = MemoryForest(data_dir=workbench_env(tmp_path, monkeypatch), chunk_size=300)
+    forest = MemoryForest(data_dir=workbench, chunk_size=300)
     seed = forest.ingest_text("seed", "seed", topic_text("jazz"))
     shipped = forest.export_archive("seed", seed.id, with_vectors=True)
     for number in range(62):   # vectors shipped: nothing embedded
@@ -214,20 +193,17 @@ def test_the_library_page_pages_its_table_and_offers_the_pages_archives(tmp_path
                                          "creators": [{"last": f"Author{number}", "type": "author"}]}
         forest.import_archive("lab", shipped, name=f"Paper {number}")
     forest.close()
-    try:
-        app = use_model_id(AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run(), "lab")
-        assert any(c.value == "62 of 62 archives shown" for c in app.caption)
-        assert len(app.dataframe[0].value) == 50
-        app = app.number_input(key="library_page").set_value(2).run()
-        table = app.dataframe[0].value
-        assert len(table) == 12 and "Paper 61" in table["name"].tolist()
-        offered = app.selectbox(key="delete_choice").options
-        assert len(offered) == 12 and all(any(t in o for t in table["name"]) for o in offered)
-        app = app.text_input(key="library_filter").set_value("Author7").run()
-        assert any(c.value == "1 of 62 archives shown" for c in app.caption)
-        assert app.dataframe[0].value["name"].tolist() == ["Paper 7"]
-    finally:
-        st.cache_resource.clear()
+    app = use_model_id(open_app(), "lab")
+    assert any(c.value == "62 of 62 archives shown" for c in app.caption)
+    assert len(app.dataframe[0].value) == 50
+    app = app.number_input(key="library_page").set_value(2).run()
+    table = app.dataframe[0].value
+    assert len(table) == 12 and "Paper 61" in table["name"].tolist()
+    offered = app.selectbox(key="delete_choice").options
+    assert len(offered) == 12 and all(any(t in o for t in table["name"]) for o in offered)
+    app = app.text_input(key="library_filter").set_value("Author7").run()
+    assert any(c.value == "1 of 62 archives shown" for c in app.caption)
+    assert app.dataframe[0].value["name"].tolist() == ["Paper 7"]
 
 
 def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_resolve(make_forest, tmp_path):

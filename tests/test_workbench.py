@@ -4,27 +4,12 @@ import json
 import time
 
 import httpx
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, topic_text
 from test_research_memory import FEW_SHOT_GAIN, FEW_SHOT_NO_GAIN
 
 JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
-
-
-@pytest.fixture
-def workbench(tmp_path, monkeypatch):
-    """A fresh process-wide state (the engine is st.cache_resource) on an empty store."""
-    monkeypatch.setenv("FOREST_DATA_DIR", str(tmp_path / "store"))
-    monkeypatch.setenv("FOREST_SERVER_PORT", "0")
-    monkeypatch.setenv("FOREST_CHUNK_SIZE", "300")
-    monkeypatch.setenv("FOREST_SAMPLES_DIR", str(tmp_path / "no-samples"))
-    monkeypatch.setenv("FOREST_CORE_FILE", str(tmp_path / "CORE.md"))
-    st.cache_resource.clear()
-    yield tmp_path / "store"
-    st.cache_resource.clear()
 
 
 def open_app() -> AppTest:

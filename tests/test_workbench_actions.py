@@ -7,7 +7,7 @@ import httpx
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, topic_text
-from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for, workbench  # noqa: F401 (fixture)
+from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for
 
 PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
 

@@ -176,8 +176,7 @@ with share:
     if st.button("Prepare Markdown notes", key="markdown_notes",
                  help="Every archive of this model_id and its research sessions as a folder of Markdown notes "
                       "(Obsidian opens it as a vault): outlines as headings, section summaries, passages with pages."):
-        vault = f"{model_id}-notes"
-        st.session_state["markdown_ready"] = (model_id, zipped(forest.markdown_notes(model_id), vault))
+        st.session_state["markdown_ready"] = (model_id, zipped(forest.markdown_notes(model_id), f"{model_id}-notes"))
     notes_ready = st.session_state.get("markdown_ready")
     if notes_ready and notes_ready[0] == model_id:
         st.download_button("Download Markdown notes (.zip)", notes_ready[1], file_name=f"{model_id}-notes.zip",

@@ -78,8 +78,8 @@ def start() -> ThreadServer | SeparateEndpoint | str:
 
 @st.cache_resource(show_spinner=False)
 def table_modules() -> None:
-    """Once per process, while the engine starts: what Streamlit needs for a first table (pandas,
-    pyarrow; about a second on 2 cores), which the first page showing one would otherwise wait for."""
+    """Once per process, while the engine starts: what Streamlit imports for a first table (pandas,
+    pyarrow: slow to import), which the first page showing one would otherwise make a person wait for."""
     for name in ("pandas", "pyarrow"):
         importlib.import_module(name)
 
