@@ -4,7 +4,6 @@ import json
 import sqlite3
 
 import numpy as np
-import pytest
 
 from conftest import topic_text
 from forest.tree.outline import document_lead, heading_paths
