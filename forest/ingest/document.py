@@ -5,6 +5,7 @@ so the chunks cut from it, and every answer built on them, can cite "p. 7, §3.2
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 TEXT = "text"
@@ -28,6 +29,23 @@ class Heading:
 
 
 @dataclass(frozen=True)
+class PaperMetadata:
+    """A paper's bibliographic record as read from its PDF (forest.ingest.metadata); empty fields unknown."""
+
+    title: str = ""
+    authors: tuple[tuple[str, str], ...] = ()   # (last, first) in order; an organisation: (name, "")
+    year: int | None = None
+    venue: str = ""
+    doi: str = ""          # bare, lower-case, e.g. "10.18653/v1/p18-1031"
+    arxiv_id: str = ""     # without version: "1705.07830" or "hep-th/9901001"
+    sources: Mapping[str, str] = field(default_factory=dict)  # field -> where it was read: "first page"...
+
+    @property
+    def empty(self) -> bool:
+        return not (self.title or self.authors or self.year or self.venue or self.doi or self.arxiv_id)
+
+
+@dataclass(frozen=True)
 class Document:
     name: str
     source: str | None
@@ -36,6 +54,7 @@ class Document:
     page_count: int | None = None
     headings: list[Heading] = field(default_factory=list)   # the document's structure, in order
     kept_file: str | None = None   # the original PDF's copy in the store (forest.storage.source_files), by name
+    metadata: PaperMetadata | None = None   # title, authors, year... read from a PDF itself
 
     @property
     def text(self) -> str:

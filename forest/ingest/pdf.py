@@ -18,7 +18,6 @@ before the right one. Then:
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,8 +25,9 @@ from pathlib import Path
 
 from forest.ingest.document import CAPTION, TEXT, Document, Heading, Passage
 from forest.errors import InvalidInput
+from forest.ingest.metadata import paper_metadata
+from forest.ingest.pdf_layout import TextBlock, TextLine, body_text_size, page_text
 
-LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 CAPTION_START = re.compile(
     r"^(?:(?:Figure|Fig\.|Table|Algorithm|Listing)\s*(?:[A-Z]?\d+(?:\.\d+)?|[IVXL]+)\s*[:.|]"
     r"|(?:图|表)\s*\d+(?:[.-]\d+)*(?:[:：.\s]|$))", re.IGNORECASE)
@@ -44,51 +44,11 @@ KNOWN_SECTIONS = re.compile(
 FIRST_PAGE_FOOTER = re.compile(
     r"proceedings of|conference on|association for computational linguistics|copyright|©|\(c\) \d{4}|"
     r"licensed under|creative commons|arxiv:\d", re.IGNORECASE)
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ufffd]")
 SENTENCE_END = tuple(".!?:;。！？；…)]\"”’")
 MARGIN = 0.085        # top and bottom share of the page searched for running headers/footers
 MAX_PDF_PAGES = 2000
 MIN_CHARS_PER_PAGE = 25
 MAX_CLUSTERED_DRAWINGS = 1000
-
-
-@dataclass
-class _Line:
-    text: str
-    size: float          # the size most of its characters are set in
-    bold_chars: int
-    chars: int
-    italic_chars: int = 0
-    lead_size: float = 0.0  # size of its first character (small caps: larger than the rest)
-
-
-@dataclass
-class _Block:
-    page: int
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    lines: list[_Line]
-    kind: str = TEXT      # text | caption | heading | footnote | drop
-    column: int = 0       # 0 spanning / single column, 1 left, 2 right
-    heading: str | None = None
-    level: int = 1
-
-    @property
-    def raw(self) -> str:
-        return " ".join(line.text for line in self.lines).strip()
-
-    @property
-    def chars(self) -> int:
-        return sum(line.chars for line in self.lines)
-
-    @property
-    def size(self) -> float:
-        weights = Counter()
-        for line in self.lines:
-            weights[round(line.size, 1)] += line.chars
-        return weights.most_common(1)[0][0] if weights else 0.0
 
 
 @dataclass
@@ -122,7 +82,7 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
             raise InvalidInput(f"{path.name}: the PDF has no pages")
         if pdf.page_count > MAX_PDF_PAGES:
             raise InvalidInput(f"{path.name}: {pdf.page_count} pages is over the limit of {MAX_PDF_PAGES}")
-        pages: list[list[_Block]] = []
+        pages: list[list[TextBlock]] = []
         heights: list[float] = []
         widths: list[float] = []
         images = 0
@@ -139,6 +99,7 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
         outline = pdf.get_toc(simple=True)
         title = (pdf.metadata or {}).get("title") or None
         page_count = pdf.page_count
+        metadata = paper_metadata(pdf)
 
     text_chars = sum(b.chars for blocks in pages for b in blocks)
     if text_chars < MIN_CHARS_PER_PAGE * page_count:
@@ -148,7 +109,7 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
                                "`ocrmypdf in.pdf out.pdf`, and ingest the result")
         raise InvalidInput(f"{path.name}: the PDF contains no text to remember")
 
-    body_size = _body_size(pages)
+    body_size = body_text_size(pages)
     pages = [_split_leading_headings(blocks, body_size) for blocks in pages]
     _drop_running_text(pages, heights)
     for blocks, width, height in zip(pages, widths, heights):
@@ -163,7 +124,7 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
     if not passages:
         raise InvalidInput(f"{path.name}: the PDF contains no text to remember")
     return Document(name=path.stem, source=str(path.resolve()), passages=passages, title=doc_title,
-                    page_count=page_count, headings=_headings(pages))
+                    page_count=page_count, headings=_headings(pages), metadata=metadata)
 
 
 def _check_pdf_bytes(path: Path) -> None:
@@ -182,40 +143,11 @@ def _check_pdf_bytes(path: Path) -> None:
                            "the download or copy may be incomplete")
 
 
-def _page_blocks(page, number: int) -> list[_Block]:
-    blocks = []
-    for raw in page.get_text("dict", sort=False)["blocks"]:
-        if raw.get("type") != 0:
-            continue
-        lines = []
-        for line in raw["lines"]:
-            dx, dy = line["dir"]
-            if abs(dy) > 0.1 or dx < 0:  # rotated or upside-down text: stamps, axis labels
-                continue
-            text, size_weight, bold, italic, chars, lead_size = "", Counter(), 0, 0, 0, 0.0
-            for span in line["spans"]:
-                span_text = CONTROL.sub("", unicodedata.normalize("NFC", span["text"].translate(LIGATURES)))
-                text += span_text
-                visible = len(span_text.strip())
-                chars += visible
-                size_weight[round(span["size"], 1)] += visible
-                font = span["font"].lower()
-                if span["flags"] & 16 or "bold" in font or font.endswith("-bd"):
-                    bold += visible
-                if span["flags"] & 2 or "italic" in font or "oblique" in font:
-                    italic += visible
-                if visible and not lead_size:
-                    lead_size = span["size"]
-            if text.strip():
-                size = size_weight.most_common(1)[0][0] if size_weight else 0.0
-                lines.append(_Line(text.strip(), size, bold, chars, italic, lead_size))
-        if lines:
-            x0, y0, x1, y1 = raw["bbox"]
-            blocks.append(_Block(number, x0, y0, x1, y1, lines))
-    return blocks
+def _page_blocks(page, number: int) -> list[TextBlock]:
+    return page_text(page, number).blocks
 
 
-def _drop_figure_text(page, blocks: list[_Block]) -> list[_Block]:
+def _drop_figure_text(page, blocks: list[TextBlock]) -> list[TextBlock]:
     """Text drawn inside a picture (axis labels, boxes of a diagram) is not prose: leave it out.
 
     Pictures are embedded images and dense clusters of vector drawings; a table's few rules do not
@@ -248,7 +180,7 @@ def _drop_figure_text(page, blocks: list[_Block]) -> list[_Block]:
     return kept
 
 
-def _split_leading_headings(blocks: list[_Block], body_size: float) -> list[_Block]:
+def _split_leading_headings(blocks: list[TextBlock], body_size: float) -> list[TextBlock]:
     """Headings set in one block with their paragraph ('Introduction' + body), or stacked in one
     block ('Experiments' over 'Data Sets', in two sizes), become blocks of their own."""
     result = []
@@ -261,7 +193,7 @@ def _split_leading_headings(blocks: list[_Block], body_size: float) -> list[_Blo
         if lead == 0 or (rest and not body_follows):
             result.append(block)
             continue
-        groups: list[list[_Line]] = []
+        groups: list[list[TextLine]] = []
         for line in block.lines[:lead]:  # one heading per size: a section over its subsection
             if groups and abs(_heading_size(groups[-1][-1]) - _heading_size(line)) < 0.3:
                 groups[-1].append(line)
@@ -273,16 +205,16 @@ def _split_leading_headings(blocks: list[_Block], body_size: float) -> list[_Blo
         top = block.y0
         for group in groups:
             bottom = top + height * len(group)
-            result.append(_Block(block.page, block.x0, top, block.x1, bottom, group))
+            result.append(TextBlock(block.page, block.x0, top, block.x1, bottom, group))
             top = bottom
     return result
 
 
-def _heading_size(line: _Line) -> float:
+def _heading_size(line: TextLine) -> float:
     return max(line.size, line.lead_size)  # small caps count at their capitals' size
 
 
-def _emphasized(line: _Line, body_size: float) -> bool:
+def _emphasized(line: TextLine, body_size: float) -> bool:
     """Set apart like a heading: bold or larger than the body, small caps, or a numbered italic
     or all-capitals line ('2.1. Data Pre-processing', 'III. TEST DATASET')."""
     if line.chars == 0 or line.size < body_size * 0.75 or len(line.text) > 100:
@@ -296,20 +228,11 @@ def _emphasized(line: _Line, body_size: float) -> bool:
     return marked and bool(NUMBERED_HEADING.match(line.text) or KNOWN_SECTIONS.match(line.text))
 
 
-def _body_size(pages: list[list[_Block]]) -> float:
-    weights: Counter = Counter()
-    for blocks in pages:
-        for block in blocks:
-            for line in block.lines:
-                weights[round(line.size)] += line.chars
-    return float(weights.most_common(1)[0][0]) if weights else 10.0
-
-
 def _margin_key(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
 
 
-def _drop_running_text(pages: list[list[_Block]], heights: list[float]) -> None:
+def _drop_running_text(pages: list[list[TextBlock]], heights: list[float]) -> None:
     """Headers, footers and page numbers: margin text repeated on many pages, or a bare number."""
     seen: Counter = Counter()
     for blocks, height in zip(pages, heights):
@@ -329,11 +252,11 @@ def _drop_running_text(pages: list[list[_Block]], heights: list[float]) -> None:
                 block.kind = "drop"
 
 
-def _in_margin(block: _Block, height: float) -> bool:
+def _in_margin(block: TextBlock, height: float) -> bool:
     return block.y1 <= height * MARGIN or block.y0 >= height * (1 - MARGIN)
 
 
-def _order_columns(blocks: list[_Block], width: float) -> None:
+def _order_columns(blocks: list[TextBlock], width: float) -> None:
     """Sort blocks in reading order: bands cut by full-width blocks; left column, then right."""
     middle = width / 2
     gutter = width * 0.02
@@ -350,7 +273,7 @@ def _order_columns(blocks: list[_Block], width: float) -> None:
         for block in blocks:  # one-column page: a short line off the middle is not a column
             block.column = 0
     spanning = sorted((b for b in blocks if b.column == 0), key=lambda b: b.y0)
-    ordered: list[_Block] = []
+    ordered: list[TextBlock] = []
     remaining = [b for b in blocks if b.column != 0]
     for cut in spanning + [None]:
         limit = cut.y0 if cut is not None else float("inf")
@@ -362,7 +285,7 @@ def _order_columns(blocks: list[_Block], width: float) -> None:
     blocks[:] = ordered
 
 
-def _classify(blocks: list[_Block], body_size: float, height: float) -> None:
+def _classify(blocks: list[TextBlock], body_size: float, height: float) -> None:
     for block in blocks:
         if block.kind == "drop":
             continue
@@ -378,7 +301,7 @@ def _normal(text: str) -> str:
     return re.sub(r"[\W_]+", "", text.lower())
 
 
-def _apply_outline(pages: list[list[_Block]], outline: list) -> bool:
+def _apply_outline(pages: list[list[TextBlock]], outline: list) -> bool:
     """Mark the blocks the outline points at as headings; False if the outline does not fit."""
     entries = [(level, title.strip(), page) for level, title, page in outline
                if title and title.strip() and 1 <= page <= len(pages)]
@@ -405,11 +328,11 @@ def _apply_outline(pages: list[list[_Block]], outline: list) -> bool:
     return True
 
 
-def _style_headings(pages: list[list[_Block]], body_size: float, only_known: bool = False) -> None:
+def _style_headings(pages: list[list[TextBlock]], body_size: float, only_known: bool = False) -> None:
     """Headings by style. If the paper numbers its headings, an unnumbered bold line is a table
     header or a run-in label, not a section, unless it is a name like 'Abstract' or 'References'.
     With `only_known`, only such names are taken (the outline already gave the rest)."""
-    candidates: list[_Block] = []
+    candidates: list[TextBlock] = []
     front_matter = True  # authors and affiliations are bold and big too: wait for a real section
     for blocks in pages:
         for block in blocks:
@@ -436,7 +359,7 @@ def _style_headings(pages: list[list[_Block]], body_size: float, only_known: boo
         block.level = number.group(0).count(".") + 1 if number else 1
 
 
-def _looks_like_heading(block: _Block, body_size: float) -> bool:
+def _looks_like_heading(block: TextBlock, body_size: float) -> bool:
     text = block.raw
     if len(block.lines) > 3 or len(text) > 120 or not re.search(r"[^\W\d_]", text):
         return False
@@ -447,12 +370,12 @@ def _looks_like_heading(block: _Block, body_size: float) -> bool:
     return True
 
 
-def _heading_text(block: _Block) -> str:
+def _heading_text(block: TextBlock) -> str:
     text = re.sub(r"\s+", " ", block.raw).strip()
     return re.sub(r"^(\d+(?:\.\d+)*)\.?\s+", r"\1 ", text)
 
 
-def _title_from_first_page(blocks: list[_Block], body_size: float) -> str | None:
+def _title_from_first_page(blocks: list[TextBlock], body_size: float) -> str | None:
     """The largest text on page 1, with the lines next to it set in the same size."""
     candidates = [b for b in blocks if b.kind == TEXT and b.size >= body_size * 1.3 and len(b.raw) < 300]
     if not candidates:
@@ -473,7 +396,7 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[^\W\d_][\w-]*[^\W\d_]|[^\W\d_]", text.lower())
 
 
-def _vocabulary(pages: list[list[_Block]]) -> set[str]:
+def _vocabulary(pages: list[list[TextBlock]]) -> set[str]:
     """Every word the document writes whole on one line: decides how to join a split word."""
     vocabulary: set[str] = set()
     for blocks in pages:
@@ -516,11 +439,11 @@ def _is_cjk(char: str) -> bool:
     return "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
 
 
-def _headings(pages: list[list[_Block]]) -> list[Heading]:
+def _headings(pages: list[list[TextBlock]]) -> list[Heading]:
     return [Heading(b.heading, b.page, b.level) for blocks in pages for b in blocks if b.kind == "heading"]
 
 
-def _passages(pages: list[list[_Block]], vocabulary: set[str]) -> list[Passage]:
+def _passages(pages: list[list[TextBlock]], vocabulary: set[str]) -> list[Passage]:
     paragraphs: list[_Paragraph] = []
     section: str | None = None
     last_text: _Paragraph | None = None  # the paragraph a continuation would join
