@@ -9,8 +9,12 @@ are look-alikes that must not be flagged. Per kind: recall of each conflict kind
 kind named is the labelled one), and the share of each look-alike aspect wrongly flagged. McNemar's
 exact test compares the two versions' right/wrong per pair.
 
-Run: `python bench/eval_conflicts.py [--against f26fb79]` (the base runs from a temporary git
-worktree through bench/baseline.py); `--against none` measures this checkout only.
+`--wild` also counts, unlabelled, the numeric conflicts flagged between paragraphs of different
+QASPER papers (../shared/eval/qasper-dev) that share a measure word (WILD_WORDS: "batch size",
+"accuracy", ...), WILD_PER_WORD paragraphs a word: what two unrelated papers' own numbers set off.
+
+Run: `python bench/eval_conflicts.py [--against f26fb79] [--wild]` (the base runs from a temporary
+git worktree through bench/baseline.py); `--against none` measures this checkout only.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAIRS = ROOT / "tests" / "data" / "claim_pairs.json"
 BASE = "f26fb79"
 CONFLICT_LABELS = ("numbers", "negation", "direction")
+QASPER = ROOT.parent / "shared" / "eval" / "qasper-dev" / "papers"
+WILD_WORDS = ("batch size", "learning rate", "epochs", "dropout", "hidden", "layers", "accuracy", "F1", "tweets",
+              "sentences")
+WILD_PER_WORD = 40
 
 
 def load_pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
@@ -40,15 +49,46 @@ def predict(pairs: list[dict[str, Any]]) -> dict[str, str | None]:
 
     predictions = {}
     for pair in pairs:
-        sides = [Statement(f"{name}:{pair['id']}", side["text"], _source(side, name), side.get("citation") or "")
+        sides = [Statement(_key(side, name, pair["id"]), side["text"], _source(side, name), side.get("citation") or "")
                  for name, side in (("a", pair["a"]), ("b", pair["b"]))]
         found = detect_conflicts(sides, topic_threshold=-1.0)
         predictions[pair["id"]] = found[0].kind if found else None
     return predictions
 
 
+def wild_pairs(papers: Path = QASPER) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Pairs of (paper, paragraph) from different papers whose paragraphs both hold a number and the
+    same WILD_WORDS entry: WILD_PER_WORD paragraphs a word, spread evenly over the sorted papers."""
+    paragraphs = [(path.stem, text.strip()) for path in sorted(papers.glob("*.txt"))
+                  for text in path.read_text(encoding="utf-8").split("\n\n")
+                  if not text.startswith("#") and any(c.isdigit() for c in text)]
+    pairs = set()
+    for word in WILD_WORDS:
+        holding = [p for p in paragraphs if word in p[1]]
+        chosen = holding[::max(1, len(holding) // WILD_PER_WORD)][:WILD_PER_WORD]
+        pairs.update((a, b) for a, b in combinations(chosen, 2) if a[0] != b[0])
+    return sorted(pairs)
+
+
+def predict_wild(pairs: list[tuple[tuple[str, str], tuple[str, str]]]) -> list[str | None]:
+    """The kind of conflict the engine on sys.path finds between each pair's paragraphs, as two
+    documents' passages, or None."""
+    from forest.research.claims import Statement, detect_conflicts
+
+    kinds = []
+    for (paper_a, a), (paper_b, b) in pairs:
+        found = detect_conflicts([Statement("node:1", a, paper_a), Statement("node:2", b, paper_b)], topic_threshold=-1.0)
+        kinds.append(found[0].kind if found else None)
+    return kinds
+
+
 def _source(side: dict[str, Any], name: str) -> str:
     return side.get("title") or f"finding {name}"
+
+
+def _key(side: dict[str, Any], name: str, pair_id: str) -> str:
+    """As the engine keys them: a paper's passage is a node, a researcher's note a finding."""
+    return f"node:{name}-{pair_id}" if side.get("paper") else f"finding:{name}-{pair_id}"
 
 
 def score(pairs: list[dict[str, Any]], predicted: dict[str, str | None]) -> dict[str, Any]:
@@ -126,21 +166,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default=BASE, help="git ref to compare with, or 'none' (default: %(default)s)")
     parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
+    parser.add_argument("--wild", action="store_true", help="also count conflicts between different QASPER papers")
     args = parser.parse_args()
     pairs = load_pairs()
+    wild = wild_pairs() if args.wild else []
     if args.json_out == "-":
-        json.dump(predict(pairs), sys.stdout)
+        json.dump({"labelled": predict(pairs), "wild": predict_wild(wild)}, sys.stdout)
         return
-    versions = {}
+    versions, wild_kinds = {}, {}
     if args.against != "none":
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from baseline import measure_against
 
-        versions["base"] = measure_against(args.against, Path(__file__).resolve(), [])
-    versions["this"] = predict(pairs)
+        base = measure_against(args.against, Path(__file__).resolve(), ["--wild"] if args.wild else [])
+        versions["base"], wild_kinds["base"] = base["labelled"], base["wild"]
+    versions["this"], wild_kinds["this"] = predict(pairs), predict_wild(wild)
     against = f"; base = {args.against}" if "base" in versions else ""
     print(f"Conflict rules on {len(pairs)} labelled claim pairs ({PAIRS.relative_to(ROOT)}{against})"
           + report(pairs, versions))
+    if wild:
+        print(f"\nunlabelled: {len(wild)} pairs of paragraphs of different QASPER papers sharing a measure word; "
+              "flagged as conflicts (of which numbers): " + ", ".join(
+                  f"{name} {sum(k is not None for k in kinds)} ({sum(k == 'numbers' for k in kinds)})"
+                  for name, kinds in wild_kinds.items()))
 
 
 if __name__ == "__main__":

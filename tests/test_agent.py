@@ -194,3 +194,50 @@ def test_the_extractive_answer_quotes_only_sentences_that_address_the_question_b
                                     [ContextNode(entry, 0.9, ""), ContextNode(other, 0.5, "")])
     assert "Proceedings" not in text and [c.node.id for c in cited] == [2]
     assert extractive_answer("anything", []) == ("The memory holds nothing relevant to this question.", [])
+
+
+# --- a question over several chosen papers ----------------------------------------------------------
+@pytest.fixture
+def three(make_forest):
+    """Three papers in one model_id: choosing two of them is asking over those two."""
+    forest = make_forest(chunk_size=300)
+    ids = {topic: forest.ingest_text("m", topic.capitalize(), topic_text(topic)).id
+           for topic in ("volcanoes", "jazz", "photosynthesis")}
+    return forest, ids
+
+
+def test_a_question_over_two_chosen_papers_reads_and_speaks_of_each(three):
+    forest, ids = three
+    state = forest.ask("m", "Who played bebop?", archive_ids=[ids["volcanoes"], ids["jazz"]])
+    assert state.papers == {ids["jazz"]: "Jazz", ids["volcanoes"]: "Volcanoes"}   # the better match first
+    assert {g.node.archive_id for g in state.guides} == {ids["jazz"], ids["volcanoes"]}   # guides in each
+    lines = state.answer.splitlines()
+    assert lines[1] == "Jazz:" and "Charlie Parker" in lines[2]
+    assert lines[-1] == "Nothing in Volcanoes addresses this."
+    assert {c.node.archive_id for c in state.cited} == {ids["jazz"]}
+    data = json.loads(json.dumps(state.to_dict()))
+    assert data["papers"] == [{"archive_id": ids["jazz"], "name": "Jazz"},
+                              {"archive_id": ids["volcanoes"], "name": "Volcanoes"}]
+    # asked over all of the model_id's papers, or over one: as before, no paper named
+    for scope in (None, [ids["jazz"]]):
+        state = forest.ask("m", "Who played bebop?", archive_ids=scope)
+        assert not state.papers and "Nothing in" not in state.answer and "Jazz:" not in state.answer
+
+
+def test_an_llm_is_told_the_papers_asked(three):
+    forest, ids = three
+    with FakeAnthropic() as fake:
+        loop = AgentLoop(forest, LLMPolicy(ClaudeLLM("test-key", "claude-test", retries=0, base_url=fake.url)))
+        for scope, told in (((ids["jazz"], ids["volcanoes"]), True), (None, False)):
+            state = loop.start("m", "Who played bebop?", archive_ids=scope)
+            fake.script = [json.dumps({"action": "ANSWER", "payload": {"final_answer": "Charlie Parker",
+                                                                       "cited_node_ids": []}})]
+            loop.step(state)
+            prompt = json.loads(fake.requests[-1]["messages"][0]["content"].rsplit("}", 1)[0] + "}")
+            if told:
+                assert prompt["input_data"]["papers_asked"] == [{"archive_id": ids["jazz"], "title": "Jazz"},
+                                                               {"archive_id": ids["volcanoes"], "title": "Volcanoes"}]
+                assert "each paper" in prompt["constraints"]["papers_asked"]
+            else:
+                assert "papers_asked" not in prompt["input_data"] and "constraints" not in prompt
+            assert prompt["input_data"]["user_query"] == "Who played bebop?"

@@ -1,31 +1,37 @@
 """The offline agent loop on real papers (../shared/eval/pdfs): 1705.07830 (15 pages) and
-1909.00754 (10 pages) in one model_id, as a researcher uploads them. It reaches the passage that
+1909.00754 (10 pages) in one model_id, as a researcher uploads them (with the abstract and dataset
+section of QASPER's 1809.01202, so that two papers chosen are not all of them). It reaches the passage that
 answers in at most three EXPLORE steps, quotes the sentences that address the question and cites
 them; it never reads or quotes a reference list; "what is this paper about?" is answered from the
 abstract; every sentence of the papers (answers, node summaries) ends where a reader ends it; the
-steps say in words why each node was opened."""
+steps say in words why each node was opened; a question over two chosen papers speaks of each."""
 import re
 
 import pytest
 
 from conftest import AQA_PAPER, SHARED_EVAL, copy_store
 from forest import MemoryForest, load_settings
-from forest.recall.agent import ANSWER, EXPLORE, MAX_EXPLORES, OFFLINE_LABEL
+from forest.recall.agent import ANSWER, EXPLORE, MAX_ANSWER_SENTENCES, MAX_EXPLORES, OFFLINE_LABEL
 from forest.references import is_reference_node
 from forest.text import split_sentences
 from forest.views.transcript import step_sentence
 
 PAPER = AQA_PAPER
 OTHER = SHARED_EVAL / "pdfs" / "1909.00754.pdf"
+CAUSAL = SHARED_EVAL / "qasper-dev" / "papers" / "1809.01202.txt"
+CAUSAL_TITLE = "Causal Explanation Analysis on Social Media"
 
 
 @pytest.fixture(scope="module")
 def papers(tmp_path_factory, embedder, aqa_store):
-    """PAPER as archive 1 (the run's one ingest of it, copied), then OTHER uploaded beside it."""
+    """PAPER as archive 1 (the run's one ingest of it, copied), then OTHER uploaded beside it, and
+    CAUSAL's abstract and dataset section."""
     settings = load_settings({"data_dir": copy_store(aqa_store, tmp_path_factory.mktemp("paper"))}, environ={})
     forest = MemoryForest(settings, embedder=embedder)
     [aqa] = [a.id for a in forest.archives("m")]
     dst = forest.ingest_file(OTHER, "m").id
+    sections = CAUSAL.read_text(encoding="utf-8").split("\n## ")
+    forest.ingest_text("m", CAUSAL_TITLE, "\n## ".join(s for s in sections if s.startswith(("# ", "Abstract", "Dataset"))))
     yield forest, aqa, dst
     forest.close()
 
@@ -45,7 +51,9 @@ def explores(state) -> int:
 
 
 def answer_lines(state) -> list[str]:
-    return state.answer.splitlines()[1:]   # after the "Extractive answer" note, one quoted sentence a line
+    """The quoted sentences, one a line after the "Extractive answer" note (over several papers,
+    under each paper's name)."""
+    return [line for line in state.answer.splitlines()[1:] if line.startswith("- ")]
 
 
 def assert_cites_what_it_quotes(state) -> None:
@@ -69,7 +77,7 @@ def test_the_searchqa_count_is_read_on_page_5_within_three_explore_steps(papers)
     assert state.guides[0].node.id == first.id
     explored = [papers[0].node("m", s.decision.node_id) for s in state.steps[:-1]]
     assert all(first.path.startswith(n.path) for n in explored)
-    assert "the best match for the question (p. 5, §5.1" in state.steps[-2].decision.reasoning
+    assert "the best match for the question (Buck et al. (2018), p. 5, §5.1" in state.steps[-2].decision.reasoning
 
 
 def test_only_sentences_that_address_the_question_are_quoted(papers):
@@ -159,3 +167,20 @@ def test_the_steps_say_in_words_why_each_node_was_opened(papers):
              and next(c for c in step.context if c["node_id"] == step.decision.node_id)["score"] < state.threshold]
     for sentence in under:   # a node under the threshold says why it was opened all the same
         assert "although it scored only" in sentence and "a section can score low as a whole while holding it" in sentence
+
+
+def test_a_question_over_two_chosen_papers_speaks_of_each(papers):
+    """The reported case: asked over two chosen papers, the answer cited one of them. It reads
+    toward each paper, and quotes each, or says that nothing in it addresses the question."""
+    forest, aqa, dst = papers
+    state = forest.ask("m", "How many question/answer pairs does SearchQA contain?", archive_ids=[dst, aqa])
+    assert set(state.papers) == {aqa, dst} and {g.node.archive_id for g in state.guides} == {aqa, dst}
+    lines = state.answer.splitlines()
+    assert lines[1] == f"{state.papers[aqa]}:" and "SearchQA contains over 140k question/answer pairs" in lines[2]
+    assert lines[-1] == f"Nothing in {state.papers[dst]} addresses this."
+    assert_cites_what_it_quotes(state)
+    # a question both papers address: each quoted, under its name, each cited
+    state = forest.ask("m", "Which datasets do they evaluate on?", archive_ids=[aqa, dst])
+    assert {c.node.archive_id for c in state.cited} == {aqa, dst}
+    assert all(f"{name}:" in state.answer.splitlines() for name in state.papers.values())
+    assert len(answer_lines(state)) <= MAX_ANSWER_SENTENCES

@@ -9,9 +9,10 @@ from forest.research.claims import OFFLINE_REVIEW, Measure, Statement, detect_co
 from forest.research.claims import compare
 
 
-def pair(text_a: str, text_b: str, **kwargs):
-    return detect_conflicts([Statement("node:1", text_a, "archive 1"), Statement("node:2", text_b, "archive 2")],
-                            **kwargs)
+def pair(text_a: str, text_b: str, b_is_note: bool = False, **kwargs):
+    """A passage of archive 1 against a passage of archive 2, or against a researcher's finding."""
+    b = Statement("finding:2", text_b, "finding 2") if b_is_note else Statement("node:2", text_b, "archive 2")
+    return detect_conflicts([Statement("node:1", text_a, "archive 1"), b], **kwargs)
 
 
 # --- claims ------------------------------------------------------------------------------------
@@ -79,33 +80,37 @@ CONFLICTS = [
     ("direction", "Larger batches lower perplexity on WikiText-103.",
      "Larger batches increase perplexity on WikiText-103.", "Larger batches increase perplexity on WikiText-103."),
     ("direction", "数据增强提高了模型的鲁棒性。", "数据增强降低了模型的鲁棒性。", "数据增强降低了模型的鲁棒性。"),
-    ("numbers", "Our fusion model reaches 85.2% accuracy on CIFAR-10.",
-     "With the same fusion model, accuracy on CIFAR-10 is 78.1%.",
-     "With the same fusion model, accuracy on CIFAR-10 is 78.1%."),
-    ("numbers", "在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。", "在ImageNet上，准确率为78.1%。"),
-    ("numbers", "Pretraining brings latency to 20 ms per query.", "Pretraining leaves latency at 0.035 s per query.",
-     "Pretraining leaves latency at 0.035 s per query."),
-    ("numbers", "Fusion improves accuracy by 3 points on SQuAD.", "Fusion improves accuracy by 7 points on SQuAD.",
-     "Fusion improves accuracy by 7 points on SQuAD."),
+]
+# A paper's numbers against a researcher's note about that paper's experiment (between two papers,
+# each one's unnamed results are its own: test_two_papers_own_numbers_are_not_compared).
+NOTED_NUMBERS = [
+    ("Our fusion model reaches 85.2% accuracy on CIFAR-10.", "With the same fusion model, accuracy on CIFAR-10 is 78.1%."),
+    ("在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。"),
+    ("Pretraining brings latency to 20 ms per query.", "Pretraining leaves latency at 0.035 s per query."),
+    ("Fusion improves accuracy by 3 points on SQuAD.", "Fusion improves accuracy by 7 points on SQuAD."),
 ]
 
 
-@pytest.mark.parametrize("kind, text_a, text_b, b_sentence", CONFLICTS)
-def test_conflicting_pairs_are_found_with_their_kind_and_aligned_sentences(kind, text_a, text_b, b_sentence):
-    [conflict] = pair(text_a, text_b)
+@pytest.mark.parametrize("kind, text_a, text_b, b_sentence, note", [(*c, False) for c in CONFLICTS] + [
+    ("numbers", a, b, b, True) for a, b in NOTED_NUMBERS])
+def test_conflicting_pairs_are_found_with_their_kind_and_aligned_sentences(kind, text_a, text_b, b_sentence, note):
+    [conflict] = pair(text_a, text_b, b_is_note=note)
+    source = "finding 2" if note else "archive 2"
     assert conflict.kind == kind
     assert conflict.a_claim.sentence == text_a.split(" We ran")[0]
     assert conflict.b_claim.sentence == b_sentence
-    assert conflict.a.source == "archive 1" and conflict.b.source == "archive 2"
+    assert conflict.a.source == "archive 1" and conflict.b.source == source
     # the detail is a sentence naming both sources and quoting both sentences
-    assert "archive 1" in conflict.detail.lower() and "archive 2" in conflict.detail
+    assert "archive 1" in conflict.detail.lower() and source in conflict.detail
     assert f"“{conflict.b_claim.sentence.rstrip('.')}”" in conflict.detail
 
 
 def test_numbers_detail_names_the_metric_and_both_values():
-    [conflict] = pair("在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。")
+    [conflict] = pair("在ImageNet上，准确率为85.2%。", "在ImageNet上，准确率为78.1%。", b_is_note=True)
     assert conflict.detail == ("They give different numbers for accuracy: 85.2% against 78.1%. "
-                               "Archive 1 says “在ImageNet上，准确率为85.2%。”, but archive 2 says “在ImageNet上，准确率为78.1%。”.")
+                               "Archive 1 says “在ImageNet上，准确率为85.2%。”, but finding 2 says “在ImageNet上，准确率为78.1%。”.")
+    [conflict] = pair("We use a batch size of 32 for training.", "The batch size is 64.", b_is_note=True)
+    assert conflict.detail.startswith("They give different numbers for batch size: 32 against 64.")   # not "batch size of"
 
 
 NOT_CONFLICTS = [
@@ -195,7 +200,7 @@ def test_a_short_finding_matches_the_sentence_of_a_long_passage():
 
 def test_conflict_to_dict_is_json_without_vectors():
     a = Statement("node:1", "准确率为85.2%。", "archive 1", "p. 3", vector=(1.0, 0.0))
-    b = Statement("node:2", "准确率为78.1%。", "archive 2", vector=(1.0, 0.0))
+    b = Statement("finding:2", "准确率为78.1%。", "finding 2", vector=(1.0, 0.0))
     data = json.loads(json.dumps(detect_conflicts([a, b])[0].to_dict(), ensure_ascii=False))
     assert data["kind"] == "numbers" and data["topic_similarity"] == 1.0
     assert data["a"] == {"key": "node:1", "source": "archive 1", "citation": "p. 3", "excerpt": "准确率为85.2%。"}
@@ -289,3 +294,68 @@ def test_units_written_in_any_case_are_read_not_a_crash():
     [conflict] = detect_conflicts([Statement("node:1", "Latency of ResNet-50 is 20 MS on one GPU.", "archive 1"),
                                    Statement("node:2", "Latency of ResNet-50 is 35 ms on one GPU.", "archive 2")])
     assert conflict.kind == "numbers" and "20 MS against 35 ms" in conflict.detail
+
+
+# --- two papers' own numbers: the reported "batch size of 32 against 64" ------------------------
+# Real sentences of unrelated QASPER papers, each giving its own experiment's settings
+# (1904.10503 / 1912.10011, 1910.01863 / 1909.03582, 1910.03634 / 1710.03348, 1909.02304 / 1905.07791,
+# 1709.07814 / 1909.04002).
+OWN_SETTINGS = [
+    ("We train with a batch size of 32 for 30 epochs.", "The models are trained with a batch size of 64."),
+    ("The model is trained using the Adam optimizer with learning rate of 0.0005 and batch size of 32.",
+     "MLE training: An Adam optimizer is used with the learning rate of 0.0001 to optimize $L_{\\text{MLE}}$."),
+    ("The model was trained for 25 epochs.",
+     "We trained the systems with dimension size of 1,000 and batch size of 80 for 20 epochs."),
+    ("We applied dropout at a rate 0.3.",
+     "Following BIBREF5 , we use the Adam optimizer with learning rate of 0.001, decay 0.9, batch size 20 and dropout 0.5."),
+    (("We used one unidirectional LSTM with 512 hidden units and followed by a softmax layer to output the "
+      "character probability."),
+     ("We use an LSTM layer with 768 units with dropout and recurrent dropout ratio 0.2, followed by a dense layer "
+      "with sigmoid activation.")),
+]
+OPEN = {"topic_threshold": -1.0}   # the topic gate is the embedder's: these compare the sentences
+
+
+@pytest.mark.parametrize("text_a, text_b", OWN_SETTINGS)
+def test_two_papers_own_settings_are_no_conflict_but_a_note_misstating_one_is(text_a, text_b):
+    assert pair(text_a, text_b, **OPEN) == []
+    # the same words as a researcher's note about the paper's experiment: then the numbers disagree
+    [conflict] = pair(text_a, text_b, b_is_note=True, **OPEN)
+    assert conflict.kind == "numbers"
+
+
+def test_two_papers_own_numbers_are_not_compared():
+    for text_a, text_b in NOTED_NUMBERS + [("Our model reaches 85% accuracy on SQuAD.",
+                                            "Our model gets 80% accuracy on SQuAD.")]:
+        assert pair(text_a, text_b, **OPEN) == [], (text_a, text_b)
+        assert pair(text_a, text_b, b_is_note=True, **OPEN)
+    # within one paper "we" is one team: its two passages are compared as before
+    same = detect_conflicts([Statement("node:1", "We use a batch size of 32.", "Paper A"),
+                             Statement("node:2", "We use a batch size of 64.", "Paper A")], **OPEN)
+    assert same == []      # one source is never compared with itself
+
+
+@pytest.mark.parametrize("text_a, text_b", [
+    # SQuAD's articles in two papers (QASPER 1810.12196 and 1801.02073, verbatim)
+    (("SQuAD: The Standford Question Answering Dataset (SQuAD) introduced in BIBREF0 is a large dataset of natural "
+      "questions over the 500 most popular articles of Wikipedia."),
+     ("SQuAD BIBREF12 presents 107K+ crowdsourced questions on 536 Wikipedia articles, where the answer contexts are "
+      "guaranteed to exist within the provided paragraph.")),
+    # a named system's result on one dataset, and a named model's size
+    ("BiDAF reaches 77.3 F1 on SQuAD.", "On SQuAD, BiDAF gets 70.1 F1."),
+    ("The method is evaluated on the BERT-base model, which has 12 layers.", "BERT-base has 24 layers."),
+    # one dataset counted by two papers
+    ("The SNLI dataset consists of 570,000 pairs of sentences.", "The SNLI dataset has 470,000 sentence pairs."),
+])
+def test_two_papers_giving_different_numbers_for_one_named_thing_conflict(text_a, text_b):
+    [conflict] = pair(text_a, text_b, **OPEN)
+    assert conflict.kind == "numbers"
+
+
+def test_two_papers_agreeing_on_a_named_thing_do_not_conflict():
+    # QASPER 1907.09369 and 1611.02988: Ekman's six basic emotions, as a digit and as a word
+    assert pair("There have been many emotional models in psychology which tried to classify and point out basic "
+                "human emotions such as Ekman's 6 basic emotions BIBREF3 , Plutchik's wheel of emotions BIBREF4 , or "
+                "Parrott's three-level categorization of emotions BIBREF5 .",
+                "The used emotion labels were Anger, Disgust, Fear, Joy, Sadness, Surprise, in line with the six basic "
+                "emotions of Ekman's standard model BIBREF8 .", **OPEN) == []

@@ -73,10 +73,21 @@ PROMPT_AGENTIC_REASONING_LOOP = {
 }
 
 
-def agent_loop_prompt(question: str, context_nodes: list[dict], preamble: str = "") -> str:
+# A question asked over several chosen papers: the answer speaks of each of them.
+PAPERS_ASKED = ("问题针对 papers_asked 中的每一篇论文：回答须逐篇作答并引用该论文的段落；某篇论文中没有相关内容时，明确说出是哪一篇。"
+                " / Answer for each paper in papers_asked, citing its passages; name any paper that has nothing on the question.")
+
+
+def agent_loop_prompt(question: str, context_nodes: list[dict], preamble: str = "",
+                      papers: list[dict] | None = None) -> str:
+    """Seed 000 §5.2's loop prompt; `papers` ({archive_id, title} of each paper the question is
+    asked over, when several were chosen) are added with the rule that the answer covers each."""
     prompt = json.loads(json.dumps(PROMPT_AGENTIC_REASONING_LOOP))
     prompt["input_data"]["user_query"] = question
     prompt["input_data"]["context_nodes"] = context_nodes
+    if papers:
+        prompt["input_data"]["papers_asked"] = papers
+        prompt["constraints"] = {"papers_asked": PAPERS_ASKED}
     return _with_preamble(preamble, prompt)
 
 

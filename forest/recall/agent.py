@@ -13,19 +13,27 @@ guide are kept whatever their score; reference lists never are, and are never gu
 that asks what a paper is about and names nothing in it (asks_for_overview) starts at the roots
 of the papers retrieved, and its guides are their abstracts.
 
+A question asked over several chosen papers (`archive_ids` naming two or more) is retrieved and
+guided paper by paper, so the walk reads toward each; the answer speaks of each paper, or says
+that nothing in it addresses the question (the LLM is told the papers asked too).
+
 Policies: Claude with PROMPT_AGENTIC_REASONING_LOOP when a key is set; offline a deterministic
 policy that goes where the guides lie (it explores the summary node holding the best guide not
-read yet, a level at a time, for at most MAX_EXPLORES steps once a guide is read), then answers
-extractively from the guides it read, quoting the sentences that address the question (an
-overview: the abstract's opening sentences), labelled as such.
+read yet, a level at a time, for at most MAX_EXPLORES steps per paper asked once a guide is
+read), then answers extractively from the guides it read, quoting the sentences that address the
+question (an overview: the abstract's opening sentences), labelled as such. A quoted sentence
+reads as one: never a fragment of a sentence begun elsewhere (a passage cut at a column or page
+break) nor one ending in a broken word, and table cells only to a question asking for numbers.
 """
 from __future__ import annotations
 
 import logging
+import math
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import zip_longest
+from itertools import pairwise, zip_longest
 from typing import Any
 
 from forest.errors import InvalidInput
@@ -35,7 +43,8 @@ from forest.models.replies import AgentStep
 from forest.storage.paths import path_ids
 from forest.records import MemoryNode, Representative, ScoredNode
 from forest.references import is_reference_node, looks_like_citations
-from forest.text import content_terms, s_stem, split_sentences, term_coverage, tokenize, truncate
+from forest.text import (STOPWORDS, content_terms, display_title, s_stem, split_sentences, term_coverage, tokenize,
+                         truncate)
 
 log = logging.getLogger("forest.recall.agent")
 
@@ -55,10 +64,24 @@ _OVERVIEW_CUES = frozenset("about summarize summarise summary overview gist tldr
 _GENERIC = frozenset(
     "paper papers article document documents work study report text it this about summarize summarise summary "
     "overview gist tldr main idea ideas topic topics describe give tell me briefly brief short".split())
-GUIDES = 3         # the passages the offline policy reads toward, and at most cites
-# The offline policy's budget: a 15-page paper's passage is three levels below its root
-# (paper, section, subsection), and what was read by then is what it answers from.
+GUIDES = 3         # the passages the offline policy reads toward (each paper asked: its share, rounded up)
+# The offline policy's budget, per paper asked: a 15-page paper's passage is three levels below its
+# root (paper, section, subsection), and what was read by then is what it answers from.
 MAX_EXPLORES = 3
+NOTHING_IN_PAPER = "Nothing in {paper} addresses this."
+# A table read as text: two numbers side by side with only a space between ("0.758 0.853"), as a
+# PDF gives a table's rows; prose separates numbers by words or commas.
+_NUMBER = r"[-+±]?\d+(?:[.,]\d+)*%?"
+_CELL_PAIR = re.compile(rf"(?<![^\s(]){_NUMBER}\s+{_NUMBER}(?![^\s)])")
+# the rest of a row's numbers, each run of blanks entered once, from its start (no rescan)
+_MORE_CELLS = re.compile(rf"(?:(?<!\s)\s+{_NUMBER}(?![^\s)]))*")
+_NUMBERS = re.compile(rf"(?<![\w.,]){_NUMBER}(?!\w)")
+_BROKEN_END = re.compile(r"[^\W\d_]-$")          # "the shared en-": a word broken at a line end
+# A question asking for a quantity, the cue for quoting table cells: "how many/much/large/well ...",
+# or a measure named (bench/eval_answer_form.py measures it against QASPER's numeric answers).
+_HOW_MUCH = frozenset("many much big large long well fast better good high low small".split())
+_QUANTITIES = frozenset("accuracy accuracies f1 score scores precision recall bleu rouge meteor perplexity auc "
+                        "percentage rate error performance results improvement size number".split())
 
 
 @dataclass
@@ -125,6 +148,8 @@ class AgentState:
     guides: list[ScoredNode] = field(default_factory=list)   # passages to read toward, best first
     archive_ids: tuple[int, ...] | None = None   # the archives asked over; None: all of the model_id's
     overview: bool = False   # "what is this paper about?": answered from the abstracts' opening sentences
+    # archive id -> name of each paper, when `archive_ids` names several: the answer speaks of each
+    papers: dict[int, str] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -140,6 +165,7 @@ class AgentState:
                 "archive_ids": None if self.archive_ids is None else list(self.archive_ids),
                 "done": self.done, "answer": self.answer, "answered_by": self.answered_by,
                 "guides": [g.node.id for g in self.guides], "overview": self.overview,
+                "papers": [{"archive_id": a, "name": name} for a, name in self.papers.items()],
                 "cited_nodes": [c.to_dict() for c in self.cited],
                 "context": [c.to_dict() for c in self.context], "explored": self.explored,
                 "trace": [s.to_dict() for s in self.steps], "preamble": self.preamble}
@@ -170,7 +196,7 @@ class OfflinePolicy(Policy):
             return answer_from_evidence(state, self.label, f"it had read the {wanted} it was looking for")
         # Until a guide is read the budget does not bind: a deeper tree still gets its first passage.
         budgeted = len(unread) < len(state.guides)
-        left = MAX_EXPLORES - len(state.explored)
+        left = MAX_EXPLORES * max(1, len(state.papers)) - len(state.explored)
         if budgeted and left <= 0:
             return answer_from_evidence(state, self.label, f"it had opened {_count(len(state.explored), 'section')}, "
                                         "as many as it opens once it has read a passage it was looking for")
@@ -241,7 +267,8 @@ class LLMPolicy(Policy):
 
         passages = {c.node.id for c in state.context if c.node.is_leaf}
         try:
-            reply = self.llm.ask(agent_loop_prompt(state.question, nodes, state.preamble), AgentStep,
+            papers = [{"archive_id": a, "title": name} for a, name in state.papers.items()]
+            reply = self.llm.ask(agent_loop_prompt(state.question, nodes, state.preamble, papers), AgentStep,
                                  context={"passages": passages, "explorable": explorable})
         except LLMError as exc:
             log.warning("%s could not decide (%s); using the offline policy for this step", self.label, exc)
@@ -267,32 +294,59 @@ class AgentLoop:
     def start(self, model_id: str, question: str, top_k: int | None = None,
               threshold: float | None = None, preamble: str = "",
               archive_ids: tuple[int, ...] | None = None) -> AgentState:
-        """Retrieve over the model_id's archives (`archive_ids` only, if given) and pick the guides."""
+        """Retrieve over the model_id's archives (`archive_ids` only, if given) and pick the guides;
+        over several chosen papers, paper by paper (each its share of the guides), so that one
+        paper's better matches do not crowd the others out."""
         threshold = self.forest.settings.drill_threshold if threshold is None else threshold
-        # a reference list matches every question that names a method or a dataset: never a start
-        representatives = [r for r in self.forest.retrieve(model_id, question, top_k, archive_ids=archive_ids)
-                           if not is_reference_node(r.node)]
+        papers = self._paper_names(model_id, archive_ids)
+        scopes = [(archive_id,) for archive_id in papers] or [archive_ids]
+        found = [self._representatives(model_id, question, top_k, scope) for scope in scopes]
+        representatives = found[0]
+        if papers:   # the papers in order of their best match, their representatives together, best first
+            order = sorted(range(len(scopes)), key=lambda i: -max((r.score for r in found[i]), default=0.0))
+            scopes, found = [scopes[i] for i in order], [found[i] for i in order]
+            papers = {scope[0]: papers[scope[0]] for scope in scopes}
+            representatives = sorted((r for reps in found for r in reps), key=lambda r: -r.score)
         if asks_for_overview(question):
-            return self._overview(model_id, question, threshold, representatives, preamble, archive_ids)
+            return self._overview(model_id, question, threshold, representatives, preamble, archive_ids, papers)
+        share = math.ceil(GUIDES / len(scopes))
+        per_scope = [self._guides(model_id, question, top_k, scope, reps)[:share] for scope, reps in zip(scopes, found)]
+        guides = [g for turn in zip_longest(*per_scope) for g in turn if g is not None]
         context = [ContextNode(r.node, r.score, r.hint) for r in representatives]
-        ranked = self.forest.context(model_id, question, top_k=top_k, archive_ids=archive_ids).leaves
-        reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
-        vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf and not is_reference_node(h.node)),
-                        key=lambda h: -h.relevance_score)
-        # the answering sentence is a matter of words: look for it where the words are indexed too
-        words = [h for h in self.forest.search(model_id, question, top_k, "bm25", archive_ids)
-                 if h.node.is_leaf and not is_reference_node(h.node)
-                 and any(_holds(r.node, h.node) for r in representatives)]
         return AgentState(model_id, question, threshold, context, preamble=preamble, archive_ids=archive_ids,
-                          guides=choose_guides(question, reachable, vector, words))
+                          guides=guides, papers=papers)
+
+    def _representatives(self, model_id: str, question: str, top_k: int | None,
+                         archive_ids: tuple[int, ...] | None) -> list[Representative]:
+        # a reference list matches every question that names a method or a dataset: never a start
+        return [r for r in self.forest.retrieve(model_id, question, top_k, archive_ids=archive_ids)
+                if not is_reference_node(r.node)]
+
+    def _guides(self, model_id: str, question: str, top_k: int | None, archive_ids: tuple[int, ...] | None,
+                representatives: list[Representative]) -> list[ScoredNode]:
+        ranked = self.forest.context(model_id, question, top_k=top_k, archive_ids=archive_ids).leaves
+        words = self.forest.search(model_id, question, top_k, "bm25", archive_ids)
+        return guides_under(question, representatives, ranked, words)
+
+    def _paper_names(self, model_id: str, archive_ids: tuple[int, ...] | None) -> dict[int, str]:
+        """archive id -> what the answer calls the paper (how the library cites it, else its title),
+        when the question is asked over several chosen papers; else nothing."""
+        if archive_ids is None or len(set(archive_ids)) < 2:
+            return {}
+        archives = {a.id: a for a in self.forest.archives(model_id)}
+        # a PDF title can carry its footnote mark ("... from Crowd Annotations∗")
+        return {a: archives[a].cite_as or truncate(display_title(archives[a].document_title(0)).rstrip(" *∗†‡"), 80)
+                for a in dict.fromkeys(archive_ids)}
 
     def _overview(self, model_id: str, question: str, threshold: float, representatives: list[Representative],
-                  preamble: str, archive_ids: tuple[int, ...] | None) -> AgentState:
+                  preamble: str, archive_ids: tuple[int, ...] | None, papers: dict[int, str]) -> AgentState:
         """'What is this paper about?': the guides are the abstracts (else the opening passage) of
-        the papers retrieved, best first, and the walk starts at each paper's root."""
+        the papers retrieved, best first (of every paper asked, when several were chosen), and the
+        walk starts at each paper's root."""
         guides, context = [], []
-        for archive_id in list(dict.fromkeys(r.node.archive_id for r in representatives))[:GUIDES]:
-            score = max(r.score for r in representatives if r.node.archive_id == archive_id)
+        retrieved = list(dict.fromkeys(r.node.archive_id for r in representatives))
+        for archive_id in list(papers) or retrieved[:GUIDES]:
+            score = max((r.score for r in representatives if r.node.archive_id == archive_id), default=0.0)
             opening = _opening_passage(self.forest.tree(model_id, archive_id))
             if opening is None:
                 continue
@@ -300,7 +354,7 @@ class AgentLoop:
             guides.append(ScoredNode(opening, score))
             context.append(ContextNode(root, score, HINT_OVERVIEW))
         return AgentState(model_id, question, threshold, context, preamble=preamble, archive_ids=archive_ids,
-                          guides=guides, overview=True)
+                          guides=guides, overview=True, papers=papers)
 
     def step(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
         """One decision. `explore_node_id` overrides the policy (the workbench's 'explore this')."""
@@ -311,7 +365,7 @@ class AgentLoop:
             if explore_node_id not in {c.node.id for c in state.explorable}:
                 raise InvalidInput(f"node {explore_node_id} is not an unexplored summary node in the context")
             decision = Decision(EXPLORE, "user", node_id=explore_node_id, reasoning="chosen by the user")
-        elif len(state.steps) >= self.max_steps - 1:
+        elif len(state.steps) >= self.max_steps + MAX_EXPLORES * max(0, len(state.papers) - 1) - 1:
             decision = answer_from_evidence(state, OFFLINE_LABEL + " (step limit)")
         else:
             decision = self.policy.decide(state)
@@ -347,6 +401,20 @@ class AgentLoop:
 def _holds(node: MemoryNode, passage: MemoryNode) -> bool:
     """The passage is the node or lies under it."""
     return node.archive_id == passage.archive_id and passage.path.startswith(node.path)
+
+
+def guides_under(question: str, representatives: Sequence[Representative], ranked: Sequence[ScoredNode],
+                 words: Sequence[ScoredNode]) -> list[ScoredNode]:
+    """choose_guides among the passages a walk from the representatives can reach: those of the
+    budgeted context's ranking (`ranked`), the representatives' own vector hits, and the BM25 hits
+    (`words`) that lie under them; never a reference list."""
+    reachable = [s for s in ranked if any(_holds(r.node, s.node) for r in representatives)]
+    vector = sorted((h for r in representatives for h in r.hits if h.node.is_leaf and not is_reference_node(h.node)),
+                    key=lambda h: -h.relevance_score)
+    # the answering sentence is a matter of words: look for it where the words are indexed too
+    words = [h for h in words if h.node.is_leaf and not is_reference_node(h.node)
+             and any(_holds(r.node, h.node) for r in representatives)]
+    return choose_guides(question, reachable, vector, words)
 
 
 def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredNode],
@@ -407,54 +475,148 @@ def _opening_passage(tree: list[MemoryNode]) -> MemoryNode | None:
 
 
 def _evidence(state: AgentState) -> list[ContextNode]:
-    """The guides read, best first; else the best passages read (no reference list)."""
-    read = {c.node.id: c for c in state.context if c.node.is_leaf and not is_reference_node(c.node)}
-    guides = [read[g.node.id] for g in state.guides if g.node.id in read]
-    return guides or sorted(read.values(), key=lambda c: -c.score)[:2]
+    """The guides read, best first; else the best passages read (no reference list). Over several
+    chosen papers, so for each paper, paper after paper."""
+    read = [c for c in state.context if c.node.is_leaf and not is_reference_node(c.node)]
+    if not state.papers:
+        return _read_evidence(state.guides, read)
+    return [c for archive_id in state.papers
+            for c in _read_evidence(state.guides, [c for c in read if c.node.archive_id == archive_id])]
+
+
+def _read_evidence(guides: list[ScoredNode], read: list[ContextNode]) -> list[ContextNode]:
+    by_id = {c.node.id: c for c in read}
+    wanted = [by_id[g.node.id] for g in guides if g.node.id in by_id]
+    return wanted or sorted(read, key=lambda c: -c.score)[:2]
 
 
 def answer_from_evidence(state: AgentState, source: str, reason: str = "") -> Decision:
     """The offline answer: quoted sentences of the evidence, citing every passage quoted."""
     if state.overview:
-        text, cited = overview_answer(_evidence(state))
+        text, cited = overview_answer(_evidence(state), state.papers)
     else:
-        text, cited = extractive_answer(state.question, _evidence(state))
+        text, cited = extractive_answer(state.question, _evidence(state), state.papers)
     return Decision(ANSWER, source, reasoning=reason, final_answer=text, cited_ids=[c.node.id for c in cited])
 
 
-def extractive_answer(question: str, evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
-    """The sentences of the evidence that address the question: the one holding most of its
-    words (ties: the better passage, then the earlier sentence), and those holding at least
-    ADDRESS_SHARE as many, MAX_ANSWER_SENTENCES at most, best first, each cited; never from a
-    reference list, nor a sentence that reads as a bibliography entry. And the passages quoted."""
-    if not evidence:
-        return NOTHING_RELEVANT, []
-    terms = matching_terms(question)
-    passages = [item for item in evidence if not is_reference_node(item.node)][:MAX_ANSWER_SENTENCES]
-    candidates = [(term_coverage(terms, sentence, matching_terms), -rank, -position, sentence, item)
-                  for rank, item in enumerate(passages)
-                  for position, sentence in enumerate(split_sentences(item.node.content))
-                  if not looks_like_citations(sentence)]
+def extractive_answer(question: str, evidence: list[ContextNode],
+                      papers: Mapping[int, str] | None = None) -> tuple[str, list[ContextNode]]:
+    """answer_sentences quoted, each cited; and the passages quoted. Over several chosen papers
+    (`papers`: archive id -> name), each paper's sentences that address the question under its
+    name, MAX_ANSWER_SENTENCES shared out, or that nothing in it does: a sentence addresses the
+    question when it holds ADDRESS_SHARE of the question's words that the best sentence read in
+    any of the papers holds (a paper's weak match to a word or two is no answer). When none holds
+    a word of it, each paper's first sentence read is quoted, as over one paper."""
+    if not papers:
+        quoted = answer_sentences(question, evidence)
+        return _quote(quoted) if quoted else (NOTHING_RELEVANT, [])
+    terms, numbers = matching_terms(question), asks_for_numbers(question)
+    ranked = {a: _ranked_sentences(terms, numbers, [e for e in evidence if e.node.archive_id == a]) for a in papers}
+    best = max((r[0][0] for r in ranked.values() if r), default=0.0)
+    each = max(1, MAX_ANSWER_SENTENCES // len(papers))
+    return _quote_papers([(name, [(sentence, item) for coverage, *_, sentence, item in ranked[a]
+                                  if coverage >= ADDRESS_SHARE * best][:each if best > 0 else 1])
+                          for a, name in papers.items()])
+
+
+def answer_sentences(question: str, evidence: list[ContextNode]) -> list[tuple[str, ContextNode]]:
+    """The sentences of the evidence that address the question, each with its passage: the one
+    holding most of its words (ties: the better passage, then the earlier sentence), and those
+    holding at least ADDRESS_SHARE as many, MAX_ANSWER_SENTENCES at most, best first; never from a
+    reference list, nor a sentence that reads as a bibliography entry, nor one that is no
+    quotable sentence (quotable). None without evidence."""
+    candidates = _ranked_sentences(matching_terms(question), asks_for_numbers(question), evidence)
     if not candidates:
-        return NOTHING_RELEVANT, []
-    candidates.sort(key=lambda c: c[:3], reverse=True)
+        return []
     best = candidates[0][0]
     quoted = [c for c in candidates if c[0] > 0 and c[0] >= ADDRESS_SHARE * best][:MAX_ANSWER_SENTENCES] \
         or candidates[:1]
-    return _quote([(sentence, item) for *_, sentence, item in quoted])
+    return [(sentence, item) for *_, sentence, item in quoted]
 
 
-def overview_answer(evidence: list[ContextNode]) -> tuple[str, list[ContextNode]]:
-    """The opening sentences of each abstract read (OVERVIEW_SENTENCES in all, shared out)."""
+def _ranked_sentences(terms: set[str], numbers: bool, evidence: list[ContextNode]
+                      ) -> list[tuple[float, int, int, str, ContextNode]]:
+    """(share of the terms held, -passage rank, -position, sentence, passage) of every quotable
+    sentence of the evidence's first MAX_ANSWER_SENTENCES passages, best first."""
+    passages = [item for item in evidence if not is_reference_node(item.node)][:MAX_ANSWER_SENTENCES]
+    candidates = [(term_coverage(terms, text, matching_terms), -rank, -position, text, item)
+                  for rank, item in enumerate(passages)
+                  for position, sentence in enumerate(split_sentences(item.node.content))
+                  if not looks_like_citations(sentence) and (text := quotable(sentence, numbers))]
+    return sorted(candidates, key=lambda c: c[:3], reverse=True)
+
+
+def quotable(sentence: str, numbers: bool = False) -> str | None:
+    """The sentence as an answer may quote it, or None. Not a fragment: one continuing a sentence
+    begun before it (its first word in lower case and no name: a passage cut at a column or page
+    break, the line after a formula) or ending in a broken word ("the shared en-"). Table cells
+    read as text ("Full LSTM 0.758 0.853") only when the question asks for numbers, and then only
+    up to the cells' end when what follows starts in lower case (the rest of a word the PDF broke
+    around the table: "0.792 tained lowest F1")."""
+    first = sentence.split(None, 1)[0] if sentence.strip() else ""
+    if first[:1].islower() and not any(c.isupper() or c.isdigit() for c in first):
+        return None
+    if has_table_cells(sentence):
+        if not numbers:
+            return None
+        pairs = list(_CELL_PAIR.finditer(sentence))
+        end = _MORE_CELLS.match(sentence, pairs[-1].end()).end() if pairs else len(sentence)
+        if sentence[end:].lstrip()[:1].islower():
+            sentence = sentence[:end]
+    return None if _BROKEN_END.search(sentence) else sentence
+
+
+def has_table_cells(sentence: str) -> bool:
+    """Cells of a table read as text: two numbers side by side ("0.758 0.853"), or numbers among
+    words without a single function word ("COMER 88.64% - Hierachical-Attn 86.69%")."""
+    if _CELL_PAIR.search(sentence):
+        return True
+    return len(_NUMBERS.findall(sentence)) >= 2 and not any(t in STOPWORDS for t in tokenize(sentence))
+
+
+def asks_for_numbers(question: str) -> bool:
+    """The question asks for a quantity ("How many ...?", "How large ...?", "What F1 does the LSTM
+    get?", "What are the results?"): table cells may answer it."""
+    words = tokenize(question)
+    return bool(set(words) & _QUANTITIES) or any(a == "how" and b in _HOW_MUCH for a, b in pairwise(words))
+
+
+def overview_answer(evidence: list[ContextNode],
+                    papers: Mapping[int, str] | None = None) -> tuple[str, list[ContextNode]]:
+    """overview_sentences quoted, each cited; and the passages quoted. Over several chosen papers,
+    each paper's under its name."""
+    if not papers:
+        quoted = overview_sentences(evidence)
+        return _quote(quoted) if quoted else (NOTHING_RELEVANT, [])
+    each = max(1, OVERVIEW_SENTENCES // len(papers))
+    return _quote_papers([(name, overview_sentences([e for e in evidence if e.node.archive_id == a], each))
+                          for a, name in papers.items()])
+
+
+def overview_sentences(evidence: list[ContextNode], each: int | None = None) -> list[tuple[str, ContextNode]]:
+    """The opening sentences of each abstract read (OVERVIEW_SENTENCES in all, shared out, or
+    `each` of each), each with its passage."""
     if not evidence:
-        return NOTHING_RELEVANT, []
-    each = max(1, OVERVIEW_SENTENCES // len(evidence))
-    return _quote([(sentence, item) for item in evidence[:OVERVIEW_SENTENCES]
-                   for sentence in split_sentences(item.node.content)[:each]])
+        return []
+    each = each or max(1, OVERVIEW_SENTENCES // len(evidence))
+    return [(sentence, item) for item in evidence[:OVERVIEW_SENTENCES]
+            for sentence in [s for s in split_sentences(item.node.content) if quotable(s)][:each]]
 
 
 def _quote(sentences: list[tuple[str, ContextNode]]) -> tuple[str, list[ContextNode]]:
-    lines = [f"- {truncate(sentence, 400)} [node {item.node.id}{', ' + item.node.citation if item.node.citation else ''}]"
-             for sentence, item in sentences]
     cited = list({id(item): item for _, item in sentences}.values())
+    return EXTRACTIVE_NOTE + "\n" + "\n".join(_quote_lines(sentences)), cited
+
+
+def _quote_lines(sentences: list[tuple[str, ContextNode]]) -> list[str]:
+    return [f"- {truncate(sentence, 400)} [node {item.node.id}{', ' + item.node.citation if item.node.citation else ''}]"
+            for sentence, item in sentences]
+
+
+def _quote_papers(papers: list[tuple[str, list[tuple[str, ContextNode]]]]) -> tuple[str, list[ContextNode]]:
+    """Each paper's quoted sentences under its name, the papers that had some first; then a line
+    for each paper that had none."""
+    lines = [line for name, quoted in papers if quoted for line in (f"{name}:", *_quote_lines(quoted))]
+    lines += [NOTHING_IN_PAPER.format(paper=name) for name, quoted in papers if not quoted]
+    cited = list({id(item): item for _, quoted in papers for _, item in quoted}.values())
     return EXTRACTIVE_NOTE + "\n" + "\n".join(lines), cited

@@ -11,7 +11,9 @@ content words). They conflict when, about the same thing,
 - they report different numbers for the same measure: a number is compared only with numbers of
   the same measure (the metric, or what it counts: "140k question/answer pairs"), level or change,
   on the same dataset and about the same named subject, as the number was written (rounding, "over",
-  "about", k/M, %, ratios and units taken into account).
+  "about", k/M, %, ratios and units taken into account); between two documents' passages, only of
+  a thing both name, never what each writer reports of their own work or experiment's settings
+  ("we train with a batch size of 32" against another paper's 64).
 Everything is rule-based, English and Chinese, with no model calls: a detected conflict is a prompt
 to look, and the side-by-side says so.
 

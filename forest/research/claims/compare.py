@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from forest.research.claims.conditions import settings_compatible
 from forest.research.claims.direction import opposed
-from forest.research.claims.metrics import METRIC_KEYS
+from forest.research.claims.metrics import METRIC_KEYS, is_setting
 from forest.research.claims.negation import EFFECT_WORDS, asserts
 from forest.research.claims.numbers import Quantity, values_agree
 from forest.research.claims.statements import Parsed, Sentence
-from forest.research.claims.words import join, names_meet, overlap, same_name
+from forest.research.claims.words import is_number, join, names_meet, overlap, same_name
 from forest.text import s_stem
 
 SENTENCE_OVERLAP = 0.5      # share of the smaller sentence's words the other must hold to be "about the same"
@@ -112,6 +112,7 @@ def _same_target(x: Sentence, y: Sentence) -> bool:
 
 def _numbers(x: Parsed, y: Parsed, sentence_overlap: float) -> Match | None:
     """A number of one statement that every comparable number of the other contradicts."""
+    across = _across_documents(x, y)
     for (p, q, first) in ((x, y, True), (y, x, False)):
         for sp in p.sentences:
             for mine in sp.quantities:
@@ -119,7 +120,7 @@ def _numbers(x: Parsed, y: Parsed, sentence_overlap: float) -> Match | None:
                     continue
                 theirs = [(sq, other) for sq in q.sentences if settings_compatible(sp.setting, sq.setting)
                           for other in sq.quantities if not other.prior
-                          and _comparable(sp, mine, sq, other, sentence_overlap)]
+                          and _comparable(sp, mine, sq, other, sentence_overlap, across)]
                 if not theirs or any(values_agree(mine, other) for _, other in theirs):
                     continue
                 sq = theirs[0][0]
@@ -132,9 +133,11 @@ def _numbers(x: Parsed, y: Parsed, sentence_overlap: float) -> Match | None:
     return None
 
 
-def _comparable(sp: Sentence, mine: Quantity, sq: Sentence, other: Quantity, sentence_overlap: float) -> bool:
-    """Same measure, both levels or both changes, the same dataset and subject, and the two sentences
-    about the same thing (a shared name or dataset, else most words)."""
+def _comparable(sp: Sentence, mine: Quantity, sq: Sentence, other: Quantity, sentence_overlap: float,
+                across: bool) -> bool:
+    """Same measure, both levels or both changes, the same dataset and subject (across two documents,
+    a subject both name: same_subject), and the two sentences about the same thing (a shared name or
+    dataset, else most words)."""
     if mine.change != other.change or not (mine.key == other.key or mine.key in other.words
                                            or other.key in mine.words):
         return False
@@ -143,9 +146,38 @@ def _comparable(sp: Sentence, mine: Quantity, sq: Sentence, other: Quantity, sen
         return False      # "joint goal accuracy" vs "joint domain accuracy"
     if mine.dataset and other.dataset and not same_name(mine.dataset, other.dataset):
         return False
+    if across and not same_subject(sp, mine, sq, other):
+        return False
     if mine.names and other.names:
         return names_meet(mine.names, other.names)
     if mine.dataset and other.dataset:
         return True
     return aligned(sp, sq, sentence_overlap) is not None
 
+
+def _across_documents(x: Parsed, y: Parsed) -> bool:
+    """Passages of two different documents: each one's "we" and "our model" are its own."""
+    return x.statement.from_document and y.statement.from_document and x.statement.source != y.statement.source
+
+
+def same_subject(sp: Sentence, mine: Quantity, sq: Sentence, other: Quantity) -> bool:
+    """Whether two numbers of two documents are of one thing both name: a system ("BiDAF reaches 77.3
+    F1"), or a dataset counted ("the SQuAD dataset has 107,785 questions"; a metric's value on a
+    dataset is some system's, the dataset only its condition). Never what each writer reports of their
+    own work ("we train for 10 epochs", "our model reaches 85%", or a number naming nothing: "the batch
+    size is 64"), nor a setting of each one's experiment (a batch size, a learning rate, a layer count)
+    unless both name the same model ("BERT-base has 12 layers")."""
+    if mine.own or other.own:
+        return False
+    if is_setting(mine.words) or is_setting(other.words):
+        return any(c.category == "model" and d.category == "model" and c.norm == d.norm
+                   for c in sp.setting for d in sq.setting)
+    if names_meet(_named(mine), _named(other)):
+        return True
+    return not (mine.result or other.result) and bool(mine.dataset and other.dataset)
+
+
+def _named(quantity: Quantity) -> frozenset[str]:
+    """The things a number's clause names, without the writer's own ("ours"), numbers read as names
+    ("35M") and the words of the measure itself ("Wikipedia" of "536 Wikipedia articles")."""
+    return frozenset(n for n in quantity.names if n != "ours" and not is_number(n) and n not in quantity.words)

@@ -21,8 +21,9 @@ _SHOT = re.compile(
     + r"|(?P<c>[小少零])样本|每类\s?(?P<k>\d+)\s?个?(?:标注)?样本|(?<!\d)(?P<j>\d+)\s?个(?:标注)?样本", re.IGNORECASE)
 _WAY = re.compile(WORD_START + r"(?P<n>\d+)[- ]way" + WORD_END, re.IGNORECASE)
 _MODEL = re.compile(
-    WORD_START + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+){0,4}(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|base|large|small|tiny|medium|xl|xxl))"
-    r"{1,4}|\d+(?:\.\d+)?[BM](?:\s+param(?:eter)?s|\s+models?)|\d+(?:\.\d+)?\s?(?:billion|million)\s+param(?:eter)?s)"
+    WORD_START + r"(?:[A-Z][A-Za-z]*(?:-[A-Za-z]+){0,4}"
+    r"(?:-(?:\d+(?:\.\d+)?[A-Za-z]*|(?i:base|large|small|tiny|medium|xl|xxl))){1,4}"
+    r"|\d+(?:\.\d+)?[BM](?:\s+param(?:eter)?s|\s+models?)|\d+(?:\.\d+)?\s?(?:billion|million)\s+param(?:eter)?s)"
     + WORD_END)
 _DATASET = re.compile(
     r"(?<![A-Za-z])(?:[Oo]n|[Ii]n|[Aa]cross)\s+(?:the\s+)?"
@@ -35,6 +36,8 @@ _NOT_DATASETS = frozenset(["the", "a", "an", "we", "its", "table", "tab", "figur
                            "these", "that", "those", "our", "their", "both", "all", "each", "such", "turn", "theory",
                            "principle", "conclusion", "order", "total", "most", "many", "some", "average", "terms",
                            "case", "cases"])
+# A run of blanks is entered from its start only: inside it the pattern would rescan to its end.
+_A_MODEL_AFTER = re.compile(r"(?<!\s)\s+(?:models?|architectures?|networks?|encoders?)" + WORD_END, re.IGNORECASE)
 _SETTING = re.compile(
     r"(?<![A-Za-z])(?:when|if|under|unless|given|assuming)\s+(?P<body>[^,;.:()，；。]{3,80})"
     r"|(?<![A-Za-z])(?:with|without|using)\s+(?P<noun>(?:[\w-]+\s+){0,4}?(?:data|setting|regime|supervision|"
@@ -65,8 +68,9 @@ def find_conditions(sentence: str, metric_spans: list[tuple[int, int]]
         name = m.group("name") or m.group("named") or m.group("cn")
         first = re.split(r"[\s.\-]", name.strip(), maxsplit=1)[0].lower()
         cited_author = "et al" in sentence[m.end():m.end() + 7]
-        if first in _NOT_DATASETS or name.strip()[:1] in "此这该其" or "基础" in name or cited_author:
-            continue
+        if first in _NOT_DATASETS or name.strip()[:1] in "此这该其" or "基础" in name or cited_author \
+                or _A_MODEL_AFTER.match(sentence, m.end()):
+            continue      # "on the BERT-base model" names a model
         start = m.start("name") if m.group("name") else m.start("named") if m.group("named") else m.start()
         if overlaps(start, m.end(), metric_spans):
             continue      # "on BLEU" is a metric, not a dataset

@@ -64,5 +64,18 @@ def lower_is_better(metric: str) -> bool:
     return any(metric == name or metric.endswith(" " + name) for name in _LOWER_IS_BETTER)
 
 
+# What an experiment is set up with rather than what it found: the training settings and the model's
+# sizes ("a batch size of 32", "a learning rate of 0.001", "10 epochs", "512 hidden units", "6 layers").
+# Two papers' values of these are two experiments' choices, stemmed as a number's measure words are.
+SETTING_WORDS = frozenset(
+    "batch minibatch mini-batch epoch dropout iteration step warmup momentum decay beam seed patience clipping "
+    "learning layer unit hidden dimension dimensional head filter kernel window gpu gpus neuron".split())
+
+
+def is_setting(measure_words: frozenset[str]) -> bool:
+    """Whether a number's measure (its stemmed words: {"batch", "size"}) is a setting of an experiment."""
+    return bool(measure_words & SETTING_WORDS)
+
+
 # Metrics whose modifiers make another measure: "joint goal accuracy" is not "joint domain accuracy".
 METRIC_KEYS = frozenset(canonical_metric(n) for n in ("accuracy", "f1", "precision", "recall", "bleu", "error"))

@@ -56,6 +56,8 @@ _FROM = re.compile(r"(?<![A-Za-z])from\s*$", re.IGNORECASE)
 _LOWER_BOUND = re.compile(r"(?:over|more\s+than|above|at\s+least|greater\s+than|exceed(?:s|ing)?|>|≥|超过|逾)\s*$",
                           re.IGNORECASE)
 _UPPER_BOUND = re.compile(r"(?:under|less\s+than|fewer\s+than|below|at\s+most|up\s+to|<|≤|不到|不足)\s*$", re.IGNORECASE)
+# The writer speaking of their own work: "we trained", "our model" (not "US", a country).
+_FIRST_PERSON = re.compile(r"(?<![A-Za-z])(?:[Ww]e|[Oo]urs?|us)(?![A-Za-z])|我们|本文")
 _APPROXIMATE = re.compile(r"(?:about|around|approximately|roughly|nearly|almost|close\s+to|near|some|~|≈|约|大约|近)\s*$",
                           re.IGNORECASE)
 # Words before a metric that make it another metric ("joint goal accuracy") unless they only
@@ -99,6 +101,8 @@ class Quantity:
     names: frozenset[str]      # the named things of its clause
     prior: bool                # "from 70%": the value before a change, not a result
     written: str               # the number as written, with its "over" or "about": "over 140k"
+    result: bool               # a metric's value ("85.2% accuracy"): a system's result, its dataset a condition
+    own: bool                  # stated as the writer's own work: its clause says "we" or "our", or "our method"
 
 
 # A number's binding to what it measures: (measure, its words, is a change, span of the measure's
@@ -202,7 +206,9 @@ def _bind(sentence: str, masked: str, metrics: list[tuple[int, int, str]], numbe
                 head = "speedup"
             if _CHANGE_WORDS.fullmatch(words[-1]):
                 change = True
-            return head, frozenset(s_stem(w) for w in words), change, start - len(valued.group(0)), start, False
+            offset = start - len(prefix)   # the measure is its words, without the "of" or "is" before the number
+            return (head, frozenset(s_stem(w) for w in words), change, offset + valued.start("words"),
+                    offset + valued.end("words"), False)
     return None
 
 
@@ -272,9 +278,11 @@ def _quantity(sentence: str, number: re.Match, binding: _Binding, datasets: list
                               [(s - clause_start, e - clause_start) for s, e in metric_spans])
     qualifier = next((m.group(0).strip() for m in (_APPROXIMATE.search(prefix), _LOWER_BOUND.search(prefix),
                                                     _UPPER_BOUND.search(prefix)) if m and m.group(0).strip()), "")
+    named = (clause_names or names) - {d for _, _, d in datasets}
+    own = "ours" in named or bool(_FIRST_PERSON.search(sentence[clause_start:clause_end]))
     return Quantity(measure, key, words, change, low, high, dimension, _dataset_of(start, end, datasets, sentence),
-                    (clause_names or names) - {d for _, _, d in datasets}, bool(_FROM.search(prefix)),
-                    f"{qualifier} {sentence[start:end].strip()}".strip())
+                    named, bool(_FROM.search(prefix)), f"{qualifier} {sentence[start:end].strip()}".strip(),
+                    named_metric and not key.startswith("share of "), own)
 
 
 def _dataset_of(start: int, end: int, datasets: list[tuple[int, int, str]], sentence: str) -> str | None:

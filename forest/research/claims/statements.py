@@ -21,6 +21,11 @@ class Statement:
     citation: str = ""
     vector: tuple[float, ...] | None = None   # unit-normalized embedding when known
 
+    @property
+    def from_document(self) -> bool:
+        """A passage of a document ("node:…"), whose "we" is its authors; not a researcher's finding."""
+        return self.key.startswith("node:")
+
 
 @dataclass
 class Claim:

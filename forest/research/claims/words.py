@@ -31,7 +31,7 @@ GENERIC = frozenset(["achieves", "achieved", "achieve", "obtains", "obtained", "
 REFERENCE = re.compile(
     r"(?:" + WORD_START + r"(?:tables?|tab\.|figures?|figs?\.|sections?|sec\.|eqs?\.|equations?|appendix|chapter|"
     r"algorithm|lines?|pp?\.|pages?|conll|semeval|task|wmt|v)|§|图|表|第|公式|章节)\s*\(?\d+(?:\.\d+)*[a-z]?\)?"
-    r"|\[\s*\d+(?:\s*[,–-]\s*\d+)*\s*\]|(?:BIB|TAB|FIG)REF\s?\d+|[pκα]\s*[<=>]\s*\d*\.?\d+(?:\s*[−-]\s*\d+)?"
+    r"|\[\s*\d+(?:\s*[,–-]\s*\d+)*\s*\]|(?:BIB|TAB|FIG|SEC|EQ)REF\s?\d+|(?:INLINE|DISPLAY)FORM\d+|[pκα]\s*[<=>]\s*\d*\.?\d+(?:\s*[−-]\s*\d+)?"
     r"|\d{1,2}\s+(?:January|February|March|April|May|June|July|August|September|October|November|December)"
     r"|(?<![\d.,])(?:19[5-9]\d|20[0-3]\d)(?![\d.]|\s?%|,\d)", re.IGNORECASE)
 # Names of systems, datasets and the like: a capital after the first letter ("BiDAF", "LSTM-CRF"), a
