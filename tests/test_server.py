@@ -79,6 +79,7 @@ def test_every_tool_over_streamable_http(served):
                                                      "text": topic_text("photosynthesis")},
                                     progress_callback=on_progress)
         results["ask"] = await call("ask_memory", {"model_id": "alice", "question": "Who played bebop?"})
+        results["compare"] = await call("compare_papers", {"model_id": "alice", "questions": ["Who played bebop?"]})
         results["other"] = await call("get_memory_node", {"model_id": "alice", "node_id": bob_leaf.id})
         results["bad"] = await call("retrieve_memory", {"model_id": "alice", "query": "x", "top_k": 0})
         # Research memory (seed 002).
@@ -147,8 +148,9 @@ def test_every_tool_over_streamable_http(served):
     assert set(r["tools"]) == set(ForestTools.NAMES)
     assert "explore_memory_node" in r["tools"]["retrieve_memory"].description
     assert r["tools"]["explore_memory_node"].input_schema["properties"]["node_id"]["type"] == "integer"
-    for key in ("retrieve", "explore", "search", "node", "archives", "tree", "add", "ask"):
+    for key in ("retrieve", "explore", "search", "node", "archives", "tree", "add", "ask", "compare"):
         assert not r[key].is_error, (key, r[key].content)
+    assert [c["found"] for c in r["compare"].structured_content["cells"]] == [True, False]   # music, plants
     children = r["explore"].structured_content["children"]
     assert children
     for child in children:   # a summary child by what it covers, a passage by its text

@@ -1,4 +1,4 @@
-"""Recall commands: retrieve, explore, context, ask."""
+"""Recall commands: retrieve, explore, context, ask, compare."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,7 @@ from forest.cli.common import add_command, emit
 from forest.text import counted
 
 if TYPE_CHECKING:
+    from forest.recall.compare import Comparison
     from forest.service import MemoryForest
 
 
@@ -34,6 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ask.add_argument("--session", help="research session: use and update its memory")
     ask.add_argument("--archive", type=int, action="append", dest="archive_ids", metavar="ARCHIVE_ID",
                      help="ask over this archive only; repeat for several (default: all of the model_id's)")
+
+    compare = add_command(subparsers, "compare", compare_papers,
+                          help="compare papers: each paper's cited answer to each question, as a table")
+    compare.add_argument("questions", nargs="+", metavar="QUESTION", help="one column each")
+    compare.add_argument("--model-id", required=True)
+    compare.add_argument("--archives", type=archive_list, metavar="ID,ID",
+                         help="the papers (archive ids) to compare (default: all of the model_id's)")
+    compare.add_argument("--threshold", type=float,
+                         help="0-1 relevance a cell's passage needs, else the cell says not found "
+                              "(default: the comparison's, docs/compare.md)")
+    compare.add_argument("--format", choices=("text", "markdown", "csv"), default="text",
+                         help="text (a paper at a time), or the table as Markdown or CSV (default: text)")
 
 
 def retrieve_nodes(forest: MemoryForest, args: argparse.Namespace) -> int:
@@ -66,6 +79,32 @@ def ask_question(forest: MemoryForest, args: argparse.Namespace) -> int:
     else:
         result = forest.ask(args.model_id, args.question, archive_ids=args.archive_ids).to_dict()
     return emit(args, result, _text_answer)
+
+
+def archive_list(text: str) -> list[int]:
+    """'1,2' -> [1, 2]."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"archive ids are integers separated by commas (1,2), got {text!r}") from None
+
+
+def compare_papers(forest: MemoryForest, args: argparse.Namespace) -> int:
+    from forest.views.comparison_table import comparison_csv, comparison_markdown
+
+    comparison = forest.compare(args.model_id, args.questions, args.archives, threshold=args.threshold)
+    as_text = {"text": _text_comparison, "markdown": comparison_markdown, "csv": comparison_csv}[args.format]
+    return emit(args, comparison.to_dict(), lambda _: as_text(comparison))
+
+
+def _text_comparison(comparison: Comparison) -> str:
+    lines = []
+    for paper in comparison.papers:
+        lines.append(f"{paper.label} (archive {paper.archive_id})")
+        for cell in comparison.row(paper.archive_id):
+            cited = f" [node {cell.node_id}{', ' + cell.citation if cell.citation else ''}]" if cell.found else ""
+            lines += [f"  {cell.question}", f"    {cell.text}{cited}"]
+    return "\n".join(lines) + "\n"
 
 
 def _text_answer(result: dict[str, Any]) -> str:

@@ -93,15 +93,7 @@ class Retriever:
         is what keeps the model_id's search fast), and a few papers' vectors are read at once."""
         ids = [node_id for archive_id in sorted(set(archive_ids))
                for node_id in self.store.archive_node_ids(archive_id)]
-        stored = self.vectors.get_vectors(model_id, ids)
-        if not stored or top_k <= 0:
-            return []
-        found = list(stored)
-        matrix = np.stack([stored[i] for i in found]).astype(np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query_vector)), 1e-12)
-        cosines = matrix @ np.asarray(query_vector, dtype=np.float32) / np.where(norms == 0, 1.0, norms)
-        best = np.argsort(-cosines, kind="stable")[:top_k]
-        return [(found[i], float(cosines[i])) for i in best]
+        return nearest(self.vectors.get_vectors(model_id, ids), query_vector, top_k)
 
     def _text_hits(self, model_id: str, query: str, top_k: int,
                    archive_ids: Collection[int] | None = None) -> list[ScoredNode]:
@@ -115,6 +107,24 @@ class Retriever:
     def retrieve(self, model_id: str, query: str, top_k: int, mode: str = "vector",
                  archive_ids: Collection[int] | None = None) -> list[Representative]:
         return self._collapse(model_id, self.search(model_id, query, top_k, mode, archive_ids))
+
+    def retrieve_each(self, model_id: str, queries: Sequence[str], top_k: int,
+                      archive_ids: Collection[int]) -> list[dict[int, list[Representative]]]:
+        """For each query, {archive id: its representatives} as retrieve(model_id, query, top_k,
+        "vector", [archive id]) gives them, archive by archive, from one read of the archives'
+        vectors and one embedding per query: what asking every paper every question costs once."""
+        node_ids = {archive_id: self.store.archive_node_ids(archive_id) for archive_id in sorted(set(archive_ids))}
+        stored = self.vectors.get_vectors(model_id, [i for ids in node_ids.values() for i in ids])
+        own = {archive_id: {i: stored[i] for i in ids if i in stored} for archive_id, ids in node_ids.items()}
+        answers = []
+        for query in queries:
+            query_vector = self.embedder.embed_query(query)
+            nearby = {archive_id: nearest(vectors, query_vector, top_k) for archive_id, vectors in own.items()}
+            nodes = self.store.nodes(model_id, (i for hits in nearby.values() for i, _ in hits))
+            answers.append({archive_id: self._collapse(model_id, [
+                ScoredNode(nodes[i], round(float(self.embedder.calibrate(cos)), 6)) for i, cos in hits if i in nodes])
+                for archive_id, hits in nearby.items()})
+        return answers
 
     def _collapse(self, model_id: str, hits: list[ScoredNode]) -> list[Representative]:
         """One representative per tree touched: its single hit, or the LCA of its hits."""
@@ -153,10 +163,11 @@ class Retriever:
         children = self.store.children(model_id, node_id)
         if not children:
             return [ScoredNode(node, 1.0)]
-        scored = self._rerank(model_id, query, children)
+        scored = self.rerank(model_id, query, children)
         return [s for s in scored if s.relevance_score >= threshold]
 
-    def _rerank(self, model_id: str, query: str, nodes: list[MemoryNode]) -> list[ScoredNode]:
+    def rerank(self, model_id: str, query: str, nodes: list[MemoryNode]) -> list[ScoredNode]:
+        """The nodes scored against the query by the reranker (their stored vectors), best first."""
         stored = self.vectors.get_vectors(model_id, [n.id for n in nodes])
         candidates = [Candidate(n.id, n.summary if n.is_leaf else f"{n.title or ''}\n{n.summary}".strip(), n.content,
                                 stored.get(n.id)) for n in nodes]
@@ -207,6 +218,18 @@ class Retriever:
         result.leaves, result.used_tokens = fill_budget(ranked, lambda s: estimate_tokens(s.node.content),
                                                         budget_tokens)
         return result
+
+
+def nearest(stored: dict[int, np.ndarray], query_vector: np.ndarray, top_k: int) -> list[tuple[int, float]]:
+    """(node id, cosine) of the `top_k` stored vectors nearest the query, best first, ties by node id."""
+    if not stored or top_k <= 0:
+        return []
+    found = sorted(stored)
+    matrix = np.stack([stored[i] for i in found]).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query_vector)), 1e-12)
+    cosines = matrix @ np.asarray(query_vector, dtype=np.float32) / np.where(norms == 0, 1.0, norms)
+    best = np.argsort(-cosines, kind="stable")[:top_k]
+    return [(found[i], float(cosines[i])) for i in best]
 
 
 def tree_ordered(leaves: list[MemoryNode], across: Sequence[float], within: Sequence[float]) -> list[int]:
