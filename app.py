@@ -7,12 +7,15 @@ OpenAI endpoint (a background thread) and the ingestion queue are shared by ever
 process (workbench/shared.py)."""
 import streamlit as st
 
+from workbench import place
+
 # An emoji favicon is drawn locally; a Material icon would be fetched from Google's font host.
 st.set_page_config(page_title="Memory Forest", page_icon="🌳", layout="wide")
 PAGES = [  # workbench/<file>.py (URL path /<file>), title, Material icon, what the page is for (its tooltip)
     ("library", "Library", "library_books", "Upload documents, watch them build, manage archives."),
     ("tree", "Forest", "account_tree", "An archive's tree: click a node, replay the merges, overlay a query."),
     ("ask", "Ask", "question_answer", "The answer loop, one step at a time, with its citations."),
+    ("compare", "Compare", "table_chart", "Papers side by side: each one's cited answer to each question."),
     ("research", "Research memory", "psychology",
      "A research session's briefing, notes, history, knowledge and conversation."),
     ("reconcile", "Reconcile", "balance", "Find and review conflicting passages; keep the conclusion as a finding."),
@@ -25,6 +28,7 @@ listed = [st.Page(f"workbench/{name}.py", title=title, icon=f":material/{icon}:"
 home = st.Page(lambda: st.switch_page(listed[0]), title="Memory Forest", url_path="start", default=True,
                visibility="hidden")
 page = st.navigation([home, *listed])
+place.keep()  # the researcher's place (model_id, archive, node, ...) from the URL, or back into it
 
 with st.spinner("Starting Memory Forest: opening the store and the agent endpoint…"):
     from forest import ForestError  # the engine's imports are the slow part of a first start

@@ -182,7 +182,7 @@ def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
                          for name in rng.sample(surnames, rng.randint(1, 5))],
             "tags": rng.sample(tags, rng.randint(0, 3)), "collections": rng.sample(collections, rng.randint(0, 2)),
             "source_kind": "zotero", "abstract": "A synthetic abstract about " + title.lower()}
-        forest.import_archive("library", document, name=title)
+        forest.import_archive("library", document, name=title, on_duplicate="keep")
     return forest
 
 

@@ -17,6 +17,15 @@ class ConfigError(ForestError):
     """The configuration in force cannot be used (bad value, missing model directory, ...)."""
 
 
+class AlreadyInLibrary(ForestError):
+    """The paper is in the model_id's library already, and the caller asked not to add it again:
+    `archive_id` holds it; the message says which and how it was recognised."""
+
+    def __init__(self, message: str, archive_id: int) -> None:
+        super().__init__(message)
+        self.archive_id = archive_id
+
+
 class ServiceUnavailable(ForestError):
     """A server the call needs did not answer: nothing of the call was kept, and the same call
     may be sent again later."""

@@ -18,7 +18,7 @@ from forest.models import registry as components
 from forest.config import Settings, load_settings
 from forest.storage.sql.opening import open_database
 from forest.storage.private_files import make_private_dir, tighten
-from forest.errors import ConfigError, ForestError, InvalidInput, ServiceUnavailable
+from forest.errors import AlreadyInLibrary, ConfigError, ForestError, InvalidInput, ServiceUnavailable
 from forest.records import (
     Archive,
     ContextResult,
@@ -37,6 +37,7 @@ from forest.validation import check_model_id, check_query, check_top_k
 # imported by the methods that use them, so a CLI command loads only what it runs.
 if TYPE_CHECKING:
     from forest.recall.agent import AgentLoop, AgentState
+    from forest.recall.compare import Comparison
     from forest.tree.build import ArchiveBuilder, BuildParams
     from forest.tree.chunking import Chunk
     from forest.doctor import DoctorReport
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from forest.models.embedders import Embedder
     from forest.models.llm import StructuredLLM
     from forest.tree.grow import ArchivePair
+    from forest.library import PaperIdentity, SamePaper
     from forest.tree.outline import DocumentOutline
     from forest.views.page_preview import SourcePreview
     from forest.personal.service import PersonalMemory
@@ -183,59 +185,66 @@ class MemoryForest:
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None,
-                        allow_duplicate: bool = True, once: bool = False,
-                        library: dict[str, Any] | None = None) -> Archive:
+                        on_duplicate: str = "skip", library: dict[str, Any] | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
-        named `name`, else the document's title, else its file name. With allow_duplicate=False, a
-        document whose text an archive of `model_id` already holds is refused (InvalidInput). With
-        once=True, an archive of `model_id` that holds this document alone under this name is
-        returned instead of built again: a call sent again after its reply was lost adds nothing.
-        `library`: what a researcher's library knows of the paper (LibraryEntry.metadata()), stored
-        with the archive in the same write; its passages are then cited by author and year."""
+        named `name`, else the paper's title, else the document's, else its file name.
+        `library`: what a researcher's library knows of the paper (LibraryEntry.metadata()), completed
+        with what the PDF says of itself (title, authors, year, venue, DOI, arXiv id) and stored with
+        the archive in the same write; its passages are then cited by author and year.
+        `on_duplicate`, when the model_id's library holds this paper already (the same file, text,
+        DOI, arXiv id, or title with first author and year: forest.library.identity): "skip" raises
+        AlreadyInLibrary naming its archive, before anything is paid for and again under the writer
+        lock (a call sent again after its reply was lost adds nothing); "replace" builds this one,
+        then removes the archive held; "keep" builds it beside it."""
+        from forest.library import PaperIdentity, check_on_duplicate, cite_as, completed
         from forest.tree.build import all_or_nothing
 
+        check_on_duplicate(on_duplicate)
         with self._kept_source(document) as keep:
             model_id = check_model_id(model_id)
-            name = (name or document.title or document.name or "").strip()
+            metadata = completed(library, document.metadata)
+            name = (name or (metadata or {}).get("title") or document.title or document.name or "").strip()
             if not name:
                 raise InvalidInput("the archive needs a name")
-            if once and (same := self._same_archive(model_id, name, document)):
-                return same
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
+            kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
+            paper = PaperIdentity.of(metadata, (kept or "").removesuffix(".pdf"), [_fingerprint(document)])
+            held = self._held_paper(model_id, paper, on_duplicate)   # before the summaries are paid for
             progress = progress or _no_progress
             chunks = self._chunks(document, run, progress)
             params = _build_params(run)
             entry = _document_entry(document, 0, len(chunks))
-            kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
             if kept:
                 entry["file"] = kept
             recorded = {"chunker": run.chunker, "chunk_size": run.chunk_size, "chunk_overlap": run.chunk_overlap,
                         "merge_threshold": run.merge_threshold, "max_node_chars": run.max_node_chars,
                         "embedder": self.embedder.name, "documents": [entry]}
-            if not allow_duplicate:
-                self._refuse_duplicate(model_id, document)  # before the summaries are paid for
             # 'building': hidden from readers, and left alone by doctor while this process lives. The
             # summaries and vectors are made without the writer lock, so a slow summarizer (Claude)
             # holds up no delete, import or doctor; the lock is held for the write alone.
-            cited_as = None
-            if library:  # the library package imports bibtexparser and pylatexenc: only for a library's paper
-                from forest.library import cite_as
-                cited_as = cite_as(library)
-            archive_id = self.store.create_archive(model_id, name, document.source, recorded, library, cited_as)
+            archive_id = self.store.create_archive(model_id, name, document.source, recorded, metadata,
+                                                   cite_as(metadata))
             builder = self._builder
-            try:
-                with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
-                    growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
-                    with self._build_lock:
-                        if not allow_duplicate:
-                            self._refuse_duplicate(model_id, document)
-                        if once and (same := self._same_archive(model_id, name, document)):
-                            raise _BuiltMeanwhile(same)  # by the call this one repeats: this build is removed
-                        keep()
-                        builder.write(archive_id, model_id, growth, written_ids, progress)
-            except _BuiltMeanwhile as repeated:
-                return repeated.archive
+            with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
+                growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
+                with self._build_lock:
+                    held = self._held_paper(model_id, paper, on_duplicate, building=archive_id) or held
+                    keep()
+                    builder.write(archive_id, model_id, growth, written_ids, progress)
+        if on_duplicate == "replace" and held is not None:
+            self.delete_archive(model_id, int(held.archive_id))
         return self.store.archive(model_id, archive_id)
+
+    def _held_paper(self, model_id: str, paper: PaperIdentity, on_duplicate: str,
+                    building: int | None = None) -> SamePaper | None:
+        """The model_id's archive holding `paper` (not the one `building`), if any; AlreadyInLibrary
+        when the caller asked to skip it."""
+        from forest.library import KnownDocument, find_same
+
+        same = find_same(paper, [KnownDocument.of(a) for a in self.store.archives(model_id) if a.id != building])
+        if same is not None and on_duplicate == "skip":
+            raise AlreadyInLibrary(same.said(), int(same.archive_id))
+        return same
 
     def append_file(self, path: str | Path, model_id: str, archive_id: int, *,
                     progress: ProgressFn | None = None) -> Archive:
@@ -246,7 +255,8 @@ class MemoryForest:
 
     def append_document(self, model_id: str, archive_id: int, document: Document, *,
                         progress: ProgressFn | None = None, allow_duplicate: bool = True) -> Archive:
-        """Add `document` to an archive (see forest.tree.grow); allow_duplicate as in ingest_document."""
+        """Add `document` to an archive (see forest.tree.grow); with allow_duplicate=False a
+        document whose text the model_id already holds is refused (InvalidInput)."""
         from forest.tree.grow import append_to_archive
 
         with self._kept_source(document) as keep:
@@ -265,7 +275,7 @@ class MemoryForest:
                 if kept:
                     entry["file"] = kept
                 if not allow_duplicate:
-                    self._refuse_duplicate(model_id, document)
+                    self._refuse_held_text(model_id, document)
                 append_to_archive(self._builder, model_id, archive_id, chunks, _outline(document, chunks),
                                   entry, _build_params(run), progress)
         return self.store.archive(model_id, archive_id)
@@ -317,13 +327,7 @@ class MemoryForest:
             raise ConfigError(f"archive {archive.id} was built with {archive.settings['embedder']}, "
                               f"this forest embeds with {self.embedder.name}")
 
-    def _same_archive(self, model_id: str, name: str, document: Document) -> Archive | None:
-        """The model_id's archive named `name` that holds this document (its text) and no other."""
-        fingerprint = _fingerprint(document)
-        return next((a for a in self.store.archives(model_id)
-                     if a.name == name and [d.get("sha256") for d in a.documents] == [fingerprint]), None)
-
-    def _refuse_duplicate(self, model_id: str, document: Document) -> None:
+    def _refuse_held_text(self, model_id: str, document: Document) -> None:
         fingerprint = _fingerprint(document)
         for archive in self.store.archives(model_id):
             if any(d.get("sha256") == fingerprint for d in archive.documents):
@@ -388,32 +392,43 @@ class MemoryForest:
         return export_archive(self.store, self.vectors, self.embedder.name, check_model_id(model_id),
                               archive_id, with_vectors)
 
-    def import_archive(self, model_id: str, document: Any, name: str | None = None) -> Archive:
+    def import_archive(self, model_id: str, document: Any, name: str | None = None, *,
+                       progress: ProgressFn | None = None, on_duplicate: str = "skip") -> Archive:
         """Recreate an exported archive under `model_id` with new ids; nothing is written if invalid.
-        Checking and embedding happen before the writer lock is taken, so other writers wait only
-        for the write itself."""
-        from forest.tree.archive_io import prepare_import, write_import
+        A paper the model_id holds already is skipped, replaced or kept beside as in
+        ingest_document (`on_duplicate`). Checking and embedding (reported to `progress`) happen
+        before the writer lock is taken, so other writers wait only for the write itself."""
+        from forest.library import PaperIdentity, check_on_duplicate
+        from forest.tree.archive_io import check_import, embed_import, write_import
 
+        check_on_duplicate(on_duplicate)
         model_id = check_model_id(model_id)
-        prepared = prepare_import(document, self.embedder, self.settings.max_document_chars, name)
+        prepared = check_import(document, self.settings.max_document_chars, name)
+        paper = PaperIdentity.of(prepared.library, text_sha256=prepared.text_fingerprints)
+        held = self._held_paper(model_id, paper, on_duplicate)   # before the vectors are paid for
+        embed_import(prepared, document, self.embedder, progress)
         with self._build_lock:
+            held = self._held_paper(model_id, paper, on_duplicate) or held
             archive_id = write_import(self.store, self.vectors, model_id, prepared)
+        if on_duplicate == "replace" and held is not None:
+            self.delete_archive(model_id, int(held.archive_id))
         return self.store.archive(model_id, archive_id)
 
     def import_archive_text(self, model_id: str, raw: bytes | str, where: str = "the export",
-                            name: str | None = None) -> Archive:
+                            name: str | None = None, **options: Any) -> Archive:
         """import_archive from an export file's text (`where` names it in errors), size-checked first."""
         from forest.tree.archive_io import read_export
 
-        return self.import_archive(model_id, read_export(raw, where), name)
+        return self.import_archive(model_id, read_export(raw, where), name, **options)
 
-    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None) -> Archive:
+    def import_archive_file(self, model_id: str, path: str | Path, name: str | None = None,
+                            **options: Any) -> Archive:
         """import_archive from an export file, read within the import size limit."""
         from forest.ingest.files import read_limited
         from forest.tree.archive_io import MAX_IMPORT_BYTES
 
         raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
-        return self.import_archive_text(model_id, raw, Path(path).name, name)
+        return self.import_archive_text(model_id, raw, Path(path).name, name, **options)
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
         """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
@@ -515,7 +530,22 @@ class MemoryForest:
     def _run_agent(self, model_id: str, question: str, top_k: int | None, threshold: float | None,
                    archive_ids: Sequence[int] | None, preamble: str = "") -> AgentState:
         return self.agent.run(check_model_id(model_id), check_query(question), self._top_k(top_k),
-                              self._threshold(threshold), preamble, self._scope(model_id, archive_ids))
+                              self._threshold(threshold), preamble, self._chosen(model_id, archive_ids))
+
+    def start_asking(self, model_id: str, question: str, top_k: int | None = None, threshold: float | None = None,
+                     archive_ids: Sequence[int] | None = None, session_id: str | None = None) -> AgentState:
+        """The loop before its first step, to take one step at a time (step_asking): what `ask`
+        runs to the end. In a research session its directives, knowledge and briefing go first
+        into the prompts; remember the finished turn with research.record_turn."""
+        model_id = check_model_id(model_id)
+        preamble = self.research.preamble(model_id, session_id) if session_id is not None else ""
+        return self.agent.start(model_id, check_query(question), self._top_k(top_k), self._threshold(threshold),
+                                preamble, self._chosen(model_id, archive_ids))
+
+    def step_asking(self, state: AgentState, explore_node_id: int | None = None) -> AgentState:
+        """One decision of the loop: the policy's, or exploring `explore_node_id` (a person's choice,
+        one of state.explorable)."""
+        return self.agent.step(state, explore_node_id)
 
     def question_conflicts(self, model_id: str, session_id: str, question: str,
                            budget_tokens: int = 3000) -> list[Conflict]:
@@ -523,6 +553,24 @@ class MemoryForest:
         findings (the Reconcile page's proposals)."""
         leaves = self.context(model_id, question, budget_tokens).leaves
         return self.research.conflicts(model_id, session_id, [leaf.node.id for leaf in leaves])
+
+    # --- comparing papers -------------------------------------------------------------------
+    def compare(self, model_id: str, questions: Sequence[str], archive_ids: Sequence[int] | None = None,
+                top_k: int | None = None, threshold: float | None = None) -> Comparison:
+        """Compare papers (forest.recall.compare): every question asked of every paper (`archive_ids`,
+        default every ready archive of the model_id), each cell the cited sentences that best answer
+        it, or "not found" when none clears `threshold` (0-1, default compare.FOUND_THRESHOLD).
+        Extractive: no LLM is called."""
+        from forest.recall.agent import AgentLoop, OfflinePolicy
+        from forest.recall.compare import FOUND_THRESHOLD, check_questions, check_table, compare_papers
+
+        model_id = check_model_id(model_id)
+        asked = check_questions(questions)
+        chosen = self._scope(model_id, archive_ids)
+        papers = [a for a in self.store.archives(model_id) if a.status == "ready" and (chosen is None or a.id in chosen)]
+        check_table(papers, asked)
+        return compare_papers(AgentLoop(self, OfflinePolicy()), self.retriever, model_id, asked, papers,
+                              self._top_k(top_k), self._threshold(FOUND_THRESHOLD if threshold is None else threshold))
 
     # --- about the engine and its passages ---------------------------------------------------
     @property
@@ -569,13 +617,16 @@ class MemoryForest:
         return report
 
     # --- a researcher's library --------------------------------------------------------------
-    def import_library(self, model_id: str, path: str | Path, progress: ProgressFn | None = None) -> dict[str, Any]:
-        """Import a Zotero data directory, a BibTeX file or a folder (forest.library): each document
-        once, by the SHA-256 of its file and its DOI. New documents become archives carrying their
-        metadata (each in one write: an interrupted import run again continues where it stopped);
-        imported ones whose metadata changed are updated, a new file of an imported DOI replaces its
-        archive; missing files, duplicates, unreadable documents and items without a document are
-        reported without failing the rest. A model server that does not answer stops the import."""
+    def import_library(self, model_id: str, path: str | Path, progress: ProgressFn | None = None,
+                       on_duplicate: str = "skip") -> dict[str, Any]:
+        """Import a Zotero data directory, a BibTeX file or a folder (forest.library): each paper
+        once (forest.library.plan). New papers become archives carrying their metadata, the
+        library's completed by what each PDF says of itself (each in one write: an interrupted
+        import run again continues where it stopped); held ones whose metadata changed are updated,
+        a library item's new file replaces its archive; a paper held otherwise is skipped, replaced
+        or kept beside (`on_duplicate`). Missing files, duplicates, unreadable documents and items
+        without a document are reported without failing the rest. A model server that does not
+        answer stops the import."""
         from forest.doctor import remove_builds, stale_builds
         from forest.library import KnownDocument, cite_as, plan_import, read_library
 
@@ -586,41 +637,42 @@ class MemoryForest:
             remove_builds(self.db, self.store, self.vectors,
                           stale_builds(self.db, [a for a in self.store.all_archives() if a["model_id"] == model_id]))
         archives = self.store.archives(model_id)
-        known = {a.library["file_sha256"]: KnownDocument(a.id, a.library) for a in archives
-                 if a.library and a.library.get("file_sha256")}
-        plan = plan_import(reading.entries, known)
+        plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate)
         names = {a.id: a.name for a in archives}
-        to_build = [*plan.new, *(p for p in plan.changed if "file" in p.changed_fields)]
-        imported, updated, failed = [], [], []
-        for done, planned in enumerate(to_build):
-            title = planned.entry.title or planned.entry.path.stem
-            progress(Progress("import", done, len(to_build), title))
+        imported, updated, replaced, failed = [], [], [], []
+        for done, planned in enumerate(plan.to_build):
+            progress(Progress("import", done, len(plan.to_build), planned.title))
             try:
-                archive = self.ingest_file(planned.entry.path, model_id, name=title,
+                archive = self.ingest_file(planned.entry.path, model_id, name=planned.title, on_duplicate="keep",
                                            library={**planned.metadata, "file_sha256": planned.sha256})
             except ServiceUnavailable:
                 raise
             except ForestError as exc:  # this document cannot be read or built: the others go on
-                failed.append({"title": title, "path": str(planned.entry.path), "error": str(exc)})
+                failed.append({"title": planned.title, "path": str(planned.entry.path), "error": str(exc)})
                 continue
-            if planned.archive_id is not None:  # a new file of an imported paper replaces its archive
-                self.delete_archive(model_id, int(planned.archive_id))
-                updated.append({"archive_id": archive.id, "replaces": planned.archive_id, "title": title,
-                                "changed": list(planned.changed_fields)})
+            said = {"archive_id": archive.id, "title": archive.name, "cite_as": archive.cite_as}
+            if planned.archive_id is None:
+                imported.append(said)
+                continue
+            self.delete_archive(model_id, int(planned.archive_id))   # built in the place of the one held
+            if "file" in planned.changed_fields:
+                updated.append({**said, "replaces": planned.archive_id, "changed": list(planned.changed_fields)})
             else:
-                imported.append({"archive_id": archive.id, "title": title, "cite_as": archive.cite_as})
-        progress(Progress("import", len(to_build), len(to_build)))
+                replaced.append({**said, "replaces": planned.archive_id, "reason": planned.same.reason})
+        progress(Progress("import", len(plan.to_build), len(plan.to_build)))
         for planned in (p for p in plan.changed if "file" not in p.changed_fields):
             metadata = {**planned.metadata, "file_sha256": planned.sha256}
             self.store.set_library(model_id, int(planned.archive_id), metadata, cite_as(metadata))
             updated.append({"archive_id": planned.archive_id, "title": names.get(planned.archive_id),
-                            "changed": list(planned.changed_fields)})
+                            "cite_as": cite_as(metadata), "changed": list(planned.changed_fields)})
         return {
-            "model_id": model_id, "source": str(reading.source), "kind": reading.kind,
+            "model_id": model_id, "source": str(reading.source), "kind": reading.kind, "on_duplicate": on_duplicate,
             "counts": {"imported": len(imported), "updated": len(updated), "unchanged": len(plan.unchanged),
-                       "missing": len(plan.missing), "duplicates": len(plan.duplicates),
-                       "skipped": len(reading.skipped), "failed": len(failed)},
-            "imported": imported, "updated": updated, "failed": failed,
+                       "already": len(plan.already), "replaced": len(replaced), "missing": len(plan.missing),
+                       "duplicates": len(plan.duplicates), "skipped": len(reading.skipped), "failed": len(failed)},
+            "imported": imported, "updated": updated, "replaced": replaced, "failed": failed,
+            "already": [{"title": p.title, "path": str(p.entry.path), "archive_id": p.archive_id,
+                         "reason": p.same.said()} for p in plan.already],
             "missing": [{"title": e.title, "path": str(e.path) if e.path else None, "reason": e.missing_reason}
                         for e in plan.missing],
             "duplicates": [{"title": d.entry.title, "path": str(d.entry.path), "same_as": d.same_as.title,
@@ -790,8 +842,17 @@ class MemoryForest:
         return threshold
 
     def _scope(self, model_id: str, archive_ids: Sequence[int] | None) -> tuple[int, ...] | None:
-        """The archives a question is asked over: None for all of the model_id's (its whole
-        index, the fast path), else the ids given, each one of the model_id's ready archives."""
+        """The archives a search runs over: None for all of the model_id's (its whole index, the
+        fast path), else the ids given (_chosen)."""
+        chosen = self._chosen(model_id, archive_ids)
+        if chosen is not None and set(chosen) == {a.id for a in self.store.archives(model_id) if a.status == "ready"}:
+            return None
+        return chosen
+
+    def _chosen(self, model_id: str, archive_ids: Sequence[int] | None) -> tuple[int, ...] | None:
+        """The papers a question is asked over, as chosen: None (all of the model_id's), else the
+        ids given, each one of the model_id's archives (the agent answers each of several chosen
+        papers, all of them included)."""
         if archive_ids is None:
             return None
         if isinstance(archive_ids, (str, bytes)) or not all(isinstance(a, int) and not isinstance(a, bool)
@@ -802,8 +863,6 @@ class MemoryForest:
             raise InvalidInput("choose at least one archive to ask over (or none to ask over all of them)")
         for archive_id in chosen:
             self.store.archive(check_model_id(model_id), archive_id)   # NotFound: not the model_id's
-        if set(chosen) == {a.id for a in self.store.archives(model_id) if a.status == "ready"}:
-            return None
         return chosen
 
     def _top_k(self, top_k: int | None) -> int:
@@ -827,14 +886,6 @@ def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[st
     return {"name": document.name, "title": document.title, "source": document.source,
             "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1,
             "sha256": _fingerprint(document), "leaf_context": True}  # see build.stored_leaf_context
-
-
-class _BuiltMeanwhile(Exception):
-    """ingest_document(once=True): another call built the same archive while this one planned."""
-
-    def __init__(self, archive: Archive) -> None:
-        super().__init__(f"archive {archive.id} was built meanwhile")
-        self.archive = archive
 
 
 def _fingerprint(document: Document) -> str:

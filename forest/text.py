@@ -204,6 +204,16 @@ def term_coverage(query_terms: set[str], text: str,
     return len(query_terms & set(terms_of(text))) / len(query_terms)
 
 
+# Every ASCII character Markdown (and Streamlit's $math$) gives a meaning to, and ':' (an address).
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$&:])")
+
+
+def literal(text: str) -> str:
+    """Text a person or a program wrote (a question, an error naming a file) as Markdown that shows
+    it as written: no bold, math, link, heading or list made of its characters."""
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", text)
+
+
 def safe_markdown(text: str) -> str:
     """Untrusted text (a document's, a model's) made safe to render as Markdown: no image (of any
     address), no link to another site (inline, by reference, autolink or bare address: a link

@@ -9,7 +9,11 @@ from typing import Any
 from forest.errors import InvalidInput
 
 MAX_MODEL_ID = 200
+# Letters and digits of any script, and . _ - : @ (no space, slash or markup).
+_MODEL_ID = re.compile(rf"[\w.:@-]{{1,{MAX_MODEL_ID}}}")
+MODEL_ID_RULE = f"letters, digits and . _ - : @ (1-{MAX_MODEL_ID} characters; no spaces or slashes)"
 MAX_QUERY_CHARS = 4000
+MAX_PATH_CHARS = 4096   # PATH_MAX on Linux: no file has a longer path
 MAX_SESSION_ID = 100
 MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1..MAX_ID
 # Nesting of any JSON a face receives (tool arguments, chats, vector calls, exports, model replies):
@@ -34,7 +38,11 @@ def in_id_range(value: int) -> bool:
 
 
 def check_model_id(model_id: str) -> str:
-    return _check_name(model_id, "model_id", MAX_MODEL_ID)
+    """A tenant's name: an identifier that reads the same in a URL, a command line and a log."""
+    _check_name(model_id, "model_id", MAX_MODEL_ID)
+    if not _MODEL_ID.fullmatch(model_id):
+        raise InvalidInput(f"model_id {model_id[:60]!r} is not a name: it may hold {MODEL_ID_RULE}")
+    return model_id
 
 
 def check_session_id(session_id: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -55,6 +56,12 @@ TOPICS = {
         "it became the best-selling jazz album of all time.",
     ],
 }
+
+
+def shown(markdown: str) -> str:
+    """The text a page shows for Markdown that escapes its characters (forest.text.literal): what
+    AppTest reports is the Markdown itself."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def topic_text(*names: str) -> str:

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, topic_text
+from conftest import ROOT, forest_env, free_port, shown, topic_text
 from test_workbench import use_model_id
 from forest import MemoryForest, NotFound
 from forest.tree.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
@@ -174,7 +174,7 @@ class Upload(_PageFile):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             assert not app.exception   # no traceback on the page
-            errors = [e.value for e in app.error if e.value.startswith(label)]
+            errors = [shown(e.value) for e in app.error if shown(e.value).startswith(label)]
             if errors:
                 assert "forest-upload-" not in errors[0]  # names the file, not the server's copy of it
                 return Seen("st.error", errors[0].removeprefix(label))
@@ -193,7 +193,7 @@ class TypedModelId:
         app = face.app
         use_model_id(app, self.value)
         assert not app.exception
-        errors = [e.value for e in app.sidebar.error]
+        errors = [shown(e.value) for e in app.sidebar.error]
         assert len(errors) == 1 and not app.file_uploader, errors  # refused: no upload, no import
         _pick_model_id(app, "alice")
         return Seen("st.error", errors[0])
@@ -206,12 +206,19 @@ class ImportFile(_PageFile):
         app = face.app
         _uploader(app, "Import an exported archive").set_value([(self.name, self.content, "application/json")])
         _click(app.run(), "Import")
-        assert not app.exception
-        errors = [e.value for e in app.error if e.value.startswith("Not imported: ")]
+        label = f"{self.name}: "  # imported in the background: the job names its file
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert not app.exception
+            errors = [shown(e.value) for e in app.error if shown(e.value).startswith(label)]
+            if errors:
+                break
+            time.sleep(0.2)
+            app.run()
         _uploader(app, "Import an exported archive").set_value([])
         app.run()
         assert len(errors) == 1, [e.value for e in app.error]
-        return Seen("st.error", errors[0].removeprefix("Not imported: "))
+        return Seen("st.error", errors[0].removeprefix(label))
 
 
 @dataclass(frozen=True)

@@ -57,16 +57,20 @@ def click_node(driver, node_id: int) -> None:
         canvas, int(where["x"] - size[0] / 2), int(where["y"] - size[1] / 2)).click().perform()
 
 
-def shown_page(driver, node_id: int) -> tuple[int, pymupdf.Pixmap, list]:
+def shown_page(driver, node_id: int) -> tuple[int, pymupdf.Pixmap, list, pymupdf.Matrix]:
     """The page the source view shows for that node: its number, the PNG it displays, the
-    rectangles it highlighted (pixels)."""
+    rectangles it highlighted (pixels), and what takes a page point to its pixel (the view may
+    show only the passage's column, larger)."""
     frame = wait(driver, lambda d: d.execute_script(
         "const f = [...document.querySelectorAll('.forest-page')].pop();"
         "const i = f && f.querySelector('img');"
         "return f && f.dataset.node === arguments[0] && i.complete && i.src.startsWith('data:') && f", str(node_id)))
-    page, rects, src = driver.execute_script(
-        "const f = arguments[0]; return [f.dataset.page, f.dataset.rects, f.querySelector('img').src];", frame)
-    return int(page), pymupdf.Pixmap(base64.b64decode(src.split(",", 1)[1])), json.loads(rects)
+    page, rects, src, origin, zoom = driver.execute_script(
+        "const f = arguments[0]; return [f.dataset.page, f.dataset.rects, f.querySelector('img').src, "
+        "f.dataset.origin, f.dataset.zoom];", frame)
+    (x, y), zoom = json.loads(origin), float(zoom)
+    to_pixels = pymupdf.Matrix(zoom, 0, 0, zoom, -x * zoom, -y * zoom)
+    return int(page), pymupdf.Pixmap(base64.b64decode(src.split(",", 1)[1])), json.loads(rects), to_pixels
 
 
 def yellow_share(image: pymupdf.Pixmap, rect: pymupdf.Rect) -> float:
@@ -91,18 +95,20 @@ def line_of(page: pymupdf.Page, text: str) -> pymupdf.Rect | None:
 def assert_highlights(driver, passage, neighbours) -> int:
     """The shown page is yellow where PyMuPDF finds the passage, and not where it finds another
     passage of the same page."""
-    number, image, rects = shown_page(driver, passage.id)
+    number, image, rects, to_pixels = shown_page(driver, passage.id)
     with pymupdf.open(PAPER) as doc:
         page = doc[number - 1]
-        scale = image.width / page.rect.width
         target = line_of(page, passage.content)
-        other = next(r for r in (line_of(page, n.content) for n in neighbours if n.page_start == number
-                                 and n.page_end == number) if r is not None)
+        others = [r for r in (line_of(page, n.content) for n in neighbours if n.page_start == number
+                              and n.page_end == number) if r is not None]
     assert target is not None and rects
-    assert yellow_share(image, target * scale) > 0.3
-    assert any(x0 <= (target.x0 + target.x1) / 2 * scale <= x1 and y0 <= (target.y0 + target.y1) / 2 * scale <= y1
-               for x0, y0, x1, y1 in rects)                     # the rectangles the page reports, too
-    assert yellow_share(image, other * scale) < 0.02
+    target = target * to_pixels
+    assert yellow_share(image, target) > 0.3
+    middle = pymupdf.Point((target.x0 + target.x1) / 2, (target.y0 + target.y1) / 2)
+    assert any(x0 <= middle.x <= x1 and y0 <= middle.y <= y1 for x0, y0, x1, y1 in rects)   # as the page reports
+    shown = [r * to_pixels & pymupdf.Rect(0, 0, image.width, image.height) for r in others]
+    other = next(r for r in shown if r.width > 20)   # another passage of the page, in the part shown
+    assert yellow_share(image, other) < 0.02
     return number
 
 
@@ -196,6 +202,25 @@ def replay_to(driver, merge: int, last: int) -> None:
         slider.send_keys(Keys.ARROW_RIGHT)
     wait(driver, lambda d: f"Merge {merge} of {last} joined" in d.find_element(By.TAG_NAME, "body").text
          and d.execute_script("const v = window.memoryForestView; return v && v.data.key.split(':')[1]") == str(merge))
+
+
+def test_fit_shows_every_box_unfolded_and_the_detail_column_has_room(reader):
+    driver, nodes, _ = reader
+    open_page(driver, "Forest")
+    wait(driver, lambda d: d.execute_script("const h = document.querySelector('#forest-tree'); return h && h.dataset.drawn"))
+    for label in ("Unfold all", "Fit"):
+        driver.find_element(By.XPATH, f"//div[@class='forest-bar']/button[text()='{label}']").click()
+    outside = driver.execute_script("""
+        const v = window.memoryForestView, net = v.network;
+        const room = v.holder.getBoundingClientRect();
+        return v.nodes.getIds().filter((id) => {
+          const b = net.getBoundingBox(id);
+          const a = net.canvasToDOM({x: b.left, y: b.top}), z = net.canvasToDOM({x: b.right, y: b.bottom});
+          return a.x < -1 || a.y < -1 || z.x > room.width + 1 || z.y > room.height + 1;
+        });""")
+    assert driver.execute_script("return window.memoryForestView.nodes.length") == len(nodes) and outside == []
+    detail = driver.find_element(By.CSS_SELECTOR, ".st-key-tree-detail").rect["width"]
+    assert detail >= 330, detail   # a title and a summary read in lines, not in a column of words
 
 
 def test_a_query_overlay_holds_while_the_merge_replay_moves(reader):

@@ -3,9 +3,11 @@ a paper uploaded through the Library's file picker is built and an Ask citation 
 page; a delete confirmation closes and is never offered for another archive; a page that fails
 shows one message and no traceback; Chinese and emoji labels are drawn with real glyphs."""
 import sqlite3
+from urllib.parse import urlparse
 
 import pytest
 
+from conftest import SHARED_EVAL
 from test_browser import MISSING, chromium, open_page, streamlit_app, wait
 from test_browser_reading import PAPER, assert_highlights
 
@@ -14,6 +16,7 @@ if not MISSING:
     from selenium.webdriver.common.keys import Keys
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {', '.join(MISSING)} missing")
+SHARED_PDFS = SHARED_EVAL / "pdfs"
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +129,49 @@ def test_a_pdf_uploaded_through_the_library_opens_on_its_page_from_an_ask_citati
     passage = next(n for n in nodes if n.id == cited)
     page = assert_highlights(driver, passage, [n for n in nodes if n.is_leaf and n.id != cited])
     assert page == passage.page_start
+    # named and cited from its own first page, not from its file name
+    assert uploaded.name == "Offensive Language Detection: A Comparative Analysis" and uploaded.cite_as == "T et al. (2020)"
+
+
+def test_a_paper_uploaded_then_met_in_a_bib_and_a_folder_is_one_archive(shelf, tmp_path):
+    """The upload above, then a .bib whose `file` is the same PDF (its metadata wins), then a folder
+    holding it and another paper (the other named and cited from its own first page)."""
+    from forest import MemoryForest
+
+    driver, _, data_dir, _ = shelf
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / PAPER.name).write_bytes(PAPER.read_bytes())
+    other = SHARED_PDFS / "1810.08699.pdf"
+    (library / other.name).write_bytes(other.read_bytes())
+    bib = tmp_path / "refs.bib"
+    bib.write_text("@inproceedings{vyshnav2020, author = {M T, Vyshnav and Kumar S, Sachin}, year = {2020},\n"
+                   "  title = {Offensive Language Detection: A Comparative Analysis},\n"
+                   f"  booktitle = {{Proc. of a Workshop}}, file = {{library/{PAPER.name}}}}}\n", encoding="utf-8")
+    open_page(driver, "Library")
+    use_model_id(driver, "reader")
+    for source, said in ((bib, "1 updated"), (library, "1 imported, 1 unchanged")):
+        importer = wait(driver, lambda d: d.find_element(
+            By.XPATH, "//details[.//summary[contains(., 'Import a library')]]"))
+        if importer.get_attribute("open") is None:
+            importer.find_element(By.TAG_NAME, "summary").click()
+        path = wait(driver, lambda d: next((e for e in d.find_elements(By.CSS_SELECTOR, "input[aria-label=Path]")
+                                            if e.is_displayed()), None))
+        path.send_keys(Keys.CONTROL, "a")
+        path.send_keys(str(source), Keys.TAB)
+        button(driver, "Import library").click()
+        banner = wait(driver, lambda d, n=source.name: next((e.text for e in d.find_elements(
+            By.CSS_SELECTOR, "[data-testid=stAlert]") if e.text.startswith(f"{n}: ")), None), 600)
+        assert banner == f"{source.name}: {said}", banner
+        button(driver, "Clear these messages").click()
+    store = MemoryForest(data_dir=data_dir)
+    papers = {a.name: a for a in store.archives("reader")}
+    store.close()
+    assert len(papers) == 2   # the upload, once; and the folder's other paper
+    uploaded = papers["Offensive Language Detection: A Comparative Analysis"]
+    assert uploaded.cite_as == "M T and Kumar S (2020)" and uploaded.library["venue"] == "Proc. of a Workshop"
+    assert papers["pioNER: Datasets and Baselines for Armenian Named Entity Recognition"].cite_as == \
+        "Ghukasyan et al. (2018)"
 
 
 def test_a_delete_confirmation_closes_and_never_offers_the_next_archive(shelf):
@@ -172,7 +218,7 @@ def test_a_research_memory_citation_names_the_paper_and_opens_its_page(shelf):
     driver.find_element(By.XPATH, "//*[@role='tab'][contains(normalize-space(.), 'Conversation')]").click()
     links = wait(driver, lambda d: [a for a in d.find_elements(By.CSS_SELECTOR, "[data-testid=stChatMessage] "
                                                                                "a[href^='#cite-']") if a.is_displayed()])
-    assert all(a.text.startswith("Offensive Language Detection: A Comparative Analysis, p") for a in links)
+    assert all(a.text.startswith("T et al. (2020), p") for a in links)   # read off the paper's first page
     cited = int(links[0].get_attribute("href").rsplit("-", 1)[1])
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", links[0])
     links[0].click()
@@ -186,7 +232,7 @@ def test_a_research_memory_citation_names_the_paper_and_opens_its_page(shelf):
     store.close()
     passage = next(n for n in nodes if n.id == cited)
     assert assert_highlights(driver, passage, [n for n in nodes if n.is_leaf and n.id != cited]) == passage.page_start
-    assert driver.current_url.endswith("/research")            # the same session, no navigation
+    assert urlparse(driver.current_url).path == "/research"     # the same session, no navigation
     # a toast (top right, a few seconds) may lie over the dialog's Close button, as it would for a person
     wait(driver, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-testid=stToast]"))
     driver.find_element(By.CSS_SELECTOR, "[role=dialog] button[aria-label=Close]").click()

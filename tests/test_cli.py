@@ -122,7 +122,11 @@ def test_pdf_ingest_append_and_merge_archives(tmp_path):
     [grown] = json.loads(run(data_dir, "ingest", str(notes), "--model-id", "m", "--append-to", str(paper["id"]),
                              "--json").stdout)
     assert grown["id"] == paper["id"] and grown["leaves"] > paper["leaves"]
-    [other] = json.loads(run(data_dir, "ingest", str(notes), "--model-id", "m", "--name", "jazz", "--json").stdout)
+    held = run(data_dir, "ingest", str(notes), "--model-id", "m", "--name", "jazz").stdout   # appended already
+    assert held == (f"{notes}: already in the library as archive {paper['id']} (A Study of Tidal Pools): the same "
+                    "text: skipped (--on-duplicate replace or keep adds it)\n")
+    [other] = json.loads(run(data_dir, "ingest", str(notes), "--model-id", "m", "--name", "jazz", "--json",
+                             "--on-duplicate", "keep").stdout)
     pairs = json.loads(run(data_dir, "merge-archives", "--model-id", "m", "--json").stdout)
     assert [sorted(p["archive_ids"]) for p in pairs] == [sorted([paper["id"], other["id"]])]
     assert "join with" in run(data_dir, "merge-archives", "--model-id", "m").stdout

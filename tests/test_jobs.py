@@ -58,7 +58,7 @@ def test_a_bad_file_fails_at_once_while_another_file_builds(forest, tmp_path):
     queue.shutdown()
 
 
-def test_archives_take_the_documents_title_and_a_repeat_is_refused(forest, tmp_path):
+def test_archives_take_the_documents_title_and_a_repeat_is_skipped_saying_which_archive_holds_it(forest, tmp_path):
     queue = IngestQueue(forest)
     paper = tmp_path / "draft-v3.md"
     paper.write_text("# Volcanoes of the Pacific\n\n" + topic_text("volcanoes"), encoding="utf-8")
@@ -70,9 +70,9 @@ def test_archives_take_the_documents_title_and_a_repeat_is_refused(forest, tmp_p
     elsewhere = queue.submit(again, "other")  # another model_id's forest may hold the same paper
     wait(queue)
     assert (first.status, first.name, first.archive_name) == ("done", "draft-v3.md", "Volcanoes of the Pacific")
-    assert repeat.status == "failed"
-    assert repeat.error == (f"copy of draft.md: 'copy of draft' is already in archive {first.archive_id} (Volcanoes of the Pacific): "
-                            "the same text was not added again")
+    assert (repeat.status, repeat.archive_id) == ("skipped", first.archive_id)
+    assert repeat.error == (f"already in the library as archive {first.archive_id} (Volcanoes of the Pacific): "
+                            "the same text")
     assert elsewhere.status == "done" and [a.name for a in forest.archives("m")] == ["Volcanoes of the Pacific"]
     queue.dismiss([first.id, repeat.id, elsewhere.id])
     assert queue.jobs() == []

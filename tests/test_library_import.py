@@ -72,8 +72,8 @@ def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest,
     assert cited and cited[0].node.citation.startswith("Buck et al. (2018)")
 
     again = forest.import_library("lab", zotero)
-    assert again["counts"] == {"imported": 0, "updated": 0, "unchanged": 2, "missing": 0, "duplicates": 0,
-                               "skipped": 0, "failed": 0}
+    assert again["counts"] == {"imported": 0, "updated": 0, "unchanged": 2, "already": 0, "replaced": 0,
+                               "missing": 0, "duplicates": 0, "skipped": 0, "failed": 0}
     library = ZoteroLibrary(zotero, create=False)
     library.db.execute("UPDATE itemDataValues SET value = 'Volcanoes and Ash' WHERE value = 'Volcanoes'")
     library.close()
@@ -98,9 +98,9 @@ def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest,
 """, encoding="utf-8")
     forest = make_forest(chunk_size=300)
     report = forest.import_library("lab", bib)
-    assert report["counts"] == {"imported": 2, "updated": 0, "unchanged": 0, "missing": 1, "duplicates": 1,
-                                "skipped": 1, "failed": 0}
-    assert "lost.pdf" in report["missing"][0]["reason"] and report["duplicates"][0]["reason"] == "same file"
+    assert report["counts"] == {"imported": 2, "updated": 0, "unchanged": 0, "already": 0, "replaced": 0,
+                                "missing": 1, "duplicates": 1, "skipped": 1, "failed": 0}
+    assert "lost.pdf" in report["missing"][0]["reason"] and report["duplicates"][0]["reason"] == "the same file"
     assert sorted(a.cite_as for a in forest.archives("lab")) == ["Buck and Bulian (2018)", "Green (2019)"]
     exported = bibtexparser.parse_string(forest.bibtex("lab"))
     assert {(e.key, e["title"], e["year"], e.fields_dict.get("doi") and e["doi"]) for e in exported.entries} == \
@@ -170,6 +170,10 @@ def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
     assert any(s.value.startswith("Zotero: 2 imported") for s in app.success), [s.value for s in app.success]
     table = app.dataframe[0].value
     assert sorted(table["cite as"]) == ["Alt (2020)", "Buck et al. (2018)"]
+    # authors, year and pages read as such: no "None" for an unknown year, the pages of each paper
+    assert list(table.columns[:6]) == ["id", "cite as", "name", "authors", "year", "pages"]
+    buck = table[table["cite as"] == "Buck et al. (2018)"].iloc[0]
+    assert (buck["authors"].split(", ")[0], buck["year"], buck["pages"]) == ("Buck", "2018", 1)
     app = app.multiselect(key="library_tags").set_value(["music"]).run()
     assert app.dataframe[0].value["cite as"].tolist() == ["Buck et al. (2018)"]
     app = app.multiselect(key="library_tags").set_value([]).run()
@@ -191,7 +195,7 @@ def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbenc
     for number in range(62):   # vectors shipped: nothing embedded
         shipped["archive"]["library"] = {"title": f"Paper {number}", "year": 2000 + number % 20,
                                          "creators": [{"last": f"Author{number}", "type": "author"}]}
-        forest.import_archive("lab", shipped, name=f"Paper {number}")
+        forest.import_archive("lab", shipped, name=f"Paper {number}", on_duplicate="keep")
     forest.close()
     app = use_model_id(open_app(), "lab")
     assert any(c.value == "62 of 62 archives shown" for c in app.caption)

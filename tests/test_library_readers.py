@@ -17,6 +17,7 @@ from forest.library import (
     Creator, KnownDocument, LibraryEntry, LibraryError, bibtex_of, citation_key_of, file_sha256,
     library_kind, plan_import, read_bibtex, read_library, read_zotero, short_citation,
 )
+from forest.errors import InvalidInput
 from zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
 
 
@@ -189,13 +190,14 @@ def test_zotero_linked_files_resolve_against_the_base_directory(zotero, tmp_path
 def test_zotero_missing_files_are_reported_and_the_rest_planned(zotero):
     reading = read_zotero(zotero)
     assert {e.source_key for e in reading.missing} == {"GONELINK", "LOSTSTOR"}
-    plan = plan_import(reading.entries, known={})
+    plan = plan_import(reading.entries, known=[])
     assert {e.source_key for e in plan.missing} == {"GONELINK", "LOSTSTOR"}
     reasons = {e.source_key: e.missing_reason for e in plan.missing}
     assert "elsewhere/cole.pdf does not exist" in reasons["GONELINK"]
     assert "storage/LOSTPDF1/lost.pdf" in reasons["LOSTSTOR"]
     assert {p.entry.source_key for p in plan.new} == {"BUCK2018", "ALT2019X", "HANDOUT1", "WANG2020", "BROWN154"}
-    assert plan.counts() == {"new": 5, "changed": 0, "unchanged": 0, "missing": 2, "duplicates": 0}
+    assert plan.counts() == {"new": 5, "changed": 0, "unchanged": 0, "already": 0, "replacing": 0, "missing": 2,
+                             "duplicates": 0}
 
 
 def listing(folder: Path) -> dict[str, tuple[int, int]]:
@@ -383,15 +385,16 @@ def test_bibtex_import_plan_reports_missing_files_and_duplicates_once(bib):
     reading = read_bibtex(bib)
     keys = [e.source_key for e in reading.entries]
     assert keys.count("plain") == 2         # a duplicate citation key is read, not dropped
-    plan = plan_import(reading.entries, known={})
+    plan = plan_import(reading.entries, known=[])
     assert {e.source_key for e in plan.missing} == {"missing", "windows"}
     duplicates = {(d.entry.source_key, d.same_as.source_key, d.reason) for d in plan.duplicates}
-    assert duplicates == {("buck2018copy", "buck2018", "same file"),
-                          ("buck2018preprint", "buck2018", "same DOI"),
-                          ("plain", "plain", "same file")}
+    assert duplicates == {("buck2018copy", "buck2018", "the same file"),
+                          ("buck2018preprint", "buck2018", "the same DOI 10.48550/arxiv.1705.07830"),
+                          ("plain", "plain", "the same file")}
     assert sorted(p.entry.source_key for p in plan.new) == ["alt2019", "buck2018", "chollet", "described",
                                                             "plain", "wang2020"]
-    assert plan.counts() == {"new": 6, "changed": 0, "unchanged": 0, "missing": 2, "duplicates": 3}
+    assert plan.counts() == {"new": 6, "changed": 0, "unchanged": 0, "already": 0, "replacing": 0, "missing": 2,
+                             "duplicates": 3}
     # each planned document once, by the hash of its bytes
     assert len({p.sha256 for p in plan.new}) == 6
     assert all(p.sha256 == file_sha256(p.entry.path) for p in plan.new)
@@ -437,7 +440,7 @@ def test_folder_is_walked_recursively_skipping_hidden_folders_and_symlink_loops(
     assert entries["2018/NLP/buck.PDF"].collections == ("2018/NLP",)
     assert entries["top.pdf"].collections == () and entries["top.pdf"].title == "top"
     assert entries["dangling.pdf"].missing_reason == "broken symbolic link"
-    plan = plan_import(reading.entries, known={})
+    plan = plan_import(reading.entries, known=[])
     assert [e.source_key for e in plan.missing] == ["dangling.pdf"] and len(plan.new) == 4
 
 
@@ -461,8 +464,8 @@ def test_second_import_finds_unchanged_changed_and_new_file_of_a_known_doi(tmp_p
     entry_a = LibraryEntry(path=first, title="Paper A", source_kind="zotero", source_key="A", year=2018,
                            creators=(Creator("Buck", "Christian"),), doi="10.1/a", tags=("qa",))
     entry_b = LibraryEntry(path=second, title="Paper B", source_kind="zotero", source_key="B", doi="10.1/b")
-    known = {file_sha256(first): KnownDocument("arch-a", entry_a.metadata()),
-             file_sha256(second): KnownDocument("arch-b", entry_b.metadata())}
+    known = [KnownDocument("arch-a", {**entry_a.metadata(), "file_sha256": file_sha256(first)}),
+             KnownDocument("arch-b", {**entry_b.metadata(), "file_sha256": file_sha256(second)})]
 
     retagged = replace(entry_a, tags=("qa", "rl"), abstract="")
     new_version = make_pdf(tmp_path / "b-v2.pdf", "paper B, publisher's version")
@@ -484,7 +487,7 @@ def test_folder_import_never_overwrites_reference_manager_metadata(tmp_path):
     paper = make_pdf(tmp_path / "Buck - 2018.pdf", "paper")
     from_zotero = LibraryEntry(path=paper, title="Ask the Right Questions", source_kind="zotero",
                                creators=(Creator("Buck", "Christian"),), year=2018)
-    known = {file_sha256(paper): KnownDocument("arch-1", from_zotero.metadata())}
+    known = [KnownDocument("arch-1", from_zotero.metadata(), file_sha256(paper))]
     from_folder = LibraryEntry(path=paper, title="Buck - 2018", source_kind="folder", source_key="Buck - 2018.pdf")
     plan = plan_import([from_folder], known)
     assert [p.archive_id for p in plan.unchanged] == ["arch-1"]
@@ -494,7 +497,7 @@ def test_folder_import_never_overwrites_reference_manager_metadata(tmp_path):
 def test_unreadable_path_is_missing_with_the_reason(tmp_path):
     folder_not_file = tmp_path / "looks.pdf"
     folder_not_file.mkdir()
-    plan = plan_import([LibraryEntry(path=folder_not_file, title="x", source_kind="bibtex")], {})
+    plan = plan_import([LibraryEntry(path=folder_not_file, title="x", source_kind="bibtex")], [])
     assert plan.missing[0].missing_reason.startswith(f"cannot read {folder_not_file}")
 
 
@@ -549,7 +552,8 @@ def test_bibtex_export_round_trips_through_the_reader(tmp_path):
         creators=(Creator("Müller", "Jörg"), Creator("de La Fontaine", "Jean"), Creator("World Health Organization"),
                   Creator("王", "小明"), Creator("Smith, Jr.", "John"), Creator("Alt", "Anna", "editor")),
         year=2019, doi="10.1000/abc_def", url="https://example.org/a?b=1&c=50%25", abstract="Line one.\nLine two ~ $5.",
-        tags=("deep learning", "NLP"), item_type="conferencePaper")
+        tags=("deep learning", "NLP"), item_type="conferencePaper", venue="Proceedings of ACL 2019 & Friends",
+        arxiv_id="1705.07830")
     text = bibtex_of(original)
     parsed = bibtexparser.parse_string(text)
     assert parsed.failed_blocks == [] and len(parsed.entries) == 1
@@ -561,6 +565,7 @@ def test_bibtex_export_round_trips_through_the_reader(tmp_path):
     assert back.title == original.title
     assert back.creators == original.creators
     assert (back.year, back.doi, back.url) == (2019, "10.1000/abc_def", original.url)
+    assert (back.venue, back.arxiv_id) == (original.venue, "1705.07830") and record["booktitle"]
     assert back.abstract == "Line one. Line two ~ $5."
     assert back.tags == original.tags and back.path == paper
     assert short_citation(back) == short_citation(original) == "Müller et al. (2019)"
@@ -575,3 +580,58 @@ def test_bibtex_export_keeps_a_citation_key_and_makes_one_otherwise():
                                         creators=(Creator("Buck", "C."),), year=2018, citation_key="bad key"))
     assert made == "buck2018questions"
     assert citation_key_of(LibraryEntry(path=None, title="深度学习", source_kind="zotero", year=2020)).startswith("ref")
+
+
+# ---------------------------------------------------------------- each paper once, whichever way it came in
+
+def test_a_paper_is_recognised_by_file_text_doi_arxiv_id_then_title_author_and_year():
+    from forest.library import PaperIdentity, find_same
+    from forest.library.identity import normalize_arxiv_id, title_key
+
+    held = KnownDocument(7, {"title": "Ask the Right Questions: Active Question Reformulation", "year": 2018,
+                             "creators": [{"last": "Buck", "first": "Christian"}], "doi": "10.1/AQA",
+                             "arxiv_id": "1705.07830"}, "f" * 64, ("t" * 64,), "Ask the Right Questions")
+    other = KnownDocument(8, {"title": "Another Paper Entirely Here", "year": 2018}, "e" * 64, (), "Another")
+    cases = [(PaperIdentity(file_sha256="f" * 64), "the same file"),
+             (PaperIdentity(text_sha256=("t" * 64,)), "the same text"),
+             (PaperIdentity(doi="10.1/aqa"), "the same DOI 10.1/aqa"),
+             (PaperIdentity.of({"arxiv_id": "arXiv:1705.07830v3"}), "the same arXiv id 1705.07830"),
+             (PaperIdentity.of({"title": "ASK the right questions — active question reformulation!", "year": 2018,
+                                "creators": [{"last": "Buck", "first": "C."}]}),
+              "the same title, first author and year")]
+    for candidate, reason in cases:
+        same = find_same(candidate, [other, held])
+        assert same is not None and same.archive_id == 7 and same.reason == reason
+        assert same.said() == f"already in the library as archive 7 (Ask the Right Questions): {reason}"
+    # the strongest evidence is the one said, and a weaker match never hides a stronger one
+    assert find_same(PaperIdentity(file_sha256="e" * 64, doi="10.1/aqa"), [held, other]).archive_id == 8
+    # nothing in common, or too little to name a paper: another paper
+    assert find_same(PaperIdentity.of({"title": "Ask the Right Questions", "year": 2019,
+                                       "creators": [{"last": "Buck"}]}), [held]) is None
+    assert title_key("Introduction", "Buck", 2018) == "" and title_key("A Long Enough Title", "", 2018) == ""
+    assert normalize_arxiv_id("https://arxiv.org/abs/hep-th/9901001v2") == "hep-th/9901001"
+    assert normalize_arxiv_id("10.1/x") == "" and normalize_arxiv_id("1705.078") == ""
+
+
+def test_a_held_paper_met_again_is_updated_skipped_replaced_or_kept_as_asked(tmp_path):
+    uploaded = make_pdf(tmp_path / "upload.pdf", "paper A")
+    held = KnownDocument(3, {"title": "Paper A", "source_kind": "paper"}, file_sha256(uploaded))
+    # the same file, now from a reference manager: the held paper, its metadata the library's
+    from_bib = LibraryEntry(path=uploaded, title="Paper A: The Full Title", source_kind="bibtex", source_key="a2018",
+                            creators=(Creator("Alt", "Anna"),), year=2018, doi="10.1/a")
+    plan = plan_import([from_bib], [held])
+    assert plan.new == () and [p.archive_id for p in plan.changed] == [3]
+    assert plan.changed[0].metadata["title"] == "Paper A: The Full Title" and "title" in plan.changed[0].changed_fields
+    # another file of it (a publisher's version, the same DOI) from another source: as on_duplicate says
+    known = [KnownDocument(3, from_bib.metadata(), file_sha256(uploaded))]
+    version = LibraryEntry(path=make_pdf(tmp_path / "v2.pdf", "paper A, publisher's version"), title="Paper A",
+                           source_kind="folder", source_key="v2.pdf", doi="10.1/a")
+    skipped = plan_import([version], known)
+    assert skipped.new == () and [p.same.reason for p in skipped.already] == ["the same DOI 10.1/a"]
+    assert [p.archive_id for p in plan_import([version], known, "replace").replacing] == [3]
+    assert [p.archive_id for p in plan_import([version], known, "keep").new] == [None]
+    # the same reference manager's item with a new file is its new version, whatever on_duplicate says
+    new_file = replace(from_bib, path=version.path)
+    assert plan_import([new_file], known).changed[0].changed_fields[0] == "file"
+    with pytest.raises(InvalidInput, match="on_duplicate must be one of skip, replace, keep"):
+        plan_import([version], known, "merge")

@@ -276,15 +276,18 @@ def test_compaction_with_claude_writes_its_findings(make_forest, tmp_path, clock
         assert memory.messages("ann", "s1")[0].content == "We compared X and Y."
 
 
-def test_the_core_file_defaults_to_beside_the_data_directory(make_forest, tmp_path):
+def test_the_core_file_is_beside_the_data_directory_and_the_defaults_hold_until_it_is_written(make_forest, tmp_path):
     from pathlib import Path
 
     from forest import load_settings
 
-    assert load_settings(environ={}).core_path == Path("data") / "CORE.md"  # the shipped file
+    assert load_settings(environ={}).core_path == Path("data") / "CORE.md"
     forest = make_forest(data_dir=tmp_path / "project" / "store")
+    # a new data directory has no core file: the default directives are in force, and said to be
+    assert not forest.research.directives_saved and "cite every claim" in forest.research.directives()
+    assert "[Semantic Directives]\n# Core directives" in forest.research.preamble("m", "default")
     (tmp_path / "project" / "CORE.md").write_text("Always cite pages.", encoding="utf-8")
-    assert forest.research.directives() == "Always cite pages."
+    assert forest.research.directives() == "Always cite pages." and forest.research.directives_saved
 
 
 def test_research_settings_are_checked(make_forest):

@@ -6,7 +6,7 @@ import time
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, free_port, topic_text
+from conftest import ROOT, free_port, shown, topic_text
 from test_research_memory import FEW_SHOT_GAIN, FEW_SHOT_NO_GAIN
 
 JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
@@ -89,9 +89,9 @@ def test_library_ingests_an_upload_in_the_background_and_lists_it(workbench):
 
 def test_a_bad_upload_shows_why_and_stores_nothing(workbench):
     app = upload(open_app(), "broken.pdf", b"this is not a pdf at all", "application/pdf")
-    app = wait_for(app, lambda a: any("not a PDF" in e.value for e in a.error))
+    app = wait_for(app, lambda a: any("not a PDF" in shown(e.value) for e in a.error))
     assert not app.exception
-    assert any("broken.pdf" in e.value for e in app.error)
+    assert any("broken.pdf" in shown(e.value) for e in app.error)
     assert not app.dataframe  # no archive appeared
 
 
@@ -276,12 +276,18 @@ def test_library_exports_imports_and_joins(workbench):
     assert download
     importer = next(f for f in app.file_uploader if f.label == "Import an exported archive")
     importer.set_value([("volcanoes.forest.json", exported, "application/json")])
-    app = button(app.run(), "Import").click().run()
-    assert any("Imported as archive" in s.value for s in app.success)
+    app = button(app.run(), "Import").click().run()   # in the background, with progress
+    app = wait_for(app, lambda a: a.info)               # the same paper: not added again
+    assert "already in the library as archive 2 (volcanoes): the same text" in shown(app.info[0].value)
+    app = app.radio(key="import_duplicate").set_value("keep").run()
+    app = wait_for(button(app, "Import").click().run(), lambda a: a.success)
+    assert any("volcanoes.forest.json: archive 3 (volcanoes) is ready" in shown(s.value) for s in app.success)
+    assert len(app.dataframe[0].value) == 3             # the table counts it
     importer = next(f for f in app.file_uploader if f.label == "Import an exported archive")
     importer.set_value([("broken.json", b"{not json", "application/json")])
-    app = button(app.run(), "Import").click().run()
-    assert any("Not imported" in e.value for e in app.error)
+    app = wait_for(button(app.run(), "Import").click().run(), lambda a: a.error)
+    assert any(shown(e.value).startswith("broken.json: ") for e in app.error), [shown(e.value) for e in app.error]
+    app = button(app, "Clear these messages").click().run()
     app = button(app, "Find similar archives").click().run()
     assert any("jazz + volcanoes" in c.value for c in app.caption)
     app = app.multiselect[0].set_value(app.multiselect[0].options[:2]).run()
@@ -319,7 +325,11 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     app = app.run()
     assert any("hits (red)" in c.value and "their common ancestor" in c.value and "ask it on the Ask page" in c.value
                for c in app.caption)
-    app.session_state["agent"] = asked                      # the question asked on the Ask page
+    # the question asked on the Ask page: its place, and the run it left
+    app.session_state["ask_run"] = {"model_id": "reader", "state": asked, "turn": None, "session": None,
+                                    "retrieved": None}
+    app.session_state["place"]["q"] = asked.question
+    app.query_params.pop("q", None)
     app = app.run()
     assert app.text_input[0].value == asked.question
     assert any("the agent's path from the Ask page (purple)" in c.value for c in app.caption)

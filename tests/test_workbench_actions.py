@@ -6,7 +6,7 @@ import re
 import httpx
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, free_port, topic_text
+from conftest import ROOT, free_port, shown, topic_text
 from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for
 
 PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
@@ -49,7 +49,7 @@ def test_deleting_an_archive_confirms_says_so_and_leaves_the_next_one_alone(work
     assert not [b for b in app.button if b.label.startswith("Yes, delete archive")]
     app = app.selectbox(key="delete_choice").set_value(f"{jazz.id}: jazz").run()
     app = button(app, f"Yes, delete archive {jazz.id}").click().run()
-    assert [t.value for t in app.toast] == [f"Deleted archive {jazz.id} (jazz)."]
+    assert [shown(t.value) for t in app.toast] == [f"Deleted archive {jazz.id} (jazz)."]
     assert app.dataframe[0].value["name"].tolist() == ["volcanoes"]
     # The chosen archive is gone and nothing else is chosen: no delete is offered for the next one.
     assert app.selectbox(key="delete_choice").value is None
@@ -66,18 +66,19 @@ def test_library_names_archives_by_title_refuses_a_repeat_and_clears_its_banners
     assert app.dataframe[0].value["name"].tolist() == ["Notes on Jazz and Volcanoes"]
     assert [s.value for s in app.success] == ["draft-v2.md: archive 1 (Notes on Jazz and Volcanoes) is ready"]
     app = upload(app, "copy.md", paper, "text/markdown")
-    app = wait_for(app, lambda a: a.error)
-    assert [e.value for e in app.error] == [
-        "copy.md: 'copy' is already in archive 1 (Notes on Jazz and Volcanoes): the same text was not added again"]
-    assert len(app.dataframe[0].value) == 1
+    app = wait_for(app, lambda a: a.info)
+    assert [shown(i.value) for i in app.info] == [
+        "copy.md: already in the library as archive 1 (Notes on Jazz and Volcanoes): the same text. Not added again: "
+        "choose “Replace its archive” or “Keep both” to add it."]
+    assert len(app.dataframe[0].value) == 1 and not app.error
     app = button(app, "Clear these messages").click().run()
-    assert not app.error and not app.success
+    assert not app.info and not app.success
     # A banner for an archive deleted since goes with it.
     app = upload(app, "volcanoes.md", topic_text("volcanoes").encode(), "text/markdown")
     app = wait_for(app, lambda a: a.success)
     app = app.selectbox(key="delete_choice").set_value("2: volcanoes").run()
     app = button(app, "Yes, delete archive 2").click().run()
-    assert not app.success and any("Deleted archive 2" in t.value for t in app.toast)
+    assert not app.success and any("Deleted archive 2" in shown(t.value) for t in app.toast)
 
 
 def test_while_the_sample_builds_every_page_says_it_is_coming(workbench, tmp_path, monkeypatch):
@@ -111,11 +112,11 @@ def test_clearing_a_users_memory_asks_first_and_says_what_it_did(workbench):
     # No agent, run or metadata was set: nothing is said about them ("agent None, run None · metadata {}").
     assert not [m.value for m in app.markdown if "None" in m.value or "metadata" in m.value]
     app = button(app, "Yes, delete memory #1").click().run()
-    assert [t.value for t in app.toast] == ["Deleted memory #1."] and app.caption[0].value == "2 memories"
+    assert [shown(t.value) for t in app.toast] == ["Deleted memory #1."] and app.caption[0].value == "2 memories"
     app = app.run()  # the confirmation did not pass to memory #2, nor to clearing everything
     assert app.caption[0].value == "2 memories" and not app.toast
     app = button(app, "Yes, clear all of this user's memory").click().run()
-    assert [t.value for t in app.toast] == ["Cleared the memory of 'zhu': 2 memories removed."]
+    assert [shown(t.value) for t in app.toast] == ["Cleared the memory of 'zhu': 2 memories removed."]
     assert app.caption[0].value == "0 memories"
 
 
@@ -123,14 +124,20 @@ def test_process_memory_reads_as_a_table_with_the_json_behind_an_expander(workbe
     from forest import MemoryForest
 
     forest = MemoryForest(data_dir=workbench)
-    forest.personal.memory_tool("add", "zhu", text=["灿灿是小朱的女儿"])
+    # ranked by words and meaning together, these come out of similarity order for the message below
+    forest.personal.memory_tool("add", "zhu", text=[
+        "灿灿是小朱的女儿", "小朱住在北京，喜欢游泳", "My sister Mia is a pediatric nurse.",
+        "I live in Berlin and work at the Max Planck Institute.", "My favourite food is ramen.",
+        "Mia lives in Munich with her cat."])
     forest.close()
     app = open_app().switch_page("workbench/memory.py").run()
     next(t for t in app.sidebar.text_input if t.label == "user_id").set_value("zhu").run()
-    next(t for t in app.text_area if t.label == "Message").set_value("灿灿是谁的女儿？")
+    next(t for t in app.text_area if t.label == "Message").set_value("What does my sister do?")
     app = button(app, "Process").click().run()
     assert app.markdown[0].value.startswith("**What the agent is told**")
-    assert app.dataframe[0].value["memory"].tolist()[0] == "灿灿是小朱的女儿"
+    assert app.dataframe[0].value["memory"].tolist()[0] == "My sister Mia is a pediatric nurse."
+    scores = app.dataframe[0].value["score"].tolist()
+    assert len(scores) > 1 and scores == sorted(scores, reverse=True)
     assert [e.label for e in app.expander] == ["As the agent receives it (JSON)"]
     assert app.expander[0].json[0].value  # the raw context stays one click away
 
@@ -145,7 +152,7 @@ def test_compact_now_says_when_there_was_nothing_to_compact(workbench):
     app = use_model_id(open_app().switch_page("workbench/research.py").run(), "reader")
     app = on_tab(app, "research_tab", "Conversation")
     app = button(app, "Compact now").click().run()
-    assert [t.value for t in app.toast] == [
+    assert [shown(t.value) for t in app.toast] == [
         "Nothing to compact: all 2 messages (9 tokens) are recent enough to stay as they are."]
     assert app.session_state["research_tab"] == "Conversation"
 

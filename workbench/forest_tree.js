@@ -37,7 +37,7 @@ class ForestView {
     this.root.className = "forest-view";
     this.root.innerHTML = `
       <div class="forest-bar">
-        <button type="button" data-act="fit" title="Zoom to what is unfolded, no smaller than a passage can be read (scroll for the rest)">Fit</button>
+        <button type="button" data-act="fit" title="Zoom out until all that is unfolded is in view">Fit</button>
         <button type="button" data-act="unfold">Unfold all</button>
         <button type="button" data-act="fold">Fold to two levels</button>
         <span class="forest-legend"></span>
@@ -58,7 +58,7 @@ class ForestView {
     }
     this.root.querySelector(".forest-bar").addEventListener("click", (event) => {
       const act = event.target.dataset && event.target.dataset.act;
-      if (act === "fit") this.frame();
+      if (act === "fit") this.frame(true);
       if (act === "unfold") {
         this.setOpen(new Set(this.children.keys()));
         this.frame();
@@ -81,6 +81,17 @@ class ForestView {
       this.holder.dataset.drawn = String(data.nodes.length);
       this.reveal();
     });
+    // Drawn before its column had its width (a first draw, a column that grew), it frames again,
+    // until the person pans or zooms: from then on the view is theirs.
+    this.moved = false;
+    this.network.on("dragStart", () => { this.moved = true; });
+    this.network.on("zoom", () => { this.moved = true; });
+    this.resized = new ResizeObserver(() => {
+      if (!this.holder.clientWidth) return;
+      this.network.setSize("100%", "100%");   // the canvas takes the holder's new size first
+      if (!this.moved) this.reveal();
+    });
+    this.resized.observe(this.holder);
     this.network.on("click", (event) => {
       if (event.nodes.length) this.select(event.nodes[0], true);
     });
@@ -175,8 +186,9 @@ class ForestView {
   }
 
   // What is unfolded, as large as fits but never smaller than READABLE (vis-network's fit() shrinks
-  // a 100-passage column to bars): when it does not fit, its top left corner is in view.
-  frame() {
+  // a 100-passage column to bars), its top in view; when it is too wide, its left edge. `all`
+  // (the Fit button): everything in view, however small.
+  frame(all = false) {
     const boxes = this.nodes.get().map((n) => {
       const kind = this.byId.get(n.id).kind;
       return { left: n.x - BOX[kind] / 2, right: n.x + BOX[kind] / 2, top: n.y - ROW[kind] / 2, bottom: n.y + ROW[kind] / 2 };
@@ -186,9 +198,10 @@ class ForestView {
     const left = Math.min(...boxes.map((b) => b.left)) - margin, right = Math.max(...boxes.map((b) => b.right)) + margin;
     const top = Math.min(...boxes.map((b) => b.top)) - margin, bottom = Math.max(...boxes.map((b) => b.bottom)) + margin;
     const width = this.holder.clientWidth, height = this.holder.clientHeight;
-    const scale = Math.max(READABLE, Math.min(1, width / (right - left), height / (bottom - top)));
+    const fits = Math.min(1, width / (right - left), height / (bottom - top));
+    const scale = all ? fits : Math.max(READABLE, fits);
     const x = (right - left) * scale <= width ? (left + right) / 2 : left + width / (2 * scale);
-    const y = (bottom - top) * scale <= height ? (top + bottom) / 2 : top + height / (2 * scale);
+    const y = top + height / (2 * scale);   // the top in view, as a contents page starts
     this.network.moveTo({ position: { x, y }, scale });
   }
 
@@ -274,6 +287,7 @@ export default function (component) {
   let view = parentElement.forestView;
   if (!view || view.data.key !== data.key) {
     if (view) {
+      view.resized.disconnect();
       view.network.destroy();
       view.root.remove();
     }
@@ -285,6 +299,7 @@ export default function (component) {
   view.trigger = setTriggerValue;
   if (data.selected !== null && data.selected !== view.selected) view.select(data.selected, false);
   return () => {
+    view.resized.disconnect();
     view.network.destroy();
     view.root.remove();
     delete parentElement.forestView;

@@ -8,8 +8,9 @@ import streamlit as st
 
 from forest import ForestError
 from forest.serving.jobs import FINISHED
-from forest.text import safe_markdown
-from forest.views.library_view import archive_rows, choices, filtered
+from forest.text import literal, safe_markdown
+from forest.validation import MAX_PATH_CHARS
+from forest.views.library_view import archive_rows, choices, filtered, import_details, import_summary
 from forest.views.markdown_notes import zipped
 from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start
 
@@ -20,12 +21,21 @@ model_id = page_start(forest, "Library", allow_new=True)
 try:
     archives = forest.archives(model_id)
 except ForestError as exc:
-    st.error(str(exc))
+    st.error(literal(str(exc)))
     st.stop()
 
 # Drawn first, filled once the table's page is known: its archives are what the pickers offer (a
 # thousand archives in four pickers cost the page most of a second; a filter finds the others).
 upload_area = st.container()
+ON_DUPLICATE = {"skip": "Skip it", "replace": "Replace its archive", "keep": "Keep both"}
+
+
+def on_duplicate(key: str) -> str:
+    """What to do with a paper the library holds already: every way in asks the same."""
+    return st.radio("If a paper is already in the library", list(ON_DUPLICATE), format_func=ON_DUPLICATE.get,
+                    horizontal=True, key=key,
+                    help="A paper is recognised by the same file, the same text, DOI or arXiv id, or the same title "
+                         "with first author and year.")
 
 
 def upload_form(offered) -> None:
@@ -36,6 +46,7 @@ def upload_form(offered) -> None:
                                  help="Supported: " + ", ".join(forest.supported_suffixes))
         targets = {"a new archive per file": None} | {f"add to archive {a.id}: {a.name}": a.id for a in offered}
         target = st.selectbox("Into", list(targets))
+        duplicate = on_duplicate("upload_duplicate")
         submitted = st.form_submit_button("Ingest", type="primary")
     if submitted:
         if not files:
@@ -44,7 +55,7 @@ def upload_form(offered) -> None:
             # One folder per file: two uploads with the same name do not overwrite each other.
             path = Path(tempfile.mkdtemp(prefix="forest-upload-")) / Path(upload.name).name  # names an untitled document
             path.write_bytes(upload.getvalue())
-            queue.submit(path, model_id, append_to=targets[target], delete_after=True)
+            queue.submit(path, model_id, append_to=targets[target], delete_after=True, on_duplicate=duplicate)
         if files:
             st.rerun()  # the jobs' progress above is drawn before this form: draw it again, now polling
 
@@ -53,15 +64,10 @@ with st.expander("Import a library: Zotero, BibTeX or a folder"):
     st.caption("The path of a Zotero data directory (the folder with zotero.sqlite; Zotero may be running), a .bib "
                "file (its `file` fields point at the PDFs), or a folder of PDF, Markdown and text files. Each "
                "document is imported once: importing again adds only what is new and updates changed metadata.")
-    library_path = st.text_input("Path", key="library_path", placeholder="~/Zotero")
+    library_path = st.text_input("Path", key="library_path", placeholder="~/Zotero", max_chars=MAX_PATH_CHARS)
+    library_duplicate = on_duplicate("library_duplicate")
     if st.button("Import library", key="import_library", disabled=not library_path.strip()):
-        queue.submit_library(Path(library_path.strip()).expanduser(), model_id)
-
-
-def library_summary(job) -> str:
-    counts = job.report["counts"]
-    said = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
-    return f"{job.name}: {said or 'nothing to import'}"
+        queue.submit_library(Path(library_path.strip()).expanduser(), model_id, library_duplicate)
 
 
 def show_jobs() -> None:
@@ -85,14 +91,16 @@ def show_jobs() -> None:
                 st.caption(" → ".join(job.stages_seen))
                 st.progress(job.fraction, text=f"{job.stage} {job.detail} ({job.done}/{job.total})")
         elif job.status == "failed":
-            st.error(safe_markdown(job.error))
+            st.error(literal(job.error))
         elif job.status == "done" and job.report is not None:
-            st.success(safe_markdown(library_summary(job)))
-            problems = [f"missing: {m['title']} ({m['reason']})" for m in job.report["missing"]] + \
-                [f"duplicate: {d['title']} ({d['reason']} as {d['same_as']})" for d in job.report["duplicates"]] + \
-                [f"failed: {f['title']}: {f['error']}" for f in job.report["failed"]]
-            if problems:
-                st.caption(safe_markdown("\n".join(f"- {p}" for p in problems[:20])))
+            st.success(safe_markdown(f"{job.name}: {import_summary(job.report)}"))
+            details = import_details(job.report)
+            if details:
+                st.caption(safe_markdown("\n".join(f"- {line}" for line in details[:20])
+                                         + (f"\n- … and {len(details) - 20} more" if len(details) > 20 else "")))
+        elif job.status == "skipped":
+            st.info(literal(f"{job.name}: {job.error}.") + " Not added again: choose “Replace its archive” or "
+                    "“Keep both” to add it.")
         elif job.status == "done":
             st.success(safe_markdown(f"{job.name}: archive {job.archive_id} ({job.archive_name}) is ready"))
         else:
@@ -182,13 +190,11 @@ with share:
         st.download_button("Download Markdown notes (.zip)", notes_ready[1], file_name=f"{model_id}-notes.zip",
                            mime="application/zip")
     imported = st.file_uploader("Import an exported archive", type=["json"], key="import_file")
+    import_duplicate = on_duplicate("import_duplicate")
     if imported is not None and st.button("Import", key="import"):
-        try:
-            made = forest.import_archive_text(model_id, imported.getvalue(), imported.name)
-        except ForestError as exc:
-            st.error(f"Not imported: {exc}")
-        else:
-            st.success(f"Imported as archive {made.id}")
+        # in the background, with progress above: embedding a big archive takes a while
+        queue.submit_archive(imported.getvalue(), imported.name, model_id, import_duplicate)
+        st.rerun()
 with merge:
     st.markdown("**Merge similar archives**")
     if st.button("Find similar archives", key="similar", disabled=len(archives) < 2):
@@ -196,7 +202,7 @@ with merge:
             st.session_state["similar_pairs"] = [(p.similarity, p.left_name, p.right_name)
                                                for p in forest.similar_archives(model_id)[:5]]
         except ForestError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))
     for similarity, left, right in st.session_state.get("similar_pairs", []):
         st.caption(safe_markdown(f"{similarity:.2f} · {left} + {right}"))
     joining = [by_id[names[j]] for j in st.multiselect("Join these under one super-root", list(names),

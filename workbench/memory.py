@@ -6,17 +6,39 @@ import streamlit as st
 
 from forest import ForestError
 from forest.views.graph_view import graph_html
-from forest.text import counted, safe_markdown, truncate
+from forest.text import counted, literal, safe_markdown, truncate
+from forest.validation import check_scope_id
+from workbench import place
 from workbench.shared import confirmed, get_forest, notify, page_header
 
 forest = get_forest()
 personal = forest.personal
 page_header("Personal memory")
-user_id = st.sidebar.text_input("user_id", value=st.session_state.get("user_id", "")).strip()
+
+
+def typed() -> None:
+    value = st.session_state["user_id_box"].strip()
+    try:
+        place.put("user_id", check_scope_id(value, "user_id") if value else None)
+    except ForestError as exc:
+        st.session_state["user_id_error"] = f"Not a user_id: {exc}."
+
+
+user_id = place.get("user_id") or ""
+try:
+    if user_id:
+        check_scope_id(user_id, "user_id")
+except ForestError as exc:
+    st.warning(literal(f"The link's user_id cannot be: {exc}.") + " Type one in the sidebar.")
+    user_id = ""
+place.show("user_id_box", user_id)
+st.sidebar.text_input("user_id", key="user_id_box", on_change=typed,
+                      help="The person whose memories you want to see or write (letters, digits, . : @ / - _).")
+if "user_id_error" in st.session_state:
+    st.sidebar.error(st.session_state.pop("user_id_error"))
 if not user_id:
     st.info("Type a user_id in the sidebar: the person whose memories you want to see or write.")
     st.stop()
-st.session_state["user_id"] = user_id
 if not personal.enabled:
     st.warning("Memory is switched off (MEMORY_ENABLED=false): nothing is read or written.")
 
@@ -39,15 +61,18 @@ with try_tab:
                 st.markdown(f"**What the agent is told** ({context['metadata']['retrieval_time_ms']} ms)" if found
                             else "**Nothing known about this yet.**")
                 if context["vector_chunks"]:
-                    st.dataframe([{"memory": c["memory"], "score": c["score"]} for c in context["vector_chunks"]],
+                    st.dataframe([{"memory": c["memory"], "score": c["score"]}
+                                  for c in sorted(context["vector_chunks"], key=lambda c: -c["score"])],
                                  hide_index=True)
+                    st.caption("Sorted by similarity to the message; the agent receives them ranked by words and "
+                               "meaning together (the JSON below).")
                 if context["graph_relations"]:
                     st.dataframe(context["graph_relations"], hide_index=True)
                 st.caption("The message is written in the background: the Write queue tab shows what was kept.")
                 with st.expander("As the agent receives it (JSON)"):
                     st.json(context)
         except ForestError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))
 
 if graph_tab.open:
     with graph_tab:

@@ -9,9 +9,11 @@ import html
 import streamlit as st
 
 from forest import ForestError, MemoryForest
-from forest.views.page_preview import RenderedPage, SourcePreview, render_page
-from forest.text import counted, safe_markdown
+from forest.records import MemoryNode
+from forest.text import counted, literal, safe_markdown
+from forest.views.page_preview import PASSAGE_ZOOM, ZOOM, RenderedPage, SourcePreview, render_page
 from forest.views.transcript import link_markers
+from workbench import place
 
 # Catches clicks on "#cite-<node id>" links anywhere in the page (an answer's numbered citations,
 # its source list) and hands the node id to Python; a plain link would start a new session.
@@ -48,6 +50,9 @@ export default function (component) {
   frame.dataset.node = String(data.node);
   frame.dataset.page = String(data.page);
   frame.dataset.rects = JSON.stringify(data.rects);
+  frame.dataset.cropped = String(data.cropped);
+  frame.dataset.origin = JSON.stringify(data.origin);   // page point at the image's top left, and
+  frame.dataset.zoom = String(data.zoom);                // pixels per point: for automation
   img.alt = data.alt;
   if (img.dataset.key === data.key) return;
   img.dataset.key = data.key;
@@ -75,6 +80,11 @@ def cite_link(node_id: int) -> str:
     return f"#cite-{node_id}"
 
 
+def passage_link(model_id: str, node: MemoryNode) -> str:
+    """A passage's own address, to keep or share: the Forest page on its archive, the node chosen."""
+    return place.link("tree", model_id=model_id, archive=node.archive_id, node=node.id)
+
+
 def linked_citations(forest: MemoryForest, model_id: str, text: str, links: bool = True) -> str:
     """Markdown of `text` with each '[node 42, ...]' marker naming the paper, page and section it
     cites, as a link that opens the page (see citation_clicks); with links=False, the names only
@@ -85,7 +95,8 @@ def linked_citations(forest: MemoryForest, model_id: str, text: str, links: bool
             paper = forest.archive(model_id, node.archive_id).document_title(node.first_leaf)
         except ForestError:
             return None
-        label = ", ".join(p for p in (paper, node.citation) if p)
+        # "Buck et al. (2018), p. 7, §3": a paper of a library is cited by author and year, else by its title
+        label = node.citation if node.work else ", ".join(p for p in (paper, node.citation) if p)
         label = label.replace("[", "(").replace("]", ")")   # a bracket would end the link text
         return f"[{label}]({cite_link(node_id)})" if links else f"[{label}]"
 
@@ -98,26 +109,37 @@ def _preview(_forest: MemoryForest, data_dir: str, model_id: str, node_id: int) 
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _page(pdf: str, page: int, rects: tuple[tuple[float, float, float, float], ...]) -> RenderedPage:
-    return render_page(pdf, page, rects)
+def _page(pdf: str, page: int, rects: tuple[tuple[float, float, float, float], ...], around: bool) -> RenderedPage:
+    return render_page(pdf, page, rects, PASSAGE_ZOOM if around else ZOOM, around_passage=around)
 
 
-def show_source(forest: MemoryForest, model_id: str, node_id: int, key: str, height: str = "70vh") -> None:
+def show_source(forest: MemoryForest, model_id: str, node_id: int, key: str, height: str = "70vh",
+                in_dialog: bool = False) -> None:
     """The node's source in the current container: its PDF page with the passage highlighted and
-    buttons to turn pages, or its section's text. `key` keeps each place's page apart; `height`
-    is the page frame's (CSS)."""
+    buttons to turn pages, or its section's text; the passage's link to copy. `key` keeps each
+    place's page apart; `height` is the page frame's (CSS); `in_dialog`: drawn in a dialog already
+    (one cannot open another)."""
     try:
         preview = _preview(forest, str(forest.settings.data_dir), model_id, node_id)
+        node = forest.node(model_id, node_id)
     except ForestError as exc:
-        st.error(f"The source of node {node_id} cannot be shown: {exc}")
+        st.error(literal(f"The source of node {node_id} cannot be shown: {exc}"))
         return
     with st.container(key=f"{key}-source"):
         st.markdown(safe_markdown(f"**{preview.document}** · {preview.citation or 'no page or section'} "
                                   f"· node {node_id}"))
+        link = place.absolute(passage_link(model_id, node))
         if preview.pdf is None:
+            _share(link)
             _section(preview)
         else:
-            _pdf_page(preview, f"{key}:{node_id}", height)
+            _pdf_page(preview, f"{key}:{node_id}", height, in_dialog, link)
+
+
+def _share(link: str) -> None:
+    """The passage's own address in a popover, with a copy button."""
+    with st.popover("🔗 Link", help="This passage's own address: it opens the Forest page on it."):
+        st.code(link, language=None, wrap_lines=True)
 
 
 def _section(preview: SourcePreview) -> None:
@@ -130,7 +152,10 @@ def _section(preview: SourcePreview) -> None:
     st.html(f'{PASSAGE_CSS}<div class="forest-section">{body}</div>')
 
 
-def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
+AROUND, WHOLE = "Around the passage", "Whole page"
+
+
+def _pdf_page(preview: SourcePreview, key: str, height: str, in_dialog: bool, link: str) -> None:
     page_key = f"source_page:{key}"
     page = st.session_state.setdefault(page_key, preview.first_page)
 
@@ -144,7 +169,17 @@ def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
     where.markdown(f"Page **{page}** of {preview.page_count}")
     right.button("Next ▶", key=f"{key}:next", on_click=turn, args=(page + 1,), disabled=page >= preview.page_count)
     rects = preview.highlights.get(page, [])
-    rendered = _page(str(preview.pdf), page, tuple(rects))
+    view_col, large_col, share_col = st.columns([2.6, 1.1, 1], vertical_alignment="center")
+    with share_col:
+        _share(link)
+    view = view_col.segmented_control("View", [AROUND, WHOLE], default=AROUND, key=f"{key}:view",
+                                      label_visibility="collapsed",
+                                      help="Around the passage: its column, large enough to read; whole page: "
+                                           "the page at the panel's width.") or AROUND
+    if not in_dialog and large_col.button("Full page", key=f"{key}:large", icon=":material/open_in_full:",
+                                          help="The whole page as large as the screen allows."):
+        _large_page(preview, page, tuple(rects))
+    rendered = _page(str(preview.pdf), page, tuple(rects), view == AROUND and bool(rects))
     if rects:
         others = sorted(p for p in preview.highlights if p != page)
         st.caption(f"The passage is highlighted in yellow ({counted(len(rects), 'line')})"
@@ -154,8 +189,19 @@ def _pdf_page(preview: SourcePreview, key: str, height: str) -> None:
     else:
         st.warning("The passage's words were not found on this page (a scanned page or a table the parser "
                    "rearranged); it is cited here.")
+    _draw(rendered, preview, page, height, f"{key}:page")
+
+
+@st.dialog("Full page", width=1100)
+def _large_page(preview: SourcePreview, page: int, rects: tuple[tuple[float, float, float, float], ...]) -> None:
+    st.markdown(safe_markdown(f"**{preview.document}** · p. {page} of {preview.page_count}"))
+    _draw(_page(str(preview.pdf), page, rects, False), preview, page, "80vh", "large-page")
+
+
+def _draw(rendered: RenderedPage, preview: SourcePreview, page: int, height: str, key: str) -> None:
     page_view(data={"png": base64.b64encode(rendered.png).decode("ascii"), "node": preview.node_id, "page": page,
-                    "rects": rendered.rects,
-                    "key": f"{preview.pdf}:{page}:{preview.node_id}", "alt": f"page {page} of {preview.document}",
-                    "height": height},
-              key=f"{key}:page")
+                    "rects": rendered.rects, "cropped": rendered.cropped,
+                    "origin": rendered.origin, "zoom": rendered.zoom,
+                    "key": f"{preview.pdf}:{page}:{preview.node_id}:{rendered.cropped}",
+                    "alt": f"page {page} of {preview.document}", "height": height},
+              key=key)

@@ -4,7 +4,7 @@ belongs to the search and the picks it was made from: a new search or pick clear
 import streamlit as st
 
 from forest import ForestError
-from forest.text import safe_markdown, truncate
+from forest.text import literal, safe_markdown, truncate
 from workbench.shared import get_forest, page_start, pick_session
 
 forest = get_forest()
@@ -39,7 +39,7 @@ def passage_search(column, side: str):
                 if not found:
                     st.info("No passage found for that query.")
             except ForestError as exc:
-                st.error(str(exc))
+                st.error(literal(str(exc)))
         found = st.session_state.get(f"hits_{side}", [])
         if not found:
             return None
@@ -63,7 +63,7 @@ with propose_tab:
             st.session_state["reconcile_question"] = question
         except ForestError as exc:
             st.session_state.pop("conflicts", None)
-            st.error(str(exc))
+            st.error(literal(str(exc)))
     conflicts = st.session_state.get("conflicts", [])
     if detect and "conflicts" in st.session_state and not conflicts:
         st.info("No likely conflict among these passages and this session's findings.")
@@ -86,7 +86,7 @@ with pick_tab:
             try:
                 st.session_state["verdict"] = research.reconcile_pair(passage_a, passage_b, model_id, session)
             except ForestError as exc:
-                st.error(str(exc))
+                st.error(literal(str(exc)))
 
 verdict = st.session_state.get("verdict")
 if verdict is not None:
@@ -116,4 +116,4 @@ if verdict is not None:
                               f"{verdict.a.key} vs {verdict.b.key}, {verdict.reviewed_by}")
             st.success(f"Saved to the findings of session {session!r}.")
         except ForestError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted, safe_markdown, truncate
+from forest.text import counted, literal, safe_markdown, truncate
 from workbench.reading import citation_clicks, linked_citations, show_source
 from workbench.shared import confirmed, get_forest, notify, page_start, pick_session
 
@@ -43,7 +43,7 @@ def compact_now() -> None:
 
 @st.dialog("Source", width="large")
 def source_dialog(node_id: int) -> None:
-    show_source(forest, model_id, node_id, key="research")
+    show_source(forest, model_id, node_id, key="research", in_dialog=True)
 
 
 def open_cited() -> None:
@@ -117,7 +117,7 @@ with episodic_tab:
             st.caption("score = similarity × retention exp(−days / S), as ranked; each result shown counts as "
                        "a recall, already in its \"recalled\" count, and doubles its S.")
         except ForestError as exc:
-            st.error(str(exc))
+            st.error(literal(str(exc)))
     st.subheader("Latest events of this session")
     st.dataframe([{"when": e["created_at"], "kind": e["kind"],
                    "content": truncate(linked_citations(forest, model_id, e["content"], links=False), 200),
@@ -139,7 +139,9 @@ with knowledge_tab:
                 st.markdown(f"**v{version.version}** ({status}): {safe_markdown(cited(version.conclusion))}")
 
 with directives_tab:
-    st.caption(f"{research.core_path} — injected first into every prompt of every session.")
+    st.caption(literal(f"{research.core_path}: injected first into every prompt of every session.")
+               + ("" if research.directives_saved else " Not written yet: these are the default directives, in force "
+                  "until you save your own there."))
     edited = st.text_area("Core directives", value=research.directives(), height=300)
     if st.button("Save directives", type="primary"):  # not on_click: its args would hold the text before the edit
         attempt(research.save_directives, edited, success="Saved the core directives.")

@@ -13,8 +13,9 @@ import streamlit as st
 from forest import ForestError, MemoryForest
 from forest.serving.jobs import IngestQueue
 from forest.serving.http import ThreadServer
-from forest.text import safe_markdown
-from forest.validation import check_model_id
+from forest.text import literal, safe_markdown
+from forest.validation import check_model_id, check_session_id
+from workbench import place
 
 SAMPLE_MODEL_ID = "demo"
 log = logging.getLogger("forest.workbench")
@@ -109,27 +110,44 @@ MODEL_ID_HELP = ("A model_id owns one forest: an agent's, a project's or a perso
 
 
 def pick_model_id(forest: MemoryForest, allow_new: bool = False) -> str | None:
-    """The model_id the page works on (sidebar), remembered across pages in the session. Pages that
-    create (allow_new) also offer a new model_id, made by name on purpose: one is never switched to
-    by a typo."""
+    """The model_id the page works on: the place's (the URL's, else the session's), shown and changed
+    in the sidebar. Pages that create (allow_new) also offer a new model_id, made by name on purpose:
+    one is never switched to by a typo. A model_id the store does not hold, named by a link, is said
+    plainly and never replaced by another."""
     # A model_id whose first archives still build has nothing to read yet, but one can add to it.
     known = list(dict.fromkeys(forest.model_ids() + (building_model_ids(forest) if allow_new else [])))
-    named = [m for m in st.session_state.get("new_model_ids", []) if m not in known] if allow_new else []
-    options = known + named
-    current = st.session_state.get("model_id")
+    wanted = place.get("model_id")
+    if wanted is None and known:
+        wanted = known[0]
+        place.put("model_id", wanted)
+    try:
+        named = check_model_id(wanted) if wanted is not None else None
+    except ForestError as exc:
+        st.error(literal(f"The link names a model_id that cannot be: {exc}.") + " Choose one in the sidebar.")
+        named = None
+    new = [named] if allow_new and named is not None and named not in known else []
+    options = known + new
+    if named is not None and named not in options:
+        st.warning(f"This store has no model_id {named!r}" + (f" (it holds {', '.join(map(repr, known))})" if known
+                   else "") + ": choose one in the sidebar. Nothing was switched for you.")
     choices = options + [NEW_MODEL_ID] if allow_new else options
     if not choices:
         return None
-    # Keyed, seeded from the remembered model_id: a widget keyed by its default value would be
-    # replaced (and a choice lost) whenever that default changes.
-    if st.session_state.get("model_id_pick") not in choices:
-        st.session_state["model_id_pick"] = current if current in options else choices[0]
-    value = st.sidebar.selectbox("model_id", choices, key="model_id_pick", help=MODEL_ID_HELP,
-                                 format_func=lambda m: f"{m} (new, empty)" if m in named else m)
+    naming = allow_new and st.session_state.get("naming_model_id", False)
+    place.show("model_id_pick", NEW_MODEL_ID if naming else named if named in options else None)
+
+    def picked() -> None:
+        value = st.session_state["model_id_pick"]
+        st.session_state["naming_model_id"] = value == NEW_MODEL_ID
+        if value not in (None, NEW_MODEL_ID):
+            place.put("model_id", value)
+
+    value = st.sidebar.selectbox("model_id", choices, index=None, key="model_id_pick", help=MODEL_ID_HELP,
+                                 placeholder="Choose a model_id", on_change=picked,
+                                 format_func=lambda m: f"{m} (new, empty)" if m in new else m)
     if value == NEW_MODEL_ID:
         _name_new_model_id(known)
         return None
-    st.session_state["model_id"] = value
     return value
 
 
@@ -141,9 +159,8 @@ def _name_new_model_id(known: list[str]) -> None:
         except ForestError as exc:
             st.session_state["new_model_id_error"] = str(exc)
             return
-        if name not in known:
-            st.session_state.setdefault("new_model_ids", []).append(name)
-        st.session_state["model_id_pick"] = st.session_state["model_id"] = name
+        st.session_state["naming_model_id"] = False
+        place.put("model_id", name)
         st.session_state["new_model_id_name"] = ""
 
     with st.sidebar.form("new_model_id", border=False):
@@ -177,8 +194,10 @@ def page_start(forest: MemoryForest, header: str, allow_new: bool = False) -> st
     model_id = pick_model_id(forest, allow_new)
     if not model_id:
         building = building_model_ids(forest)
-        if st.session_state.get("model_id_pick") == NEW_MODEL_ID:
+        if st.session_state.get("naming_model_id"):
             st.info("Name the new model_id in the sidebar and press Create. " + MODEL_ID_HELP)
+        elif forest.model_ids():
+            pass   # a model_id the store does not hold: pick_model_id said so
         elif building:
             st.info(f"The first archives of model_id {building[0]!r} are being built (the sample paper, on a "
                     "new store): they appear here in a minute or so. The Library page shows the progress.")
@@ -197,7 +216,7 @@ def page_failed(title: str, exc: Exception) -> None:
     workbench's log). The engine's own errors say what is wrong in words, so they are shown as such."""
     log.error("the %s page failed", title, exc_info=exc)
     if isinstance(exc, ForestError):
-        st.error(f"The {title} page stopped: {exc}")
+        st.error(literal(f"The {title} page stopped: {exc}"))
     else:
         st.error(f"The {title} page stopped on an unexpected error ({type(exc).__name__}); the details are in "
                  "the workbench's log. Reload the page to try again, or open another page from the sidebar.")
@@ -211,7 +230,7 @@ def notify(text: str, *, failed: bool = False) -> None:
 
 def show_notices() -> None:
     for text, icon in st.session_state.pop("notices", []):
-        st.toast(safe_markdown(text), icon=icon, duration="long")
+        st.toast(literal(text), icon=icon, duration="long")
 
 
 def confirmed(label: str, consequence: str, key: str) -> bool:
@@ -230,14 +249,29 @@ def confirmed(label: str, consequence: str, key: str) -> bool:
 
 
 def pick_session(forest: MemoryForest, model_id: str) -> str:
-    """The research session the page works in (sidebar), remembered across pages."""
+    """The research session the page works in: the place's, shown and changed in the sidebar. A name
+    that cannot be a session is flagged under the field; the page goes on in the session it was in."""
     known = forest.research.sessions(model_id)
-    current = st.session_state.get("research_session") or (known[0] if known else "default")
-    if st.session_state.get("research_session_box") is None:
-        st.session_state["research_session_box"] = current
-    value = st.sidebar.text_input("Research session", key="research_session_box",
-                                  help="notes, history and conversation are kept per session").strip() or "default"
+    current = place.get("session") or (known[0] if known else "default")
+    try:
+        check_session_id(current)
+    except ForestError as exc:
+        st.warning(literal(f"The link's research session cannot be: {exc}.") + " This page is in session 'default'.")
+        current = "default"
+    place.put("session", current)
+    place.show("research_session_box", current)
+
+    def typed() -> None:
+        value = st.session_state["research_session_box"].strip() or "default"
+        try:
+            place.put("session", check_session_id(value))
+        except ForestError as exc:
+            st.session_state["research_session_error"] = f"Not a session name: {exc}. Still in {current!r}."
+
+    st.sidebar.text_input("Research session", key="research_session_box", on_change=typed,
+                          help="notes, history and conversation are kept per session")
+    if "research_session_error" in st.session_state:
+        st.sidebar.error(st.session_state.pop("research_session_error"))
     if known:
-        st.sidebar.caption("sessions: " + ", ".join(known[:10]))
-    st.session_state["research_session"] = value
-    return value
+        st.sidebar.caption(safe_markdown("sessions: " + ", ".join(known[:10])))
+    return current

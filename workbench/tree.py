@@ -2,20 +2,15 @@
 copy: nothing fetched), titles on every node, levels below the first two folded. Click a node to
 see its details and open its page; replay the merges; overlay a query's hits, their LCA, the
 paths between and the path the agent took."""
-from pathlib import Path
-
 import streamlit as st
 
 from forest import ForestError
-from forest.text import safe_markdown
-from forest.views.tree_view import Overlay, describe_merge, describe_overlay, overlay_for, vis_data, vis_network_js
+from forest.text import literal, safe_markdown
+from forest.views.tree_view import Overlay, agent_path, describe_merge, describe_overlay, overlay_for
+from workbench import place
+from workbench.drawing import draw_tree
 from workbench.reading import show_source
 from workbench.shared import get_forest, page_start
-
-HERE = Path(__file__).parent
-tree_component = st.components.v2.component(
-    "memory_forest_tree", js=vis_network_js() + (HERE / "forest_tree.js").read_text(encoding="utf-8"),
-    css=(HERE / "forest_tree.css").read_text(encoding="utf-8"), isolate_styles=False)
 MERGE_SAID = ("The tree was built bottom-up, by merges: each joined the two most alike neighbouring trees under a new "
               "node. The drawing shows the forest after the chosen merge; nodes made later are not there yet.")
 MERGES_FOLDED = ("Merges run inside each section first, then join the sections. The tree keeps a few wide levels, so "
@@ -24,13 +19,32 @@ MERGES_FOLDED = ("Merges run inside each section first, then join the sections. 
 forest = get_forest()
 model_id = page_start(forest, "Forest")
 archive_col, query_col = st.columns([2, 3])
-archives = {f"{a.id}: {a.name} ({a.leaves} passages)": a for a in forest.archives(model_id)}
-archive = archives[archive_col.selectbox("Archive", list(archives))]
+archives = {a.id: a for a in forest.archives(model_id)}
+wanted = place.get_id("archive")
+if wanted is None and archives:
+    wanted = next(iter(archives))
+    place.put("archive", wanted)
+if wanted is not None and wanted not in archives:
+    st.warning(f"model_id {model_id!r} has no archive {wanted}: choose one of its archives.")
+place.show("tree_archive", wanted if wanted in archives else None)
+
+
+def archive_picked() -> None:
+    place.put("archive", st.session_state["tree_archive"])
+    place.put("node", None)   # the new archive opens at its root
+
+
+archive_id = archive_col.selectbox("Archive", list(archives), index=None, key="tree_archive", on_change=archive_picked,
+                                   placeholder="Choose an archive",
+                                   format_func=lambda i: f"{i}: {archives[i].name} ({archives[i].leaves} passages)")
+if archive_id is None:
+    st.stop()
+archive = archives[archive_id]
 try:
     nodes = forest.tree(model_id, archive.id)
     history = forest.merge_history(model_id, archive.id)
 except ForestError as exc:
-    st.error(str(exc))
+    st.error(literal(str(exc)))
     st.stop()
 by_id = {n.id: n for n in nodes}
 
@@ -43,19 +57,21 @@ if history:
         "of its own."
     st.caption(f"{MERGE_SAID}  \n**{safe_markdown(said)}**")
 
-agent = st.session_state.get("agent")   # the Ask page's run, if it asked about this forest
-asked = agent.question if agent is not None and agent.model_id == model_id else ""
-query = query_col.text_input("Query overlay", value=asked,
+# The Ask page's run, when it asked this question of this model_id: its path is drawn too.
+run = st.session_state.get("ask_run")
+place.show("tree_query", place.get("q") or "")
+query = query_col.text_input("Query overlay", key="tree_query", on_change=place.moved("q", "tree_query", str.strip),
                              placeholder="a question: lights up its hits, their LCA and the agent's path")
+asked = run["state"] if run and run["model_id"] == model_id and run["state"].question == query.strip() else None
 overlay = Overlay()
 if query.strip():
     try:
         # one search: the hits and the common ancestor they collapse to (retrieve's representatives)
         mine = [r for r in forest.retrieve(model_id, query) if r.node.archive_id == archive.id]
     except ForestError as exc:
-        st.error(str(exc))
+        st.error(literal(str(exc)))
         st.stop()
-    walked = [*agent.explored, *(c.node.id for c in agent.cited)] if query == asked else []
+    walked = agent_path(asked) if asked is not None else []
     overlay = overlay_for(nodes, [h.node.id for r in mine for h in r.hits],
                           [r.node.id for r in mine if r.kind == "lca"], walked)
     query_col.caption(safe_markdown(describe_overlay(nodes, overlay, upto))
@@ -65,38 +81,30 @@ if query.strip():
 
 @st.dialog("Source", width="large")
 def source_dialog(node_id: int) -> None:
-    show_source(forest, model_id, node_id, key="tree")
+    show_source(forest, model_id, node_id, key="tree", in_dialog=True)
 
 
-# The selection lives under its own key: the drawing's clicks and the Node box both write it, and it
-# outlasts a visit to another page (Streamlit drops a widget's state when the widget is not drawn).
+# The node shown is the place's: the drawing's clicks and the Node box both move it.
 choices = [n.id for n in sorted(nodes, key=lambda n: (n.depth, n.first_leaf or 0))]
-if st.session_state.get("tree_selected") not in by_id:
-    st.session_state["tree_selected"] = choices[0]
-st.session_state["tree_node"] = st.session_state["tree_selected"]
+selected = place.get_id("node")
+if selected is not None and selected not in by_id:
+    st.warning(f"Archive {archive.id} has no node {selected}: showing its root.")
+if selected not in by_id:
+    selected = choices[0]
+    place.put("node", selected)
 
 
-def picked_in_drawing() -> None:
-    chosen = st.session_state[f"tree-{archive.id}"].get("selected")
-    if chosen in by_id:
-        st.session_state["tree_selected"] = chosen
-
-
-def picked_in_box() -> None:
-    st.session_state["tree_selected"] = st.session_state["tree_node"]
-
-
-drawing, details = st.columns([3.4, 1])
+drawing, details = st.columns([2.5, 1.2])
 with drawing:
-    tree_component(data=vis_data(nodes, upto, overlay, st.session_state["tree_selected"]), key=f"tree-{archive.id}",
-                   on_selected_change=picked_in_drawing)
+    draw_tree(nodes, f"tree-{archive.id}", overlay, selected, lambda chosen: place.put("node", chosen), upto)
     st.caption("Click a node (in the outline or the drawing) to see it here; double-click a box, or use the "
                "outline's arrows, to fold or unfold; hover for a summary; drag to pan, scroll to zoom; drag the "
                "outline's right edge to widen it.")
 
 with details:
-    selected = st.selectbox("Node", choices, key="tree_node", on_change=picked_in_box,
-                            format_func=lambda i: " · ".join(filter(None, (by_id[i].name, by_id[i].citation))))
+    place.show("tree_node", selected)
+    st.selectbox("Node", choices, key="tree_node", on_change=place.moved("node", "tree_node"),
+                 format_func=lambda i: " · ".join(filter(None, (by_id[i].name, by_id[i].citation))))
     node = by_id[selected]
     with st.container(key="tree-detail", border=True):
         st.subheader(safe_markdown(node.name), anchor=False)

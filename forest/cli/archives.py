@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from forest.cli.common import ProgressBar, add_command, emit
-from forest.errors import ForestError
+from forest.cli.common import ProgressBar, add_command, add_on_duplicate, emit
+from forest.errors import AlreadyInLibrary, ForestError
 from forest.text import counted
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest.add_argument("--chunk-size", type=int)
     ingest.add_argument("--threshold", type=float, help="merge similarity threshold (0-1 scale)")
     ingest.add_argument("--no-progress", action="store_true")
+    add_on_duplicate(ingest)
 
     listing = add_command(subparsers, "archives", list_archives, help="list a model_id's archives")
     listing.add_argument("--model-id", required=True)
@@ -55,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     import_.add_argument("file", metavar="FILE")
     import_.add_argument("--model-id", required=True)
     import_.add_argument("--name", help="archive name (default: the exported one)")
+    import_.add_argument("--no-progress", action="store_true")
+    add_on_duplicate(import_)
 
     merge = add_command(subparsers, "merge-archives", merge_archives,
                         help="list archives whose trees are similar; --join puts them under one super-root")
@@ -72,14 +75,20 @@ def ingest_files(forest: MemoryForest, args: argparse.Namespace) -> int:
     made = []
     for path in args.paths:
         with ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(path).name) as bar:
-            if args.append_to is not None:
-                archive = forest.append_file(path, args.model_id, args.append_to, progress=bar.update)
-            else:
-                archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
-                                             threshold=args.threshold, progress=bar.update)
+            try:
+                if args.append_to is not None:
+                    archive = forest.append_file(path, args.model_id, args.append_to, progress=bar.update)
+                else:
+                    archive = forest.ingest_file(path, args.model_id, name=args.name, chunk_size=args.chunk_size,
+                                                 threshold=args.threshold, progress=bar.update,
+                                                 on_duplicate=args.on_duplicate)
+            except AlreadyInLibrary as held:   # skipped, as asked: the other files go on
+                made.append({"path": str(path), "already_in_library": held.archive_id, "said": str(held)})
+                continue
         made.append(archive.to_dict())
     return emit(args, made, lambda rows: "".join(
-        f"archive {a['id']} '{a['name']}': {_shape(a)}\n" for a in rows))
+        f"{a['path']}: {a['said']}: skipped (--on-duplicate replace or keep adds it)\n" if "said" in a
+        else f"archive {a['id']} '{a['name']}': {_shape(a)}\n" for a in rows))
 
 
 def list_archives(forest: MemoryForest, args: argparse.Namespace) -> int:
@@ -140,7 +149,13 @@ def export_archive(forest: MemoryForest, args: argparse.Namespace) -> int:
 
 
 def import_archive(forest: MemoryForest, args: argparse.Namespace) -> int:
-    archive = forest.import_archive_file(args.model_id, args.file, name=args.name).to_dict()
+    with ProgressBar(enabled=not args.no_progress and sys.stderr.isatty(), label=Path(args.file).name) as bar:
+        try:
+            archive = forest.import_archive_file(args.model_id, args.file, name=args.name, progress=bar.update,
+                                                 on_duplicate=args.on_duplicate).to_dict()
+        except AlreadyInLibrary as held:
+            return emit(args, {"file": args.file, "already_in_library": held.archive_id, "said": str(held)},
+                        lambda d: f"{d['file']}: {d['said']}: not imported (--on-duplicate replace or keep adds it)\n")
     return emit(args, archive, lambda a: f"imported as archive {a['id']} '{a['name']}': {a['nodes']} nodes\n")
 
 

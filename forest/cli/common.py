@@ -45,6 +45,13 @@ def add_command(subparsers: argparse._SubParsersAction, name: str, run: Command 
     return parser
 
 
+def add_on_duplicate(parser: argparse.ArgumentParser) -> None:
+    """--on-duplicate: what to do with a paper the model_id's library holds already."""
+    parser.add_argument("--on-duplicate", choices=("skip", "replace", "keep"), default="skip",
+                        help="a paper already in the library (the same file, text, DOI, arXiv id, or title with "
+                             "first author and year): skip it (default), replace its archive, or keep both")
+
+
 def add_group(subparsers: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
     """A command made of subcommands (`forest memory search ...`)."""
     group = add_command(subparsers, name, None, help)

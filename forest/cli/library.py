@@ -5,7 +5,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from forest.cli.common import add_command, add_group, emit
+from forest.cli.common import add_command, add_group, add_on_duplicate, emit
+
+from forest.views.library_view import import_details, import_summary
 
 if TYPE_CHECKING:
     from forest.records import Progress
@@ -20,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imports.add_argument("path", metavar="PATH")
     imports.add_argument("--model-id", required=True)
     imports.add_argument("--no-progress", action="store_true")
+    add_on_duplicate(imports)
     markdown = add_command(library, "markdown", export_markdown,
                            help="the papers and research sessions as Markdown notes (Obsidian or any editor)")
     markdown.add_argument("folder", metavar="FOLDER")
@@ -59,19 +62,14 @@ class _DocumentBar:
 def import_library(forest: MemoryForest, args: argparse.Namespace) -> int:
     bar = _DocumentBar(not args.no_progress and sys.stderr.isatty())
     try:
-        report = forest.import_library(args.model_id, args.path, progress=bar)
+        report = forest.import_library(args.model_id, args.path, progress=bar, on_duplicate=args.on_duplicate)
     finally:
         bar.close()
 
     def text(r: dict[str, Any]) -> str:
-        lines = [f"{r['kind']} {r['source']} into {r['model_id']}: "
-                 + ", ".join(f"{n} {what}" for what, n in r["counts"].items())]
+        lines = [f"{r['kind']} {r['source']} into {r['model_id']}: {import_summary(r)}"]
         lines += [f"  imported: archive {i['archive_id']} {i['cite_as'] or i['title']}" for i in r["imported"]]
-        lines += [f"  updated: archive {u['archive_id']} ({', '.join(u['changed'])})" for u in r["updated"]]
-        lines += [f"  missing: {m['title']}: {m['reason']}" for m in r["missing"]]
-        lines += [f"  duplicate: {d['title']} ({d['reason']} as {d['same_as']})" for d in r["duplicates"]]
-        lines += [f"  failed: {f['title']}: {f['error']}" for f in r["failed"]]
-        lines += [f"  skipped: {s['title'] or s['key']}: {s['reason']}" for s in r["skipped"]]
+        lines += [f"  {line}" for line in import_details(r)]
         return "\n".join(lines) + "\n"
 
     return emit(args, report, text)

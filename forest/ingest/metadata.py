@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from forest.ingest.document import PaperMetadata  # defined beside the Document it travels in
 from forest.ingest.pdf_layout import TextLine, body_text_size, page_text
+from forest.text import is_cjk_char
 
 if TYPE_CHECKING:
     import pymupdf
@@ -54,7 +55,7 @@ URL = re.compile(r"(?:https?://|www\.|doi:\s?|10\.\d{4,9}/)\S{0,200}", re.IGNORE
 MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]{0,6}\.?"
 PUBLISHED = re.compile(r"©|\(c\)\s?(?:19|20)\d\d|c⃝|copyright|published as|proceedings|conference|symposium|"
                        r"workshop|journal|transactions|\bvol\.|\bvolume\b|licensee|press\b|"
-                       r"published(?:\s+online)?\s*:?\s*(?:on\s+)?(?:\d{1,2}\s+)?" + MONTH + r"\s+\d", re.IGNORECASE)
+                       r"published(?:\s+online)?\s*(?::\s*)?(?:on\s+)?(?:\d{1,2}\s+)?" + MONTH + r"\s+\d", re.IGNORECASE)
 CITED_YEAR = re.compile(r"\(((?:19|20)\d\d)\)")   # "Molecular Phylogenetics and Evolution 83 (2015) 56–71"
 CITATION = re.compile(r"^(?:to cite|cite this|citation|how to cite)", re.IGNORECASE)
 EMAIL_IN_BRACKETS = re.compile(r"[(<\[][^()<>\[\]]{0,120}@[^()<>\[\]]{0,120}[)>\]]")
@@ -71,6 +72,13 @@ ARTICLE_TYPE = re.compile(
     r"(?:article|paper|report|reports|communication|contribution|study|protocol|methodology|research|"
     r"review|letter|note|commentary|editorial|perspective|correspondence|opinion|open access)s?$",
     re.IGNORECASE)
+# A citation line's year, and what must follow it (all linear: no run of blanks on both sides of an
+# optional part): "(2014) 1234", " 2015, 16:1", " 2015;35:1234".
+YEAR_IN_BRACKETS = re.compile(r"\((?:19|20)\d\d\)\s*(?:[,;:]\s*)?\d")
+YEAR_THEN_VOLUME = re.compile(r"\s(?:19|20)\d\d\s*[,;:]\s*\d")
+YEAR_THEN_ISSUE = re.compile(r"\s(?:19|20)\d\d\s*;\s*\d")
+ET_AL = re.compile(r"et al\.?\s")
+NUMBERED_HEADING = re.compile(r"\d{1,2}(?:\.\d{1,2}){0,3}\.?\s")
 SECTION_START = re.compile(r"^(?:abstract|summary|background|articleinfo|articlehistory|keywords|"
                            r"introduction|1introduction|iintroduction|contents|highlights)", re.IGNORECASE)
 NOT_AUTHORS = re.compile(r"^(?:correspond|received|accepted|academic editor|edited by|reviewed by|copyright|©|"
@@ -322,7 +330,11 @@ def _label(text: str) -> bool:
 def _title_candidate(run: list[_Line], page: _Page) -> bool:
     text = _joined(run)
     words = _words(text)
-    if not 2 <= len(words) <= 60 or len(text) > 400 or run[0].y0 > page.height * 0.6:
+    # Chinese and Japanese are written without spaces: each character counts as a word
+    counted = len(words) + sum(is_cjk_char(ch) for ch in text) - sum(any(is_cjk_char(c) for c in w) for w in words)
+    if not 2 <= counted <= 60 or len(text) > 400 or run[0].y0 > page.height * 0.6:
+        return False
+    if NUMBERED_HEADING.match(text):   # "1 引言", "2.1 Sampling": a section's heading, not the paper's title
         return False
     if run[-1].y1 <= page.height * 0.07:  # the running header: journal name, conference
         return False
@@ -566,14 +578,32 @@ def _venue(page: _Page) -> str:
     for line in page.lines:
         if page.height * 0.2 < line.y0 < page.height * BOTTOM_MARGIN:
             continue  # journal headers sit in the top fifth (Elsevier's box) or the footer
-        text = URL.sub(" ", line.text).strip()
-        journal = (re.match(r"(.{3,100}?)\s*\d{0,4}\s*\((?:19|20)\d\d\)\s*[,;:]?\s*\d", text)
-                   or re.search(r"et al\.?\s+(.{2,80}?)\s+(?:19|20)\d\d\s*[,;:]\s*\d", text)
-                   or re.match(r"(.{3,80}?)\s+(?:19|20)\d\d\s*;\s*\d", text))
-        if journal:
-            venue = re.sub(r"^.{0,80}?\bet al\.?\s*", "", journal.group(1)).strip(" .,;:®")
+        venue = _journal_in(URL.sub(" ", line.text).strip())
+        if venue:
+            venue = re.sub(r"^.{0,80}?\bet al\.?\s*", "", venue).strip(" .,;:®")   # at most 100 characters
             if sum(ch.isalpha() for ch in venue) >= 3 and not re.search(r"\d{3}", venue):
                 return venue
+    return ""
+
+
+def _journal_in(text: str) -> str:
+    """The journal a citation line names, before its year: "Pain 155 (2014) 1234", "Smith et al.
+    Trials 2015, 16:1", "J Neurosci 2015;35:1234"; "" if none. Found by the year, then cut before
+    it (a pattern spanning the name and the year would backtrack over a run of blanks)."""
+    year = YEAR_IN_BRACKETS.search(text)
+    if year and year.start() <= 110:
+        name = text[:year.start()].rstrip().rstrip("0123456789").rstrip()   # before the volume
+        if 3 <= len(name) <= 100:
+            return name
+    authors = ET_AL.search(text)
+    if authors:
+        rest = text[authors.end():]
+        year = YEAR_THEN_VOLUME.search(rest)
+        if year and 2 <= len(rest[:year.start()].strip()) <= 80:
+            return rest[:year.start()].strip()
+    year = YEAR_THEN_ISSUE.search(text)
+    if year and 3 <= len(text[:year.start()].rstrip()) <= 80:
+        return text[:year.start()].rstrip()
     return ""
 
 

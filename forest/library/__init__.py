@@ -9,13 +9,18 @@ from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, SourceKind, normalize_doi,
 )
 from forest.library.folders import read_folder
-from forest.library.plan import Duplicate, ImportPlan, KnownDocument, PlannedDocument, file_sha256, plan_import
+from forest.library.identity import (
+    ON_DUPLICATE, KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, find_same,
+)
+from forest.library.paper import completed, paper_entry_metadata
+from forest.library.plan import Duplicate, ImportPlan, PlannedDocument, file_sha256, plan_import
 from forest.library.read import library_kind, read_library
 from forest.library.zotero import find_base_directory, read_zotero
 
 __all__ = [
-    "Creator", "Duplicate", "ImportPlan", "KnownDocument", "LibraryEntry", "LibraryError", "LibraryReading",
-    "PlannedDocument", "SkippedItem", "SourceKind", "bibtex_of", "cite_as", "citation_key_of", "cited_name",
-    "file_sha256", "find_base_directory", "library_kind", "normalize_doi", "plan_import", "read_bibtex",
+    "ON_DUPLICATE", "Creator", "Duplicate", "ImportPlan", "KnownDocument", "LibraryEntry", "LibraryError",
+    "LibraryReading", "PaperIdentity", "PlannedDocument", "SamePaper", "SkippedItem", "SourceKind", "bibtex_of",
+    "check_on_duplicate", "cite_as", "citation_key_of", "cited_name", "completed", "file_sha256", "find_base_directory", "find_same",
+    "library_kind", "normalize_doi", "paper_entry_metadata", "plan_import", "read_bibtex",
     "read_folder", "read_library", "read_zotero", "short_citation",
 ]

@@ -22,6 +22,7 @@ from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field
 from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
+from forest.library.identity import normalize_arxiv_id
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
@@ -29,6 +30,10 @@ from forest.library.entries import (
 BIBTEX_SUFFIXES = (".bib", ".bibtex", ".biblatex")
 FILE_FIELDS = ("file", "pdf")     # "pdf": Papers and BibDesk exports
 NAME_FIELDS = (("author", "author"), ("editor", "editor"), ("translator", "translator"))
+# Where a record names the work it appeared in (BibTeX, then BibLaTeX's names), in order of preference.
+VENUE_FIELDS = ("journal", "booktitle", "journaltitle", "eventtitle", "howpublished")
+# A venue named this way is a conference's or a workshop's proceedings (@inproceedings), else a journal's.
+PROCEEDINGS_WORDS = ("proceedings", "conference", "workshop", "symposium", "meeting", "congress")
 
 _LATEX_TO_TEXT = LatexNodes2Text()
 _TEXT_TO_LATEX = UnicodeToLatexEncoder(non_ascii_only=False, replacement_latex_protection="braces-all",
@@ -97,6 +102,7 @@ def _entry_of(block: Entry, folder: Path) -> LibraryEntry | SkippedItem:
         path=path, title=title, source_kind="bibtex", source_key=block.key, creators=creators,
         year=year_in(fields.get("year", "")) or year_in(date), date=date or fields.get("year", "").strip(),
         doi=normalize_doi(_unescape_identifier(fields.get("doi", ""))),
+        arxiv_id=_arxiv_id_of(fields), venue=latex_to_text(next((fields[v] for v in VENUE_FIELDS if fields.get(v)), "")),
         url=_unescape_identifier(fields.get("url", "")),
         abstract=latex_to_text(fields.get("abstract", "")),
         tags=_keywords(fields.get("keywords", "")), citation_key=block.key,
@@ -247,24 +253,46 @@ def bibtex_of(entry: LibraryEntry) -> str:
         if creator_type in ("author", "editor", "translator"):
             names = [_name_to_bibtex(c) for c in entry.creators if c.creator_type == creator_type]
             fields.append(Field(creator_type, " and ".join(names)))
+    entry_type = _bibtex_type(entry)
+    if entry.venue:
+        fields.append(Field(_venue_field(entry_type), _text_to_latex(entry.venue)))
     if entry.year:
         fields.append(Field("year", str(entry.year)))
     if entry.doi:
         fields.append(Field("doi", _identifier_to_bibtex(entry.doi)))
+    if entry.arxiv_id:
+        fields += [Field("eprint", _identifier_to_bibtex(entry.arxiv_id)), Field("archiveprefix", "arXiv")]
     if entry.url:
         fields.append(Field("url", _identifier_to_bibtex(entry.url)))
     if entry.abstract:
         fields.append(Field("abstract", _text_to_latex(entry.abstract)))
     if entry.tags:
         fields.append(Field("keywords", _text_to_latex(", ".join(entry.tags))))
-    record = Entry(_bibtex_type(entry), citation_key_of(entry), fields)
+    record = Entry(entry_type, citation_key_of(entry), fields)
     return bibtexparser.write_string(bibtexparser.Library([record]))
 
 
 def _bibtex_type(entry: LibraryEntry) -> str:
     if entry.source_kind == "bibtex" and entry.item_type:
         return entry.item_type
-    return BIBTEX_TYPES.get(entry.item_type, "misc")
+    if entry.item_type in BIBTEX_TYPES:
+        return BIBTEX_TYPES[entry.item_type]
+    if entry.venue:   # a paper that said where it appeared, and nothing of its type
+        return "inproceedings" if any(w in entry.venue.lower() for w in PROCEEDINGS_WORDS) else "article"
+    return "misc"
+
+
+def _venue_field(entry_type: str) -> str:
+    """The field that names where a record of this type appeared."""
+    return {"article": "journal", "inproceedings": "booktitle", "incollection": "booktitle",
+            "inbook": "booktitle", "conference": "booktitle"}.get(entry_type, "howpublished")
+
+
+def _arxiv_id_of(fields: dict[str, str]) -> str:
+    """The arXiv id of a record that names it as its e-print (eprint with archivePrefix or
+    eprinttype arXiv), else ""."""
+    prefix = (fields.get("archiveprefix") or fields.get("eprinttype") or "").strip().lower()
+    return normalize_arxiv_id(_unescape_identifier(fields.get("eprint", ""))) if prefix == "arxiv" else ""
 
 
 def citation_key_of(entry: LibraryEntry) -> str:

@@ -44,7 +44,8 @@ def short_citation(entry: LibraryEntry) -> str:
 
 def cite_as(metadata: Mapping[str, Any] | None) -> str | None:
     """How a paper whose library metadata (LibraryEntry.metadata()) an archive stores is cited;
-    None without metadata."""
-    if not metadata:
+    None without metadata, and for a paper known only by what it says of itself that names no
+    author (its title is already what every face calls it: a citation would only repeat it)."""
+    if not metadata or (metadata.get("source_kind") == "paper" and not metadata.get("creators")):
         return None
     return short_citation(LibraryEntry.from_metadata(dict(metadata))) or None

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from forest.errors import InvalidInput
 
-SourceKind = Literal["zotero", "bibtex", "folder"]
+# "paper": what the document says of itself (its PDF's metadata and first page), no library behind it.
+SourceKind = Literal["zotero", "bibtex", "folder", "paper"]
 
 # Creator types that make a work's author line; Zotero also names "artist", "director", "programmer"
 # ... as the primary creator of some item types, so when none of these is present, the first
@@ -54,6 +55,8 @@ class LibraryEntry:
     year: int | None = None
     date: str = ""
     doi: str = ""
+    arxiv_id: str = ""                    # "1705.07830", without its version
+    venue: str = ""                       # the journal, proceedings or book it appeared in
     url: str = ""
     abstract: str = ""
     tags: tuple[str, ...] = ()
@@ -81,6 +84,8 @@ class LibraryEntry:
             "year": self.year,
             "date": self.date,
             "doi": self.doi,
+            "arxiv_id": self.arxiv_id,
+            "venue": self.venue,
             "url": self.url,
             "abstract": self.abstract,
             "tags": list(self.tags),
@@ -99,7 +104,8 @@ class LibraryEntry:
             source_key=metadata.get("source_key", ""),
             creators=tuple(Creator.from_dict(c) for c in metadata.get("creators", ())),
             year=metadata.get("year"), date=metadata.get("date", ""), doi=metadata.get("doi", ""),
-            url=metadata.get("url", ""), abstract=metadata.get("abstract", ""),
+            arxiv_id=metadata.get("arxiv_id", ""), venue=metadata.get("venue", ""), url=metadata.get("url", ""),
+            abstract=metadata.get("abstract", ""),
             tags=tuple(metadata.get("tags", ())), collections=tuple(metadata.get("collections", ())),
             citation_key=metadata.get("citation_key", ""), item_type=metadata.get("item_type", ""))
 

@@ -1,20 +1,32 @@
-"""What an import of a library should do, given what is already imported: each document once.
+"""What an import of a library should do, given the papers the model_id's library holds: each paper
+once (forest.library.identity: the same file, text, DOI, arXiv id, or title with first author and
+year, whichever way the held paper came in).
 
-A document is identified by the SHA-256 of its file's bytes, and by its DOI when it has one: a file
-whose bytes are already imported is that archive; a different file with the DOI of an imported
-archive is a new version of that archive's paper (reported as changed, with "file" among the changed
-fields), not a second archive. Within one import, a second entry with the same bytes or the same DOI
-as an earlier one is a duplicate, reported once and not planned.
+Each entry's metadata is what its library says, completed with what its PDF says of itself (title,
+authors, year, venue, DOI, arXiv id: forest.ingest.metadata). Then:
+  - its file is one an archive holds: that paper; its metadata is updated when the entry says more
+    or otherwise (a folder never overwrites a reference manager's record), else it is unchanged;
+  - another file of a paper the same library item brought in before (a Zotero item's new PDF): its
+    new version, which replaces the archive ("file" among the changed fields);
+  - another file of a paper held otherwise (uploaded, another library): `on_duplicate` decides:
+    "skip" (the default: reported as already in the library), "replace" (built, then the held
+    archive is removed) or "keep" (built beside it);
+  - none of these: new.
+Within one import, an entry that is the same paper as an earlier entry is a duplicate, reported
+once and not planned.
 """
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from forest.library.entries import LibraryEntry, normalize_doi
+from forest.ingest.metadata import read_paper_metadata
+from forest.library.entries import LibraryEntry
+from forest.library.identity import KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, find_same
+from forest.library.paper import completed
 
 # Sources whose metadata comes from a reference manager; a folder only gives a file name, so
 # importing a folder never overwrites the metadata a reference manager gave the same file.
@@ -22,42 +34,51 @@ _CURATED_SOURCES = ("zotero", "bibtex")
 
 
 @dataclass(frozen=True)
-class KnownDocument:
-    """An imported document: its archive, and the metadata stored with it (LibraryEntry.metadata())."""
-    archive_id: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class PlannedDocument:
-    """A document to import (archive_id None) or an imported one the entry matches.
-    `metadata` is what to store: the entry's metadata, keeping stored values the entry leaves empty."""
+    """A document to import, or one the library holds already (`same` says which and why).
+    `metadata` is what to store: the entry's, completed by its PDF, keeping stored values it
+    leaves empty."""
     entry: LibraryEntry
     sha256: str
     metadata: dict[str, Any]
-    archive_id: str | None = None
+    same: SamePaper | None = None
     changed_fields: tuple[str, ...] = ()
+
+    @property
+    def archive_id(self) -> int | str | None:
+        return self.same.archive_id if self.same else None
+
+    @property
+    def title(self) -> str:
+        return str(self.metadata.get("title") or "") or (self.entry.path.stem if self.entry.path else "")
 
 
 @dataclass(frozen=True)
 class Duplicate:
-    """An entry not planned because an earlier entry of the same import is the same document."""
+    """An entry not planned because an earlier entry of the same import is the same paper."""
     entry: LibraryEntry
     same_as: LibraryEntry
-    reason: str             # "same file" or "same DOI"
+    reason: str             # "the same file", "the same DOI 10.1/x", ...
 
 
 @dataclass(frozen=True)
 class ImportPlan:
     new: tuple[PlannedDocument, ...] = ()
-    changed: tuple[PlannedDocument, ...] = ()
+    changed: tuple[PlannedDocument, ...] = ()      # metadata to update, or ("file") a new version to build
     unchanged: tuple[PlannedDocument, ...] = ()
+    already: tuple[PlannedDocument, ...] = ()      # another file of a held paper, skipped
+    replacing: tuple[PlannedDocument, ...] = ()    # another file of a held paper, built in its place
     missing: tuple[LibraryEntry, ...] = ()
     duplicates: tuple[Duplicate, ...] = ()
 
+    @property
+    def to_build(self) -> list[PlannedDocument]:
+        return [*self.new, *(p for p in self.changed if "file" in p.changed_fields), *self.replacing]
+
     def counts(self) -> dict[str, int]:
         return {"new": len(self.new), "changed": len(self.changed), "unchanged": len(self.unchanged),
-                "missing": len(self.missing), "duplicates": len(self.duplicates)}
+                "already": len(self.already), "replacing": len(self.replacing), "missing": len(self.missing),
+                "duplicates": len(self.duplicates)}
 
 
 def file_sha256(path: Path) -> str:
@@ -68,46 +89,59 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def plan_import(entries: Iterable[LibraryEntry], known: Mapping[str, KnownDocument]) -> ImportPlan:
-    """Sort a library's entries into new, changed, unchanged, missing and duplicate, given the
-    imported documents by the SHA-256 of their file. Files are read (to hash them), nothing is written.
-    An entry whose file cannot be read is missing, with the reason in its missing_reason."""
-    known_by_doi: dict[str, KnownDocument] = {}
-    for document in known.values():
-        doi = normalize_doi(str(document.metadata.get("doi") or ""))
-        if doi:
-            known_by_doi.setdefault(doi, document)
-    new, changed, unchanged, missing, duplicates = [], [], [], [], []
-    first_by_hash: dict[str, LibraryEntry] = {}
-    first_by_doi: dict[str, LibraryEntry] = {}
+def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],
+                on_duplicate: str = "skip") -> ImportPlan:
+    """Sort a library's entries into new, changed, unchanged, already held, replacing, missing and
+    duplicate, given the papers the library holds. Files are read (hashed, their first page read),
+    nothing is written. An entry whose file cannot be read is missing, with the reason in its
+    missing_reason."""
+    check_on_duplicate(on_duplicate)
+    held = list(known)
+    sorted_into: dict[str, list[PlannedDocument]] = {name: [] for name in
+                                                      ("new", "changed", "unchanged", "already", "replacing")}
+    missing, duplicates = [], []
+    earlier: list[tuple[LibraryEntry, KnownDocument]] = []
     for entry in entries:
         digest, unreadable = _digest(entry)
         if digest is None:
             missing.append(replace(entry, missing_reason=unreadable))
             continue
-        doi = normalize_doi(entry.doi)
-        if digest in first_by_hash:
-            duplicates.append(Duplicate(entry, first_by_hash[digest], "same file"))
+        metadata = _read_with_paper(entry)
+        identity = PaperIdentity.of(metadata, digest)
+        repeated = find_same(identity, [k for _, k in earlier])
+        if repeated is not None:
+            first = next(e for e, k in earlier if k is repeated.known)
+            duplicates.append(Duplicate(entry, first, repeated.reason))
             continue
-        if doi in first_by_doi:
-            duplicates.append(Duplicate(entry, first_by_doi[doi], "same DOI"))
-            continue
-        first_by_hash[digest] = entry
-        if doi:
-            first_by_doi[doi] = entry
-        match = known.get(digest)
-        file_changed = False
-        if match is None and doi in known_by_doi:
-            match, file_changed = known_by_doi[doi], True
-        if match is None:
-            new.append(PlannedDocument(entry, digest, entry.metadata()))
-            continue
-        metadata, changed_fields = _merge(match.metadata, entry)
-        if file_changed:
-            changed_fields = ("file",) + changed_fields
-        planned = PlannedDocument(entry, digest, metadata, match.archive_id, changed_fields)
-        (changed if changed_fields else unchanged).append(planned)
-    return ImportPlan(tuple(new), tuple(changed), tuple(unchanged), tuple(missing), tuple(duplicates))
+        earlier.append((entry, KnownDocument(len(earlier), metadata, digest)))
+        same = find_same(identity, held)
+        kind, planned = _decide(entry, digest, metadata, same, on_duplicate)
+        sorted_into[kind].append(planned)
+    return ImportPlan(**{k: tuple(v) for k, v in sorted_into.items()}, missing=tuple(missing),
+                      duplicates=tuple(duplicates))
+
+
+def _decide(entry: LibraryEntry, digest: str, metadata: dict[str, Any], same: SamePaper | None,
+            on_duplicate: str) -> tuple[str, PlannedDocument]:
+    if same is None or (on_duplicate == "keep" and same.reason != "the same file"):
+        return "new", PlannedDocument(entry, digest, metadata)
+    stored = dict(same.known.metadata)
+    if same.reason == "the same file":
+        merged, changed = _merge(stored, entry, metadata)
+        return ("changed" if changed else "unchanged"), PlannedDocument(entry, digest, merged, same, changed)
+    if entry.source_kind in _CURATED_SOURCES and (stored.get("source_kind"), stored.get("source_key")) == \
+            (entry.source_kind, entry.source_key):   # the same library item, with a new file
+        merged, changed = _merge(stored, entry, metadata)
+        return "changed", PlannedDocument(entry, digest, merged, same, ("file",) + changed)
+    if on_duplicate == "replace":
+        return "replacing", PlannedDocument(entry, digest, metadata, same)
+    return "already", PlannedDocument(entry, digest, metadata, same)
+
+
+def _read_with_paper(entry: LibraryEntry) -> dict[str, Any]:
+    """The entry's metadata completed with what its PDF says of itself."""
+    paper = read_paper_metadata(entry.path) if entry.path and entry.path.suffix.lower() == ".pdf" else None
+    return completed(entry.metadata(), paper) or entry.metadata()
 
 
 def _digest(entry: LibraryEntry) -> tuple[str | None, str]:
@@ -122,18 +156,21 @@ def _digest(entry: LibraryEntry) -> tuple[str | None, str]:
         return None, f"cannot read {entry.path}: {error.strerror or error}"
 
 
-def _merge(stored: Mapping[str, Any], entry: LibraryEntry) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _merge(stored: Mapping[str, Any], entry: LibraryEntry,
+           metadata: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """(metadata to store, names of the fields that change). An empty value in the entry keeps the
-    stored one; a folder entry keeps everything a reference manager stored."""
+    stored one; a folder or a paper's own record never overwrites what a reference manager stored."""
     stored = dict(stored)
     if entry.source_kind not in _CURATED_SOURCES and stored.get("source_kind") in _CURATED_SOURCES:
         return stored, ()
     merged = dict(stored)
     changed = []
-    for name, value in entry.metadata().items():
-        if value in ("", None, [], ()) and stored.get(name) not in ("", None, [], ()):
-            continue
-        if stored.get(name) != value:
+    for name, value in metadata.items():
+        if not _empty(value) and stored.get(name) != value:
             merged[name] = value
             changed.append(name)
     return merged, tuple(changed)
+
+
+def _empty(value: Any) -> bool:
+    return value in ("", None, [], ())

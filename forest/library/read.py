@@ -7,14 +7,21 @@ from forest.library.bibtex import BIBTEX_SUFFIXES, read_bibtex
 from forest.library.entries import LibraryError, LibraryReading, SourceKind
 from forest.library.folders import read_folder
 from forest.library.zotero import DATABASE, read_zotero
+from forest.text import truncate
+from forest.validation import MAX_PATH_CHARS
 
 
 def library_kind(path: Path | str) -> SourceKind:
     """"zotero" for a folder holding zotero.sqlite (or that file itself), "bibtex" for a .bib file,
     "folder" for any other folder; a clear LibraryError for anything else."""
+    if len(str(path)) > MAX_PATH_CHARS:
+        raise LibraryError(f"the path has {len(str(path)):,} characters: a path has at most {MAX_PATH_CHARS:,}")
     path = Path(path).expanduser()
-    if not path.exists():
-        raise LibraryError(f"{path} does not exist")
+    try:
+        if not path.exists():
+            raise LibraryError(f"{truncate(str(path), 300)} does not exist")
+    except OSError as error:   # a name too long for the file system, a path it cannot look up
+        raise LibraryError(f"{truncate(str(path), 300)} cannot be read: {error.strerror or error}") from None
     if path.is_dir():
         return "zotero" if (path / DATABASE).is_file() else "folder"
     if path.name == DATABASE:

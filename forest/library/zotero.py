@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forest.library.identity import normalize_arxiv_id
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
@@ -33,6 +34,8 @@ STORAGE_PREFIX = "storage:"
 BASE_DIR_PREFIX = "attachments:"
 IMPORTED_FILE, IMPORTED_URL, LINKED_FILE = 0, 1, 2     # Zotero.Attachments.LINK_MODE_*
 NOT_DOCUMENTS = ("note", "attachment", "annotation")
+# The fields that name where an item appeared, in order of preference (Zotero's field names).
+VENUE_FIELDS = ("publicationTitle", "proceedingsTitle", "bookTitle", "conferenceName")
 
 
 def read_zotero(data_dir: Path | str, base_dir: Path | str | None = None) -> LibraryReading:
@@ -133,6 +136,8 @@ class _Reader:
                 path=path, title=title or (path.stem if path else key), source_kind="zotero",
                 source_key=key, creators=tuple(creators.get(item_id, ())),
                 year=year, date=date, doi=normalize_doi(values.get("DOI", "") or extra.get("doi", "")),
+                venue=next((values[v] for v in VENUE_FIELDS if values.get(v)), ""),
+                arxiv_id=normalize_arxiv_id(extra.get("arxiv", "")),
                 url=values.get("url", ""), abstract=values.get("abstractNote", ""),
                 tags=tuple(sorted(tags.get(item_id, ()), key=str.casefold)),
                 collections=tuple(sorted(collections.get(item_id, ()), key=str.casefold)),

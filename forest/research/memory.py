@@ -1,6 +1,7 @@
 """ResearchMemory: the layered memory of seed 002 §3.1 behind one object.
 
-- Semantic directives: the core file (default data/CORE.md), injected first into every prompt,
+- Semantic directives: the core file (CORE.md beside the data directory; the default directives
+  until one is written), injected first into every prompt,
   and the model_id's semantic knowledge (topic -> conclusion, every earlier version kept).
 - Working workspace, per session: current focus, known constraints, key findings.
 - Episodic events: questions, exploration steps, answers, findings, messages, reconciliations,
@@ -53,6 +54,8 @@ MAX_TOPIC_CHARS = 200
 MAX_CONCLUSION_CHARS = 4000
 MAX_MESSAGE_CHARS = 100_000
 MAX_CORE_CHARS = 20_000
+# The directives in force until a core file is written (packaged with forest: see pyproject.toml).
+DEFAULT_DIRECTIVES = Path(__file__).with_name("default_directives.md")
 KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
 MAX_RECONCILED_PER_TURN = 3    # each may be a Claude call
 FINDINGS_SOURCE = "your finding"   # one source for all findings: checked against passages, not each other
@@ -108,11 +111,17 @@ class ResearchMemory:
         return self.settings.core_path
 
     def directives(self) -> str:
-        """The core file's text ('' when there is none)."""
+        """The directives in force: the core file's text, or the default directives while no core
+        file has been written (a new data directory has none)."""
         try:
             return self.core_path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return ""
+            return DEFAULT_DIRECTIVES.read_text(encoding="utf-8")
+
+    @property
+    def directives_saved(self) -> bool:
+        """Whether the core file exists (else the default directives are in force)."""
+        return self.core_path.is_file()
 
     def save_directives(self, text: str) -> None:
         if not isinstance(text, str) or len(text) > MAX_CORE_CHARS:

@@ -20,8 +20,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from forest.errors import ConfigError, ForestError, InvalidInput, NotFound, ServiceUnavailable
+from forest.errors import AlreadyInLibrary, ConfigError, ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.records import Progress
+from forest.recall.compare import FOUND_THRESHOLD, MAX_QUESTIONS
 from forest.service import MAX_TOP_K, MemoryForest
 from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
 
@@ -85,7 +86,7 @@ class ForestTools:
     """Each public method is one tool; its docstring is the description an LLM reads."""
 
     NAMES = ("retrieve_memory", "explore_memory_node", "search_memory", "get_memory_node", "list_archives",
-             "get_archive_tree", "add_document", "ask_memory", "search_episodic_memory",
+             "get_archive_tree", "add_document", "ask_memory", "compare_papers", "search_episodic_memory",
              "update_semantic_knowledge", "get_research_briefing", "add_research_note", "reconcile_passages",
              "process_memory", "debug_process_memory", "get_user_graph", "memory", "clear_user_memory")
 
@@ -173,8 +174,9 @@ class ForestTools:
                            ctx: Context) -> dict[str, Any]:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,
-        merge, store). Returns the archive (id, leaves, nodes, depth). The same text under the same
-        name is remembered once: sent again (after a lost reply), the call returns that archive."""
+        merge, store). Returns the archive (id, leaves, nodes, depth). A document is remembered once:
+        the same text sent again (after a lost reply, or under another name) returns the archive
+        that holds it, with "already_in_library" saying so."""
         def report(event: Progress) -> None:
             message = f"{event.stage}: {event.detail}".strip(": ")
             try:
@@ -184,8 +186,11 @@ class ForestTools:
 
         def build() -> dict[str, Any]:
             with _tool_errors():
-                return {"archive": self.forest.ingest_text(model_id, name, text, progress=report,
-                                                           once=True).to_dict()}
+                try:
+                    return {"archive": self.forest.ingest_text(model_id, name, text, progress=report).to_dict()}
+                except AlreadyInLibrary as held:   # sent again after a lost reply, or the same text anew
+                    return {"archive": self.forest.archive(model_id, held.archive_id).to_dict(),
+                            "already_in_library": str(held)}
 
         # Waiting builds wait here, not in worker threads, so they cannot starve the read tools.
         self._building = self._building or anyio.Semaphore(1)
@@ -215,6 +220,27 @@ class ForestTools:
                 return self.forest.ask(model_id, question, archive_ids=archive_ids).to_dict()
             state, turn = self.forest.ask_in_session(model_id, session_id, question, archive_ids=archive_ids)
             return {**state.to_dict(), "research": turn.to_dict()}
+
+    def compare_papers(self, model_id: ModelId,
+                       questions: Annotated[list[str], Field(
+                           description="The questions, one column each, e.g. [\"Which datasets do they use?\", "
+                                       "\"How large is the model?\"].",
+                           **_shown(minItems=1, maxItems=MAX_QUESTIONS))],
+                       archive_ids: Annotated[list[int] | None, Field(
+                           description="Optional: the papers to compare (ids from list_archives); default every "
+                                       "archive of the model_id.", max_length=200, **_shown(minItems=1))] = None,
+                       threshold: Annotated[float | None, Field(
+                           description="Minimum relevance (0-1) of a cell's passage, else the cell is not found "
+                                       f"(default {FOUND_THRESHOLD}); lower it to fill more cells with weaker matches.",
+                           **_shown(minimum=0, maximum=1))] = None,
+                       ) -> dict[str, Any]:
+        """Compare papers as a table: every question asked of every paper, each paper answering from
+        its own tree. Each cell holds the paper's sentences that best answer the question, quoted,
+        with the passage's node_id and citation (page, section), and found; a cell whose best passage
+        is not relevant enough says found false ("not found") instead. Extractive: no LLM is called.
+        A table over the limit of cells (papers × questions) is refused with the limit named."""
+        with _tool_errors():
+            return self.forest.compare(model_id, questions, archive_ids, threshold=threshold).to_dict()
 
     def search_episodic_memory(self, model_id: ModelId, query: Query,
                                time_range: Annotated[str | None, Field(description=(

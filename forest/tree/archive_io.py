@@ -21,7 +21,7 @@ import numpy as np
 from forest.config import CHUNKERS, MIN_CHUNK_SIZE
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput
-from forest.records import LEAF, SUMMARY
+from forest.records import LEAF, SUMMARY, Progress, ProgressFn
 from forest.storage.archives import ForestStore
 from forest.validation import MAX_ID, parse_json
 from forest.storage.vectors.base import VectorStore
@@ -68,22 +68,28 @@ def export_archive(store: ForestStore, vectors: VectorStore, embedder_name: str,
 
 @dataclass
 class PreparedImport:
-    """A validated export, with its rows in write order and their vectors: all an import writes."""
+    """A validated export, with its rows in write order and (once embed_import has run) their
+    vectors: all an import writes."""
 
     name: str
     source: str | None
     settings: dict[str, Any]
     rows: list[dict[str, Any]]
     merges: list[dict[str, Any]]
-    vectors: np.ndarray
+    refs: list[Any]                         # the export's node refs, in the rows' order
     library: dict[str, Any] | None = None   # the paper's library metadata, as LibraryEntry reads it back
     cite_as: str | None = None
+    vectors: np.ndarray | None = None
+
+    @property
+    def text_fingerprints(self) -> list[str]:
+        """The SHA-256 of each document's text, as the exporting store recorded it."""
+        return [str(d.get("sha256") or "") for d in self.settings.get("documents", []) if isinstance(d, dict)]
 
 
-def prepare_import(document: Any, embedder: Embedder, max_document_chars: int,
-                   name: str | None = None) -> PreparedImport:
-    """Check every field of an export (InvalidInput naming the first problem) and compute the
-    vectors it does not ship; nothing is written, so no lock is needed meanwhile."""
+def check_import(document: Any, max_document_chars: int, name: str | None = None) -> PreparedImport:
+    """Check every field of an export (InvalidInput naming the first problem); nothing is written,
+    nothing embedded yet (embed_import), so no lock is needed meanwhile."""
     nodes = _validated_nodes(document, max_document_chars)
     leaves = sum(n["node_type"] == LEAF for n in nodes)
     meta = document["archive"]
@@ -107,9 +113,16 @@ def prepare_import(document: Any, embedder: Embedder, max_document_chars: int,
     merges = [{**{k: m.get(k) for k in _MERGE_FIELDS}, "node_offset": offset.get(m.get("node_ref"))}
               for m in _validated_merges(document, by_ref, leaves)]
     library, cite_as = _checked_library(meta.get("library"))
-    return PreparedImport(name, source, {**settings, "imported": True}, rows, merges,
-                          _import_vectors(document, order, rows, embedder, settings.get("documents", [])),
-                          library, cite_as)
+    return PreparedImport(name, source, {**settings, "imported": True}, rows, merges, order, library, cite_as)
+
+
+def embed_import(prepared: PreparedImport, document: dict[str, Any], embedder: Embedder,
+                 progress: ProgressFn | None = None) -> PreparedImport:
+    """The checked import with its vectors: the export's own when it ships them for this embedder,
+    else computed as a build makes them (reported to `progress`)."""
+    prepared.vectors = _import_vectors(document, prepared.refs, prepared.rows, embedder,
+                                       prepared.settings.get("documents", []), progress)
+    return prepared
 
 
 def write_import(store: ForestStore, vectors: VectorStore, model_id: str, prepared: PreparedImport) -> int:
@@ -143,7 +156,7 @@ def _checked_library(value: Any) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _import_vectors(document: dict[str, Any], order: list[Any], rows: list[dict[str, Any]], embedder: Embedder,
-                    documents: list[dict[str, Any]]) -> np.ndarray:
+                    documents: list[dict[str, Any]], progress: ProgressFn | None = None) -> np.ndarray:
     """The shipped vectors when the export was made with this embedder and has one for every
     node, else vectors computed as a build makes them."""
     shipped = document.get("vectors") if document.get("embedder") == embedder.name else None
@@ -160,9 +173,13 @@ def _import_vectors(document: dict[str, Any], order: list[Any], rows: list[dict[
         if not np.isfinite(node_vectors).all() or not np.linalg.norm(node_vectors, axis=1).all():
             raise InvalidInput("the export's vectors hold NaN, infinite or all-zero values")
         return node_vectors
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(Progress("embed", done, total, "nodes"))
+
     return embedder.embed_passages([embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
                                                    stored_leaf_context(documents, r["leaf_index"], r["heading_path"]))
-                                    for r in rows])
+                                    for r in rows], progress=report)
 
 
 def read_export(raw: bytes | str, where: str = "the export") -> Any:

@@ -8,6 +8,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from forest.records import Archive
+from forest.text import counted
+
+# How an import's report names each count: (one, several).
+_COUNTED = {"imported": ("imported", "imported"), "updated": ("updated", "updated"),
+            "unchanged": ("unchanged", "unchanged"), "already": ("already in the library", "already in the library"),
+            "replaced": ("replaced", "replaced"), "missing": ("missing", "missing"),
+            "duplicates": ("duplicate", "duplicates"), "skipped": ("item without a document", "items without a document"),
+            "failed": ("failed", "failed")}
+
+
+def import_summary(report: dict[str, Any]) -> str:
+    """'3 imported, 1 already in the library, 1 duplicate': an import's counts that are not zero,
+    each in the right number; 'nothing to import' when all are."""
+    said = [counted(n, *_COUNTED.get(what, (what, what))) for what, n in report["counts"].items() if n]
+    return ", ".join(said) or "nothing to import"
+
+
+def import_details(report: dict[str, Any]) -> list[str]:
+    """One line per document an import did not simply import: updated, already in the library,
+    replaced, missing, duplicate, failed, skipped."""
+    return ([f"updated: archive {u['archive_id']} {u.get('cite_as') or u['title']} ({', '.join(u['changed'])})"
+             for u in report["updated"]]
+            + [f"already in the library: {a['title']}: {a['reason']}" for a in report.get("already", [])]
+            + [f"replaced: archive {r['replaces']} by archive {r['archive_id']} {r['title']} ({r['reason']})"
+               for r in report.get("replaced", [])]
+            + [f"missing: {m['title']}: {m['reason']}" for m in report["missing"]]
+            + [f"duplicate: {d['title']}: {d['reason']} as {d['same_as']}" for d in report["duplicates"]]
+            + [f"failed: {f['title']}: {f['error']}" for f in report["failed"]]
+            + [f"without a document: {s['title'] or s['key']}: {s['reason']}" for s in report["skipped"]])
 
 
 @dataclass(frozen=True)
@@ -22,8 +51,9 @@ class ArchiveRow:
 
     def to_dict(self) -> dict[str, Any]:
         a = self.archive
-        return {"id": a.id, "cite as": self.cite_as, "name": a.name, "year": self.year,
-                "authors": ", ".join(self.authors), "tags": ", ".join(self.tags),
+        pages = sum(d.get("pages") or 0 for d in a.documents if isinstance(d.get("pages"), int))
+        return {"id": a.id, "cite as": self.cite_as, "name": a.name, "authors": ", ".join(self.authors),
+                "year": str(self.year) if self.year else "", "pages": pages or "", "tags": ", ".join(self.tags),
                 "collections": ", ".join(self.collections), "leaves": a.leaves, "nodes": a.nodes, "roots": a.roots,
                 "depth": a.depth, "characters": a.chars, "status": a.status, "created": a.created_at}
 

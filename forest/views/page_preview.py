@@ -24,6 +24,11 @@ NGRAM = 4            # four words in a row rarely repeat elsewhere on a page
 LOOSE_NGRAM = 2      # for tables and formulas, whose cells the parser reorders
 LOOSE_BELOW = 0.5    # share of the passage found with NGRAM under which LOOSE_NGRAM is tried
 ZOOM = 1.5           # 72 dpi x 1.5: a page is about 900 pixels wide
+# Around a passage: its column drawn at twice the size (a column is under 60% of the page's width,
+# with a 3% margin either side), so body text reads at the size of a book's in a half-screen panel.
+PASSAGE_ZOOM = 3.0
+COLUMN_SHARE = 0.6
+CLIP_MARGIN = 0.03
 SECTION_LEAVES = 12  # a text document without headings: the leaves around the passage, either side
 
 
@@ -54,6 +59,9 @@ class RenderedPage:
     width: int                   # pixels
     height: int
     rects: list[Rect]            # the highlighted lines, in pixels
+    cropped: bool = False        # only the passage's column (render_page's around_passage)
+    origin: tuple[float, float] = (0.0, 0.0)   # the page point at the image's top left
+    zoom: float = ZOOM           # pixels per page point
 
 
 def tokens(text: str) -> list[str]:
@@ -146,9 +154,11 @@ def locate(doc, text: str, pages: Iterable[int]) -> dict[int, list[Rect]]:
     return found
 
 
-def render_page(pdf: Path, page: int, rects: Sequence[Rect] = (), zoom: float = ZOOM) -> RenderedPage:
+def render_page(pdf: Path, page: int, rects: Sequence[Rect] = (), zoom: float = ZOOM,
+                around_passage: bool = False) -> RenderedPage:
     """One page as PNG with `rects` highlighted (a highlight annotation on the in-memory copy:
-    the text stays legible under it; the file is not changed)."""
+    the text stays legible under it; the file is not changed). `around_passage`: only the column
+    the highlighted lines lie in (reading_clip), the whole page when they span it."""
     import pymupdf
 
     with pymupdf.open(pdf) as doc:
@@ -157,11 +167,27 @@ def render_page(pdf: Path, page: int, rects: Sequence[Rect] = (), zoom: float = 
         sheet = doc[page - 1]
         for rect in rects:
             sheet.add_highlight_annot(pymupdf.Rect(rect))
-        pixmap = sheet.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
-        origin = sheet.rect
-        scaled = [((x0 - origin.x0) * zoom, (y0 - origin.y0) * zoom, (x1 - origin.x0) * zoom, (y1 - origin.y0) * zoom)
+        clip = reading_clip(rects, tuple(sheet.rect)) if around_passage else None
+        area = pymupdf.Rect(clip) if clip else sheet.rect
+        pixmap = sheet.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True, clip=area)
+        scaled = [((x0 - area.x0) * zoom, (y0 - area.y0) * zoom, (x1 - area.x0) * zoom, (y1 - area.y0) * zoom)
                   for x0, y0, x1, y1 in rects]
-        return RenderedPage(pixmap.tobytes("png"), pixmap.width, pixmap.height, scaled)
+        return RenderedPage(pixmap.tobytes("png"), pixmap.width, pixmap.height, scaled, cropped=clip is not None,
+                            origin=(area.x0, area.y0), zoom=zoom)
+
+
+def reading_clip(rects: Sequence[Rect], page: Rect) -> Rect | None:
+    """The part of `page` a passage is read in, to draw it larger: the column its lines lie in (a
+    two-column paper's half page) over the page's whole height; None when its lines span most of
+    the width, where a crop would gain nothing."""
+    if not rects:
+        return None
+    width = page[2] - page[0]
+    left, right = min(r[0] for r in rects), max(r[2] for r in rects)
+    if right - left > COLUMN_SHARE * width:
+        return None
+    margin = CLIP_MARGIN * width
+    return max(page[0], left - margin), page[1], min(page[2], right + margin), page[3]
 
 
 def source_preview(store: ForestStore, sources: SourceFiles, model_id: str, node_id: int) -> SourcePreview:

@@ -65,11 +65,14 @@ def link_markers(text: str, link: Callable[[int], str | None]) -> str:
     return _MARKER.sub(lambda m: link(int(m.group(1) or m.group(2))) or m.group(0), text)
 
 
-def sources_markdown(cites: list[Citation], link: Callable[[Citation], str] | None = None) -> str:
+def sources_markdown(cites: list[Citation], link: Callable[[Citation], str] | None = None,
+                     permalink: Callable[[Citation], str] | None = None) -> str:
     """The numbered list under an answer: each source's paper, page and section; a link to it
-    when `link` gives the target, else its node id and the passage quoted."""
+    when `link` gives the target (and a 🔗 to its own address when `permalink` gives one), else its
+    node id and the passage quoted."""
     if link:
-        return "\n".join(f"{c.number}. [{c.label}]({link(c)})" for c in cites)
+        return "\n".join(f"{c.number}. [{c.label}]({link(c)})" + (f" [🔗]({permalink(c)})" if permalink else "")
+                         for c in cites)
     return "\n".join(f"{c.number}. {c.label} (node {c.node_id})\n   > {truncate(' '.join(c.passage.split()), 400)}"
                      for c in cites)
 

@@ -13,13 +13,16 @@ import importlib.util
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forest.records import cite
 from forest.tree.outline import HEADING_JOIN
 from forest.storage.paths import path_ids
 from forest.records import MemoryNode, MergeStep
 from forest.text import truncate
+
+if TYPE_CHECKING:
+    from forest.recall.agent import AgentState
 
 OPEN_LEVELS = 2        # depth 0 and 1 start unfolded: the document and its sections show their children
 LABEL_CHARS = 60       # a summary node's title in the drawing (wrapped to three lines)
@@ -83,6 +86,13 @@ def overlay_for(nodes: list[MemoryNode], hit_ids: list[int], lca_ids: list[int],
         agent_edges |= _edges_below(chain, min(i for i, n in enumerate(chain) if n in agent))
     return Overlay(frozenset(h for h in hit_ids if h in by_id), frozenset(lcas), frozenset(path_edges),
                    frozenset(agent), frozenset(agent_edges))
+
+
+def agent_path(state: AgentState) -> list[int]:
+    """The nodes an agent's walk went through: the summary nodes it explored, then the passages it
+    read (those in its context) and cited."""
+    read = [c.node.id for c in state.context if c.node.is_leaf]
+    return list(dict.fromkeys([*state.explored, *read, *(c.node.id for c in state.cited)]))
 
 
 def kind(node: MemoryNode) -> str:
