@@ -72,7 +72,7 @@ def test_build_writes_a_consistent_tree_and_one_vector_per_node(forest):
 def test_threshold_keeps_unrelated_topics_apart(forest):
     text = topic_text("photosynthesis", "jazz")
     strict = forest.ingest_text("m", "strict", text, threshold=0.99)
-    loose = forest.ingest_text("m", "loose", text, threshold=0.0)
+    loose = forest.ingest_text("m", "loose", text, threshold=0.0, on_duplicate="keep")   # the same text, built again
     assert strict.roots == strict.leaves and strict.nodes == strict.leaves  # nothing clears 0.99
     assert loose.roots == 1 and loose.nodes > loose.leaves
     assert len(forest.merge_history("m", loose.id)) == loose.leaves - 1   # n - 1 binary merges, condensed

@@ -103,7 +103,7 @@ def test_a_failed_append_changes_nothing(forest, embedder, monkeypatch, tmp_path
     assert [(n.id, n.path, n.parent_id) for n in forest.tree("m", archive.id)] == before
     assert sorted(forest.vectors.ids("m")) == vectors_before
     with pytest.raises(NotFound):
-        forest.append_document("someone else", archive.id, text_document("jazz", topic_text("jazz")))
+        forest.append_document("someone-else", archive.id, text_document("jazz", topic_text("jazz")))
 
 
 def test_appending_a_pdf_cites_its_pages(forest, tmp_path):
@@ -121,7 +121,7 @@ def test_appending_a_pdf_cites_its_pages(forest, tmp_path):
 
 def test_similar_archives_and_join_under_a_super_root(forest):
     volcano = forest.ingest_text("m", "volcano notes", topic_text("volcanoes"))
-    more_volcano = forest.ingest_text("m", "more volcanoes", topic_text("volcanoes"))
+    more_volcano = forest.ingest_text("m", "more volcanoes", topic_text("volcanoes"), on_duplicate="keep")
     jazz = forest.ingest_text("m", "jazz notes", topic_text("jazz"))
     forest.ingest_text("other", "private", topic_text("volcanoes"))
     pairs = forest.similar_archives("m")

@@ -123,7 +123,7 @@ def test_a_chinese_paper_keeps_its_language_in_titles_and_summaries(forest):
 def test_a_document_without_headings_keeps_the_similarity_rule(forest):
     text = topic_text("photosynthesis", "volcanoes", "jazz") + "\n\n" + topic_text("photosynthesis", "jazz")
     loose = forest.ingest_text("m", "loose", text, chunk_size=200, threshold=0.0)
-    strict = forest.ingest_text("m", "strict", text, chunk_size=200, threshold=0.99)
+    strict = forest.ingest_text("m", "strict", text, chunk_size=200, threshold=0.99, on_duplicate="keep")
     assert loose.roots == 1 and strict.roots == strict.leaves     # nothing clears 0.99
     assert_tree_invariants(forest, "m", loose.id, text)
     nodes, _, leaves = tree(forest, "m", loose.id)

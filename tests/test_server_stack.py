@@ -198,7 +198,8 @@ def test_builds_from_two_processes_never_interleave(postgres_url, tmp_path):
         path.write_text(f"## {name}\n\n" + topic_text(topic), encoding="utf-8")
         notes.append(path)
     data_dir = tmp_path / "store"
-    runs = [subprocess.Popen([FOREST, "ingest", *map(str, notes), "--model-id", "lab", "--chunk-size", "300"],
+    runs = [subprocess.Popen([FOREST, "ingest", *map(str, notes), "--model-id", "lab", "--chunk-size", "300",
+                              "--on-duplicate", "keep"],   # each process builds every note: six builds at once
                              env=server_env(data_dir, postgres_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True) for _ in range(2)]
     outputs = [r.communicate(timeout=900) for r in runs]

@@ -32,10 +32,10 @@ session = pick_session(forest, model_id)
 archives = {a.id: a for a in forest.archives(model_id)}
 ready = [a.id for a in archives.values() if a.status == "ready"]
 offline = forest.models_in_use()["llm"]["provider"] == "offline"
-linked_question = place.get("q") or ""
+placed_question = place.get("q") or ""
 
 with st.form("question"):
-    question = st.text_input("Question", value=linked_question, placeholder="e.g. Which datasets do they evaluate on?")
+    question = st.text_input("Question", value=placed_question, placeholder="e.g. Which datasets do they evaluate on?")
     papers = st.multiselect("Papers to ask", ready, format_func=lambda i: archives[i].name,
                             placeholder=f"All {len(ready)} papers of {model_id}" if len(ready) > 1 else "The paper",
                             help="Leave empty to ask every paper of this model_id; pick one or several to ask "
@@ -72,10 +72,10 @@ def begin(text: str, scope: list[int] | None, by_step: bool, remembered_in: str 
 run = st.session_state.get("ask_run")
 if asked or stepped:
     begin(question.strip(), papers or None, stepped, session if remember else None)
-elif linked_question and (run is None or run["model_id"] != model_id or run["state"].question != linked_question):
-    # A link (or the Forest page's query) names a question this session has not asked.
+elif place.linked("q") and placed_question and (run is None or run["state"].question != placed_question):
+    # The link this session opened on (or a reload) names a question: its answer is part of the place.
     if offline:
-        begin(linked_question, None, False, None)
+        begin(placed_question, None, False, None)
         st.caption("Answered again from the link, over all papers, and not added to the research session.")
     else:
         st.info("Press Ask to answer this question: opening a link does not call the LLM.")

@@ -20,6 +20,7 @@ from forest.text import literal
 KEYS = ("model_id", "archive", "node", "session", "q", "user_id")
 BELONG_TO_MODEL_ID = ("archive", "node", "session", "q")
 _REMEMBERED = "place"
+_LINKED = "place_linked"
 
 
 def keep() -> None:
@@ -27,6 +28,7 @@ def keep() -> None:
     the URL is put back (replacing the history entry the switch made, not adding one)."""
     remembered: dict[str, str] = st.session_state.setdefault(_REMEMBERED, {})
     url = st.query_params
+    st.session_state.setdefault(_LINKED, {key for key in KEYS if key in url})   # what the session opened on
     if "model_id" in url and url["model_id"] != remembered.get("model_id"):
         for key in BELONG_TO_MODEL_ID:   # a link to another model_id: the old one's archive is no place there
             if key not in url:
@@ -41,6 +43,11 @@ def keep() -> None:
 def get(key: str) -> str | None:
     value = st.session_state.get(_REMEMBERED, {}).get(key)
     return value or None
+
+
+def linked(key: str) -> bool:
+    """Whether the place's `key` is still the one the link (or reload) this session opened on gave."""
+    return key in st.session_state.get(_LINKED, set())
 
 
 def get_id(key: str) -> int | None:
@@ -60,6 +67,7 @@ def put(key: str, value: object | None) -> None:
     """Move the place: `value` (None, or "", removes the key); a new model_id leaves the old one's
     archive, node, session and question behind."""
     remembered: dict[str, str] = st.session_state.setdefault(_REMEMBERED, {})
+    st.session_state.setdefault(_LINKED, set()).discard(key)
     text = "" if value is None else str(value)
     if key == "model_id" and text != remembered.get("model_id"):
         for other in BELONG_TO_MODEL_ID:
