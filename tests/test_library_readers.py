@@ -635,3 +635,24 @@ def test_a_held_paper_met_again_is_updated_skipped_replaced_or_kept_as_asked(tmp
     assert plan_import([new_file], known).changed[0].changed_fields[0] == "file"
     with pytest.raises(InvalidInput, match="on_duplicate must be one of skip, replace, keep"):
         plan_import([version], known, "merge")
+
+
+def test_what_a_paper_says_of_itself_fills_what_its_library_leaves_empty():
+    from forest.ingest.document import PaperMetadata
+    from forest.library import completed, paper_entry_metadata
+
+    read = PaperMetadata(title="ASK THE RIGHT QUESTIONS: ACTIVE QUESTION REFORMULATION", year=2018,
+                         authors=(("BUCK", "CHRISTIAN"), ("Bulian", "Jannis")), doi="10.1/aqa", arxiv_id="1705.07830",
+                         venue="ICLR 2018")
+    own = paper_entry_metadata(read)   # set in capitals on the page, written as a reader writes it
+    assert own["title"] == "Ask the Right Questions: Active Question Reformulation"
+    assert [c["last"] for c in own["creators"]] == ["Buck", "Bulian"] and own["source_kind"] == "paper"
+    from_bib = LibraryEntry(path=None, title="Ask the Right Questions", source_kind="bibtex", year=2017,
+                            creators=(Creator("Buck", "C."),)).metadata()
+    merged = completed(from_bib, read)   # the reference manager wins where it has a value
+    assert (merged["title"], merged["year"], merged["creators"]) == ("Ask the Right Questions", 2017, from_bib["creators"])
+    assert (merged["doi"], merged["arxiv_id"], merged["venue"]) == ("10.1/aqa", "1705.07830", "ICLR 2018")
+    from_folder = LibraryEntry(path=None, title="1705.07830", source_kind="folder", collections=("2018",)).metadata()
+    named = completed(from_folder, read)   # a folder knows only the file's name: the paper's own title wins
+    assert named["title"] == "Ask the Right Questions: Active Question Reformulation" and named["collections"] == ["2018"]
+    assert completed(None, PaperMetadata()) is None and completed(from_bib, None) == from_bib

@@ -141,7 +141,11 @@ def path_on_tree() -> None:
     mine = [r for r in run["retrieved"] if r.node.archive_id == chosen]
     overlay = overlay_for(nodes, [h.node.id for r in mine for h in r.hits], [r.node.id for r in mine if r.kind == "lca"],
                           walked)
-    draw_tree(nodes, f"ask-tree-{chosen}", overlay, place.get_id("node"), opened)
+    # in view: the passage a person chose, else where the agent went last in this tree
+    by_id = {n.id for n in nodes}
+    focus = place.get_id("node")
+    focus = focus if focus in by_id else next((i for i in reversed(walked) if i in by_id), None)
+    draw_tree(nodes, f"ask-tree-{chosen}", overlay, focus, opened)
     st.caption("Red: the search's hits; gold: their common ancestor; purple: the agent's path (the sections it opened, "
                "the passages it read). Click a node to see it on its page.")
 

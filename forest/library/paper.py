@@ -9,16 +9,26 @@ from typing import Any
 
 from forest.ingest.document import PaperMetadata
 from forest.library.entries import Creator, LibraryEntry
+from forest.text import display_title
 
 _CURATED = ("zotero", "bibtex")
 
 
 def paper_entry_metadata(paper: PaperMetadata) -> dict[str, Any]:
     """LibraryEntry.metadata() of a paper known only by itself (source_kind "paper")."""
+    # set in capitals on the page ("ASK THE RIGHT QUESTIONS", "CHRISTIAN BUCK"): as a reader writes them
     return LibraryEntry(
-        path=None, title=paper.title, source_kind="paper", year=paper.year, doi=paper.doi,
+        path=None, title=display_title(paper.title), source_kind="paper", year=paper.year, doi=paper.doi,
         arxiv_id=paper.arxiv_id, venue=paper.venue,
-        creators=tuple(Creator(last=last, first=first) for last, first in paper.authors)).metadata()
+        creators=tuple(_as_written(last, first) for last, first in paper.authors)).metadata()
+
+
+def _as_written(last: str, first: str) -> Creator:
+    """A person's name printed in capitals ("BUCK", "CHRISTIAN") as it is written ("Buck",
+    "Christian"); an organisation (no first name) keeps its capitals: it may be an acronym."""
+    if first and last.isupper() and first.replace(".", "").isupper():
+        return Creator(last=last.title(), first=first.title())
+    return Creator(last=last, first=first)
 
 
 def completed(metadata: Mapping[str, Any] | None, paper: PaperMetadata | None) -> dict[str, Any] | None:
