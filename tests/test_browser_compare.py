@@ -1,9 +1,10 @@
-"""The Compare page in a real headless Chromium against `streamlit run`: a real PDF and a text
-paper compared on two questions, a click on a cell's citation opening the PDF page with the
+"""The Compare page in a real headless Chromium against `streamlit run`: three papers (a real PDF,
+a one-page PDF and a text) compared on two questions, a click on a cell's citation opening the PDF page with the
 passage highlighted in a dialog, and not one request leaving the machine."""
 import json
 from urllib.parse import urlparse
 
+import pymupdf
 import pytest
 
 from conftest import ROOT, topic_text
@@ -25,6 +26,12 @@ def comparing(tmp_path_factory):
     forest = MemoryForest(data_dir=data_dir)
     paper = forest.ingest_file(PAPER, "reader")
     forest.ingest_text("reader", "jazz notes", "## Jazz\n\n" + topic_text("jazz"), threshold=0.0)
+    volcanoes = data_dir.parent / "volcanoes.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 540, 770), "Volcanoes\n\n" + topic_text("volcanoes"),
+                                      fontsize=11)
+        doc.save(volcanoes)
+    forest.ingest_file(volcanoes, "reader", name="volcano notes")
     forest.close()
     with streamlit_app(data_dir) as (_, url):
         driver = chromium(1600, 1000, log_network=True)
@@ -47,9 +54,10 @@ def test_a_cells_citation_opens_its_pdf_page_highlighted(comparing):
     assert headers == ["Paper", *QUESTIONS]
     rows = {r.find_elements(By.TAG_NAME, "td")[0].text: r for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")}
     label = paper.cite_as or paper.name                               # the row named as the paper is cited
-    assert set(rows) == {label, "jazz notes"}
+    assert set(rows) == {label, "jazz notes", "volcano notes"}   # a row per paper, a column per question
     jazz = [td.text for td in rows["jazz notes"].find_elements(By.TAG_NAME, "td")]
     assert jazz[1] == "not found" and "Parker" in jazz[2]
+    assert [td.text for td in rows["volcano notes"].find_elements(By.TAG_NAME, "td")][1:] == ["not found"] * 2
     link = rows[label].find_elements(By.TAG_NAME, "td")[1].find_element(By.CSS_SELECTOR, "a[href^='#cite-']")
     assert link.text.startswith("p. ")
     node_id = link.get_attribute("href").rsplit("-", 1)[1]

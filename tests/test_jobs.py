@@ -134,3 +134,19 @@ def test_a_build_that_fails_after_the_read_leaves_no_kept_file(forest, tmp_path)
     forest.delete_archive("m", first.archive_id)
     assert list(forest.settings.sources_path.iterdir()) == []   # no hold outlives its build
     queue.shutdown()
+
+
+def test_an_exported_archive_imports_in_the_background_with_progress_and_once(forest):
+    queue = IngestQueue(forest)
+    notes = forest.ingest_text("m", "notes", topic_text("volcanoes", "jazz"))
+    export = json.dumps(forest.export_archive("m", notes.id)).encode()   # no vectors: they are computed
+    first = queue.submit_archive(export, "notes.forest.json", "other")
+    again = queue.submit_archive(export, "notes.forest.json", "other")
+    wait(queue)
+    assert first.status == "done" and "embed" in first.stages_seen and first.done == first.total > 0
+    assert (again.status, again.archive_id) == ("skipped", first.archive_id)
+    assert again.error.startswith(f"already in the library as archive {first.archive_id} (notes): the same text")
+    broken = queue.submit_archive(b"{not json", "broken.json", "other")
+    wait(queue)
+    assert broken.status == "failed" and broken.error.startswith("broken.json: ")
+    queue.shutdown()

@@ -272,3 +272,24 @@ def test_the_library_tables_filters_match_words_authors_years_tags_and_subcollec
     assert ids(filtered(rows, collections=["Reading"])) == [1, 2]   # a collection holds its subcollections
     assert ids(filtered(rows, collections=["Reading/NLP"], tags=["RL"])) == [1]
     assert rows[0].to_dict()["authors"] == "Buck" and rows[2].to_dict()["cite as"] == ""
+
+
+def test_an_imports_report_counts_in_the_right_number_and_lists_what_was_not_simply_imported():
+    from forest.views.library_view import import_details, import_summary
+
+    counts = {"imported": 3, "updated": 0, "unchanged": 2, "already": 1, "replaced": 0, "missing": 1,
+              "duplicates": 1, "skipped": 2, "failed": 0}
+    report = {"counts": counts, "updated": [], "replaced": [], "failed": [],
+              "already": [{"title": "Jazz", "reason": "already in the library as archive 2 (Jazz): the same DOI 10.1/j"}],
+              "missing": [{"title": "Lost", "reason": "lost.pdf does not exist"}],
+              "duplicates": [{"title": "Jazz (preprint)", "reason": "the same file", "same_as": "Jazz"}],
+              "skipped": [{"title": "", "key": "nofile2021", "reason": "no file field"}]}
+    assert import_summary(report) == ("3 imported, 2 unchanged, 1 already in the library, 1 missing, 1 duplicate, "
+                                      "2 items without a document")
+    assert import_summary({"counts": {**counts, "duplicates": 2, "skipped": 1}}).endswith(
+        "2 duplicates, 1 item without a document")
+    assert import_summary({"counts": dict.fromkeys(counts, 0)}) == "nothing to import"
+    assert import_details(report) == [
+        "already in the library: Jazz: already in the library as archive 2 (Jazz): the same DOI 10.1/j",
+        "missing: Lost: lost.pdf does not exist", "duplicate: Jazz (preprint): the same file as Jazz",
+        "without a document: nofile2021: no file field"]
