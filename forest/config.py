@@ -18,6 +18,8 @@ from typing import Any
 from forest.errors import ConfigError
 
 DEFAULT_DATA_DIR = Path("data") / "store"
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+_PERIOD_SECONDS = {"second": 1.0, "minute": 60.0, "hour": 3600.0}
 CHUNKERS = ("paragraph", "recursive")
 MIN_CHUNK_SIZE = 50
 
@@ -115,11 +117,25 @@ class Settings:
     server_host: str = "127.0.0.1"
     server_port: int = 8765
     api_token: str | None = field(default=None, repr=False)  # required to bind off loopback
+    # Valkey or Redis that every serve process shares (redis://, rediss://, unix://): the rate limit's
+    # counts and a query-embedding cache kept query_cache_ttl_seconds (docs/server-stack.md).
+    redis_url: str | None = field(default=None, repr=False)
+    query_cache_ttl_seconds: int = 86_400
+    # Calls per API token and client address on the HTTP faces, "N/second|minute|hour"; counted in
+    # Valkey with redis_url, else in each process. Fail closed: a 503 while Valkey does not answer.
+    rate_limit: str | None = None
+    rate_limit_fail_closed: bool = False
     # Limits.
     max_document_chars: int = 5_000_000
     max_file_mb: float = 100.0
 
     def __post_init__(self) -> None:
+        rate_window(self.rate_limit)  # a malformed rate_limit is refused when the settings are read
+        if self.redis_url and not str(self.redis_url).startswith(REDIS_SCHEMES):
+            raise ConfigError(f"redis_url must start with {', '.join(REDIS_SCHEMES)}, got "
+                              f"{without_password(self.redis_url)!r}")
+        if self.query_cache_ttl_seconds < 1:
+            raise ConfigError("query_cache_ttl_seconds must be at least 1")
         if self.tree_max_children < 2:
             raise ConfigError(f"tree_max_children must be at least 2, got {self.tree_max_children}")
         if self.chunk_size < MIN_CHUNK_SIZE:
@@ -150,6 +166,11 @@ class Settings:
             raise ConfigError(f"merge_threshold is a 0-1 similarity, got {self.merge_threshold}")
 
     @property
+    def rate_limit_window(self) -> tuple[int, float] | None:
+        """rate_limit as (calls, seconds), or None when there is none."""
+        return rate_window(self.rate_limit)
+
+    @property
     def sqlite_path(self) -> Path:
         return Path(self.data_dir) / "forest.sqlite3"
 
@@ -177,7 +198,7 @@ class Settings:
         shown["qdrant_api_key"] = "set" if self.qdrant_api_key else None
         shown["llm_api_key"] = "set" if self.llm_api_key else None
         shown["embedding_api_key"] = "set" if self.embedding_api_key else None
-        for url in ("llm_base_url", "embedding_base_url"):
+        for url in ("llm_base_url", "embedding_base_url", "redis_url"):
             shown[url] = without_password(shown[url]) if shown[url] else None
         shown["database_url"] = (without_password(self.database_url) if self.database_url
                                  else f"sqlite at {Path(self.sqlite_path).resolve()}")
@@ -193,6 +214,16 @@ class Settings:
     def server_database(self) -> bool:
         """Whether the truth lives in a database server that many processes share (no process owns it)."""
         return bool(self.database_url) and not str(self.database_url).startswith("sqlite:")
+
+
+def rate_window(rate_limit: str | None) -> tuple[int, float] | None:
+    """"30/minute" as (30, 60.0); None for no limit."""
+    if not rate_limit:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(second|minute|hour)s?\s*", str(rate_limit).lower())
+    if not match or int(match[1]) < 1:
+        raise ConfigError(f"rate_limit is calls per second, minute or hour, like '30/minute'; got {rate_limit!r}")
+    return int(match[1]), _PERIOD_SECONDS[match[2]]
 
 
 # A password or key given as a parameter (`?password=...` or `?api-key=...` in a URL, `password=...`

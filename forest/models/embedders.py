@@ -11,8 +11,12 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from forest.storage.valkey import SharedVectorCache
 
 ProgressFn = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 512
@@ -22,6 +26,9 @@ class Embedder(ABC):
     name: str
     dim: int
     similarity_floor: float = 0.0
+    # Valkey's tier behind the process's own cache (redis_url: forest.models.registry sets it), so
+    # that a query one serve process embedded is not embedded again by another.
+    shared_cache: SharedVectorCache | None = None
 
     @abstractmethod
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray: ...
@@ -44,7 +51,12 @@ class Embedder(ABC):
         threads share the cache; the embedding itself runs outside its lock."""
         vector = self._query_cache.get(text)
         if vector is None:
-            vector = _normalize(self._embed([text], True))[0]
+            shared = self.shared_cache
+            vector = shared.get(text, self.dim) if shared else None
+            if vector is None:
+                vector = _normalize(self._embed([text], True))[0]
+                if shared:
+                    shared.put(text, vector)
             self._query_cache.put(text, vector)
         return vector.copy()
 

@@ -108,7 +108,15 @@ def choice(settings: Settings, kind: str) -> str:
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    return factory("embedder", settings.embedder)(settings)
+    embedder = factory("embedder", settings.embedder)(settings)
+    if settings.redis_url:
+        from forest.storage.valkey import SharedVectorCache, link
+
+        # The identity a vector depends on: the model, and for a served one its server and query prefix.
+        identity = "|".join((embedder.name, str(embedder.dim), settings.embedding_base_url or "",
+                             settings.embedding_query_prefix))
+        embedder.shared_cache = SharedVectorCache(link(settings.redis_url), identity, settings.query_cache_ttl_seconds)
+    return embedder
 
 
 def make_reranker(settings: Settings, embedder: Embedder) -> Reranker:

@@ -8,7 +8,8 @@ HTTP routes:  /mcp (MCP streamable HTTP)  ·  POST /tools/<name> (REST, JSON; GE
 Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, and then every
 route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
 are refused; a POST body must be declared application/json and nest at most MAX_JSON_DEPTH deep.
-Errors are JSON with a message, never a traceback.
+Errors are JSON with a message, never a traceback. With rate_limit set, calls over it get 429 with
+Retry-After on every route but /health (forest.serving.limits).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from starlette.routing import Route
 
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.service import MemoryForest
+from forest.serving.limits import RateLimit
 from forest.serving.tools import ForestTools, Unavailable, UnknownId, translated
 from forest.validation import parse_json
 
@@ -183,7 +185,9 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
         Route(CHAT_ROUTE, rest.chat, methods=["POST"]),
     ])
     app.state.calls = calls
-    return _Gate(app, token, is_loopback(host))
+    # The rate limit inside the gate: only calls the token check let in are counted.
+    limited = RateLimit(app, forest.settings, token) if forest.settings.rate_limit else app
+    return _Gate(limited, token, is_loopback(host))
 
 
 class _Gate:
