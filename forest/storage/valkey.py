@@ -169,7 +169,7 @@ if redis.call('ZCARD', key) < limit then
   return 0
 end
 local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-return tonumber(oldest[2]) + window - now
+return math.max(1, tonumber(oldest[2]) + window - now)
 """
 
 
