@@ -11,6 +11,8 @@ embedded endpoint (ThreadServer), all with redis_url set.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import hashlib
 import threading
 import time
@@ -277,3 +279,27 @@ def test_fail_closed_answers_503_in_the_workbench_endpoint_while_valkey_is_down(
     finally:
         server.stop()
         valkey.kill()
+
+
+NO_VALKEY = """
+import asyncio, sys
+import httpx
+from forest import MemoryForest, load_settings
+from forest.serving.http import build_http_app
+
+forest = MemoryForest(load_settings({"data_dir": sys.argv[1], "rate_limit": "2/minute"}, environ={}))
+app = build_http_app(forest)
+
+async def calls():
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as client:
+        return [(await client.get("/tools/list_archives", params={"model_id": "lab"})).status_code for _ in range(3)]
+
+print(asyncio.run(calls()), "redis" in sys.modules)
+"""
+
+
+def test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_loads(tmp_path):
+    ran = subprocess.run([sys.executable, "-c", NO_VALKEY, str(tmp_path / "store")], env=forest_env(tmp_path / "store"),
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["[200,", "200,", "429]", "False"]
