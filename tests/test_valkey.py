@@ -11,9 +11,10 @@ embedded endpoint (ThreadServer), all with redis_url set.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import subprocess
 import sys
-import hashlib
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from forest.config import Settings, load_settings
 from forest.errors import ConfigError
 from forest.serving.http import ThreadServer
 from forest.serving.limits import RateLimit
+from forest.storage.valkey import SharedVectorCache, ValkeyLink
 
 PAPER = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")
 CHAT = "Which musicians played bebop in New York?"
@@ -303,3 +305,21 @@ def test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_l
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["[200,", "200,", "429]", "False"]
+
+
+def test_a_unix_socket_url_shares_vectors_per_embedder_and_a_missing_client_is_named_at_start(monkeypatch):
+    with tempfile.TemporaryDirectory(prefix="vk") as directory:  # a socket path must stay under 108 bytes
+        socket_path = Path(directory) / "valkey.sock"
+        server = ValkeyServer(port=0, unix_socket_path=socket_path)
+        server.start()
+        try:
+            url = f"unix://{socket_path}"
+            vector = np.arange(4, dtype=np.float32)
+            SharedVectorCache(ValkeyLink(url), "embedder", ttl_seconds=60).put("q", vector)
+            assert np.array_equal(SharedVectorCache(ValkeyLink(url), "embedder", 60).get("q", 4), vector)
+            assert SharedVectorCache(ValkeyLink(url), "another embedder", 60).get("q", 4) is None
+        finally:
+            server.stop()
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if the valkey extra were not installed
+    with pytest.raises(ConfigError, match=r'redis_url needs the redis client: pip install "memory-forest\[valkey\]"'):
+        ValkeyLink("redis://127.0.0.1:6379")

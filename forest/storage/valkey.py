@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import logging
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from forest.config import without_password
+from forest.errors import ConfigError
 
 log = logging.getLogger("forest.storage.valkey")
 
@@ -44,6 +46,8 @@ class ValkeyLink:
     server's health as this process last saw it."""
 
     def __init__(self, url: str) -> None:
+        if importlib.util.find_spec("redis") is None:  # said at start, not as an outage on every call
+            raise ConfigError('redis_url needs the redis client: pip install "memory-forest[valkey]"')
         self.url = url
         self.shown_url = without_password(url)
         self._sync: Any = None
@@ -118,7 +122,6 @@ class SharedVectorCache:
         self.valkey = valkey
         self.prefix = f"{PREFIX}qv:{_digest(namespace)[:16]}:"
         self.ttl_seconds = ttl_seconds
-        self.hits = self.misses = 0
 
     def key(self, text: str) -> str:
         return self.prefix + _digest(text)
@@ -133,9 +136,7 @@ class SharedVectorCache:
             return None
         self.valkey.answered()
         if raw is None or len(raw) != dim * 4:
-            self.misses += 1
             return None
-        self.hits += 1
         return np.frombuffer(raw, dtype=np.float32).copy()
 
     def put(self, text: str, vector: np.ndarray) -> None:
