@@ -37,10 +37,7 @@ from forest.storage.valkey import SharedVectorCache, ValkeyLink
 
 PAPER = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")
 CHAT = "Which musicians played bebop in New York?"
-# Asked once each (a process's own cache would answer a question it was asked before).
-MUSIC = "Who played in the bebop clubs of New York?"
 VOLCANO = "What pours out of an erupting volcano?"
-LAVA = "Where does lava come from?"
 BEBOP = "Where did bebop begin?"  # asked nowhere before the cache test, so in no process's own cache
 MCP_HEADERS = {"accept": "application/json, text/event-stream"}
 OUTAGE = "does not answer"
@@ -116,33 +113,6 @@ def chat(url: str, client: httpx.Client) -> httpx.Response:
 FACES = {"REST": rest, "MCP": mcp, "chat": chat}
 
 
-def test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when(stack, store):
-    urls, _ = stack
-    seen = []
-    with httpx.Client(timeout=120) as client:
-        for i in range(50):
-            face = list(FACES)[i % 3]
-            seen.append((face, FACES[face](urls[i % 2], client)))
-        health = [client.get(f"{url}/health").status_code for url in urls]
-    assert [reply.status_code for _, reply in seen] == [200] * 30 + [429] * 20, [r.text for _, r in seen]
-    refused = seen[30:]
-    assert {face for face, _ in refused} == set(FACES)  # every face, both processes
-    for _, reply in refused:
-        assert 1 <= int(reply.headers["retry-after"]) <= 60
-        assert reply.json()["error"].startswith("rate limit reached: try again in")
-    assert health == [200, 200]  # /health is never counted
-
-
-def test_another_client_address_has_a_budget_of_its_own(stack, store):
-    urls, _ = stack
-    with httpx.Client(timeout=60) as first, \
-            httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address="127.0.0.2")) as second:
-        assert [rest(urls[i % 2], first).status_code for i in range(31)] == [200] * 30 + [429]
-        assert rest(urls[0], second).status_code == 200
-        assert rest(urls[1], first).status_code == 429
-    assert len(store.client().keys("forest:rl:*")) == 2  # one budget per address
-
-
 def test_budgets_are_kept_per_checked_token_and_address(store):
     """The middleware on a plain app, its clients' addresses chosen: with a token checked, a budget
     is the token's from one address; without one, the Authorization header names no budget."""
@@ -182,83 +152,23 @@ def test_bad_settings_are_refused_in_one_line():
         "redis://:***@h:1/0"
 
 
-def search(url: str, query: str) -> list[tuple[int, float]]:
-    reply = httpx.post(f"{url}/tools/search_memory", json={"model_id": "lab", "query": query, "top_k": 4},
-                       timeout=120)
-    assert reply.status_code == 200, reply.text
-    return [(hit["id"], hit["relevance_score"]) for hit in reply.json()["hits"]]
+def test_a_unix_socket_url_shares_vectors_per_embedder_and_a_missing_client_is_named_at_start(monkeypatch):
+    with tempfile.TemporaryDirectory(prefix="vk") as directory:  # a socket path must stay under 108 bytes
+        socket_path = Path(directory) / "valkey.sock"
+        server = ValkeyServer(port=0, unix_socket_path=socket_path)
+        server.start()
+        try:
+            url = f"unix://{socket_path}"
+            vector = np.arange(4, dtype=np.float32)
+            SharedVectorCache(ValkeyLink(url), "embedder", ttl_seconds=60).put("q", vector)
+            assert np.array_equal(SharedVectorCache(ValkeyLink(url), "embedder", 60).get("q", 4), vector)
+            assert SharedVectorCache(ValkeyLink(url), "another embedder", 60).get("q", 4) is None
+        finally:
+            server.stop()
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if the valkey extra were not installed
+    with pytest.raises(ConfigError, match=r'redis_url needs the redis client: pip install "memory-forest\[valkey\]"'):
+        ValkeyLink("redis://127.0.0.1:6379")
 
-
-def cached_key(client: redis.Redis, query: str) -> bytes:
-    [key] = client.keys(f"forest:qv:*:{hashlib.sha256(query.encode()).hexdigest()}")
-    return key
-
-
-def test_a_query_embedded_by_one_process_is_served_from_valkey_in_the_other(stack, store):
-    """Process A embeds two questions; the test puts the volcano question's vector under the bebop
-    question's key; process B, asked the bebop question, finds the volcano's passages with the very
-    same scores: it took the vector from Valkey and did not embed the question itself."""
-    (a, b), _ = stack
-    client = store.client()
-    by_a = {query: search(a, query) for query in (BEBOP, VOLCANO)}
-    assert by_a[BEBOP] != by_a[VOLCANO]
-    bebop_key, volcano_key = cached_key(client, BEBOP), cached_key(client, VOLCANO)
-    vector = np.frombuffer(client.get(bebop_key), dtype=np.float32)
-    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5  # float32 bytes, compact
-    assert 86_000 < client.ttl(bebop_key) <= 86_400
-    client.set(bebop_key, client.get(volcano_key))
-    assert search(b, BEBOP) == by_a[VOLCANO]
-
-
-def outage_lines(log: Path) -> list[str]:
-    return [line for line in log.read_text(errors="replace").splitlines() if "Valkey at" in line]
-
-
-def test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume(stack, valkey):
-    urls, logs = stack
-    valkey.client().flushall()
-    statuses: list[int] = []
-    stop = threading.Event()
-
-    def load() -> None:
-        with httpx.Client(timeout=60) as client:
-            i = 0
-            while not stop.is_set():
-                url = urls[i % 2]
-                if i % 3 == 2:  # a question no one asked yet: embedded, and the cache consulted
-                    statuses.append(client.post(f"{url}/tools/search_memory", json={
-                        "model_id": "lab", "query": f"{MUSIC} ({threading.get_ident()}, {i})"}).status_code)
-                else:
-                    statuses.append((rest if i % 3 else mcp)(url, client).status_code)
-                i += 1
-
-    workers = [threading.Thread(target=load) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    try:
-        time.sleep(1)
-        valkey.kill()
-        time.sleep(3)  # the servers retry Valkey each second meanwhile
-        during = len(statuses)
-        time.sleep(1)
-    finally:
-        stop.set()
-        for worker in workers:
-            worker.join()
-        valkey.restart()
-    assert len(statuses) > during > 0 and all(status in (200, 429) for status in statuses)
-    assert statuses[-1] == 200  # failing open: after the 30 allowed, calls went through again
-    for log in logs:
-        lines = outage_lines(log)
-        assert len(lines) == 1 and OUTAGE in lines[0], lines
-    # back: both processes count again (after at most a second's rest)
-    time.sleep(1.2)
-    assert search(urls[1], VOLCANO)
-    assert cached_key(valkey.client(), VOLCANO)  # the cache writes again
-    with httpx.Client(timeout=60) as client:
-        assert [rest(urls[i % 2], client).status_code for i in range(30)] == [200] * 29 + [429]
-    for log in logs:
-        assert "answers again" in outage_lines(log)[-1]
 
 
 def test_fail_closed_answers_503_in_the_workbench_endpoint_while_valkey_is_down(make_forest, tmp_path):
@@ -307,19 +217,109 @@ def test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_l
     assert ran.stdout.split() == ["[200,", "200,", "429]", "False"]
 
 
-def test_a_unix_socket_url_shares_vectors_per_embedder_and_a_missing_client_is_named_at_start(monkeypatch):
-    with tempfile.TemporaryDirectory(prefix="vk") as directory:  # a socket path must stay under 108 bytes
-        socket_path = Path(directory) / "valkey.sock"
-        server = ValkeyServer(port=0, unix_socket_path=socket_path)
-        server.start()
-        try:
-            url = f"unix://{socket_path}"
-            vector = np.arange(4, dtype=np.float32)
-            SharedVectorCache(ValkeyLink(url), "embedder", ttl_seconds=60).put("q", vector)
-            assert np.array_equal(SharedVectorCache(ValkeyLink(url), "embedder", 60).get("q", 4), vector)
-            assert SharedVectorCache(ValkeyLink(url), "another embedder", 60).get("q", 4) is None
-        finally:
-            server.stop()
-    monkeypatch.setitem(sys.modules, "redis", None)  # as if the valkey extra were not installed
-    with pytest.raises(ConfigError, match=r'redis_url needs the redis client: pip install "memory-forest\[valkey\]"'):
-        ValkeyLink("redis://127.0.0.1:6379")
+# --- two serve processes on one store (module fixture `stack`; these run last, so that it is
+# torn down at the module's end) ---
+def test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when(stack, store):
+    urls, _ = stack
+    seen = []
+    with httpx.Client(timeout=120) as client:
+        for i in range(50):
+            face = list(FACES)[i % 3]
+            seen.append((face, FACES[face](urls[i % 2], client)))
+        health = [client.get(f"{url}/health").status_code for url in urls]
+    assert [reply.status_code for _, reply in seen] == [200] * 30 + [429] * 20, [r.text for _, r in seen]
+    refused = seen[30:]
+    assert {face for face, _ in refused} == set(FACES)  # every face, both processes
+    for _, reply in refused:
+        assert 1 <= int(reply.headers["retry-after"]) <= 60
+        assert reply.json()["error"].startswith("rate limit reached: try again in")
+    assert health == [200, 200]  # /health is never counted
+
+
+def test_another_client_address_has_a_budget_of_its_own(stack, store):
+    urls, _ = stack
+    with httpx.Client(timeout=60) as first, \
+            httpx.Client(timeout=60, transport=httpx.HTTPTransport(local_address="127.0.0.2")) as second:
+        assert [rest(urls[i % 2], first).status_code for i in range(31)] == [200] * 30 + [429]
+        assert rest(urls[0], second).status_code == 200
+        assert rest(urls[1], first).status_code == 429
+    assert len(store.client().keys("forest:rl:*")) == 2  # one budget per address
+
+
+def search(url: str, query: str) -> list[tuple[int, float]]:
+    reply = httpx.post(f"{url}/tools/search_memory", json={"model_id": "lab", "query": query, "top_k": 4},
+                       timeout=120)
+    assert reply.status_code == 200, reply.text
+    return [(hit["id"], hit["relevance_score"]) for hit in reply.json()["hits"]]
+
+
+def cached_key(client: redis.Redis, query: str) -> bytes:
+    [key] = client.keys(f"forest:qv:*:{hashlib.sha256(query.encode()).hexdigest()}")
+    return key
+
+
+def test_a_query_embedded_by_one_process_is_served_from_valkey_in_the_other(stack, store):
+    """Process A embeds two questions; the test puts the volcano question's vector under the bebop
+    question's key; process B, asked the bebop question, finds the volcano's passages with the very
+    same scores: it took the vector from Valkey and did not embed the question itself."""
+    (a, b), _ = stack
+    client = store.client()
+    by_a = {query: search(a, query) for query in (BEBOP, VOLCANO)}
+    assert by_a[BEBOP] != by_a[VOLCANO]
+    bebop_key, volcano_key = cached_key(client, BEBOP), cached_key(client, VOLCANO)
+    vector = np.frombuffer(client.get(bebop_key), dtype=np.float32)
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5  # float32 bytes, compact
+    assert 86_000 < client.ttl(bebop_key) <= 86_400
+    client.set(bebop_key, client.get(volcano_key))
+    assert search(b, BEBOP) == by_a[VOLCANO]
+
+
+def outage_lines(log: Path) -> list[str]:
+    return [line for line in log.read_text(errors="replace").splitlines() if "Valkey at" in line]
+
+
+def test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume(stack, valkey):
+    urls, logs = stack
+    valkey.client().flushall()
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        with httpx.Client(timeout=60) as client:
+            i = 0
+            while not stop.is_set():
+                url = urls[i % 2]
+                if i % 3 == 2:  # a question no one asked yet: embedded, and the cache consulted
+                    statuses.append(client.post(f"{url}/tools/search_memory", json={
+                        "model_id": "lab", "query": f"{CHAT} ({threading.get_ident()}, {i})"}).status_code)
+                else:
+                    statuses.append((rest if i % 3 else mcp)(url, client).status_code)
+                i += 1
+
+    workers = [threading.Thread(target=load) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(1)
+        valkey.kill()
+        time.sleep(3)  # the servers retry Valkey each second meanwhile
+        during = len(statuses)
+        time.sleep(1)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+        valkey.restart()
+    assert len(statuses) > during > 0 and all(status in (200, 429) for status in statuses)
+    assert statuses[-1] == 200  # failing open: after the 30 allowed, calls went through again
+    for log in logs:
+        lines = outage_lines(log)
+        assert len(lines) == 1 and OUTAGE in lines[0], lines
+    # back: both processes count again (after at most a second's rest)
+    time.sleep(1.2)
+    assert search(urls[1], VOLCANO)
+    assert cached_key(valkey.client(), VOLCANO)  # the cache writes again
+    with httpx.Client(timeout=60) as client:
+        assert [rest(urls[i % 2], client).status_code for i in range(30)] == [200] * 29 + [429]
+    for log in logs:
+        assert "answers again" in outage_lines(log)[-1]

@@ -183,6 +183,12 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_vector_snapshot.py::test_a_write_discards_the_snapshot_before_it_reaches_chroma",
     "test_vector_snapshot.py::test_long_running_engines_neither_take_nor_read_snapshots",
     "test_vector_snapshot.py::test_the_next_command_reads_the_snapshot_a_command_left_and_gets_what_chroma_gave",
+    # test_valkey.py: the tests on two `forest serve` processes (their module fixture), and a subprocess
+    "test_valkey.py::test_a_query_embedded_by_one_process_is_served_from_valkey_in_the_other",
+    "test_valkey.py::test_another_client_address_has_a_budget_of_its_own",
+    "test_valkey.py::test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when",
+    "test_valkey.py::test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume",
+    "test_valkey.py::test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_loads",
 })
 
 
