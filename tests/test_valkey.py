@@ -132,7 +132,7 @@ def test_budgets_are_kept_per_checked_token_and_address(store):
         assert await statuses(checked, "10.0.0.1", "Token token-a", 1) == [429]  # mem0's scheme, same token
         assert await statuses(checked, "10.0.0.1", "Bearer token-b") == [200, 200, 429]
         assert await statuses(checked, "10.0.0.2", "Bearer token-a") == [200, 200, 429]
-        unchecked = RateLimit(app, settings.replace(rate_limit="2/second"), token=None)
+        unchecked = RateLimit(app, settings, token=None)
         assert await statuses(unchecked, "10.0.0.3", "Bearer one", 2) == [200, 200]
         assert await statuses(unchecked, "10.0.0.3", "Bearer another", 1) == [429]
 
@@ -168,7 +168,6 @@ def test_a_unix_socket_url_shares_vectors_per_embedder_and_a_missing_client_is_n
     monkeypatch.setitem(sys.modules, "redis", None)  # as if the valkey extra were not installed
     with pytest.raises(ConfigError, match=r'redis_url needs the redis client: pip install "memory-forest\[valkey\]"'):
         ValkeyLink("redis://127.0.0.1:6379")
-
 
 
 def test_fail_closed_answers_503_in_the_workbench_endpoint_while_valkey_is_down(make_forest, tmp_path):
@@ -310,8 +309,8 @@ def test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume(s
         for worker in workers:
             worker.join()
         valkey.restart()
-    assert len(statuses) > during > 0 and all(status in (200, 429) for status in statuses)
-    assert statuses[-1] == 200  # failing open: after the 30 allowed, calls went through again
+    assert len(statuses) > during > 0 and all(status in (200, 429) for status in statuses)  # no 5xx
+    assert statuses.count(200) > 30  # over 30/minute: while Valkey was down the limit let calls through
     for log in logs:
         lines = outage_lines(log)
         assert len(lines) == 1 and OUTAGE in lines[0], lines
