@@ -122,6 +122,8 @@ class GraphMirror:
         with self._lock:
             self._pending.pop(user_id, None)
         self._apply(user_id, read, None)
+        with self._lock:
+            self._down_since = None  # it answered: reads may come from it again
 
     def close(self) -> None:
         self.graph.close()
