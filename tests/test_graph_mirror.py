@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from redis import Redis
 
+from forest import load_settings
+from forest.errors import ConfigError
 from forest.personal.graph_mirror import GraphMirror
 from forest.storage.graphs import open_graph_store
 from forest.storage.graphs.base import GraphEdge
@@ -221,8 +223,9 @@ def test_the_neo4j_stores_cypher_runs_unchanged_on_falkordb(mirrored):
     assert driver.schema and all("IF NOT EXISTS" in statement for statement in driver.schema)
 
 
-def test_a_graph_url_of_another_scheme_is_refused():
-    from forest.errors import ConfigError
-
+def test_a_graph_url_of_another_scheme_is_refused_and_its_password_never_shown():
     with pytest.raises(ConfigError, match="graph_url must start with one of falkordb://"):
         open_graph_store("http://localhost:6379")
+    shown = load_settings(environ={"FOREST_GRAPH_URL": "bolt://neo4j:s3cret-pw@db:7687"}).describe()["graph_url"]
+    assert shown == "bolt://neo4j:***@db:7687"
+    assert "s3cret" not in repr(load_settings(environ={"FOREST_GRAPH_URL": "falkordb://:s3cret-pw@db:6379"}))

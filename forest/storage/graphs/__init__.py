@@ -12,8 +12,7 @@ from forest.storage.graphs.base import GraphStore
 GRAPH_STORES = {
     "falkordb": "forest.storage.graphs.falkordb:FalkorGraphStore",
     "falkordb+unix": "forest.storage.graphs.falkordb:FalkorGraphStore",
-    "bolt": "forest.storage.graphs.neo4j:Neo4jGraphStore",
-    "neo4j": "forest.storage.graphs.neo4j:Neo4jGraphStore",
+    **{scheme: "forest.storage.graphs.neo4j:Neo4jGraphStore" for scheme in ("bolt", "bolt+s", "neo4j", "neo4j+s")},
 }
 
 
@@ -25,4 +24,8 @@ def open_graph_store(url: str) -> GraphStore:
         raise ConfigError(f"graph_url must start with one of {', '.join(s + '://' for s in GRAPH_STORES)}, "
                           f"got {scheme + '://' if scheme else 'no scheme'}")
     module, name = GRAPH_STORES[scheme].split(":")
-    return getattr(importlib.import_module(module), name)(url)
+    try:
+        return getattr(importlib.import_module(module), name)(url)
+    except ImportError as exc:
+        raise ConfigError(f"graph_url {scheme}:// needs the {exc.name} package: pip install "
+                          "'memory-forest[graph]'") from None

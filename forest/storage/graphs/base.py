@@ -55,7 +55,7 @@ def edges_within(max_depth: int) -> str:
     if not isinstance(max_depth, int) or not 1 <= max_depth <= 5:
         raise ValueError(f"max_depth is 1-5, got {max_depth!r}")
     return (f"MATCH (s:Entity {{user_id: $user_id}}) WHERE s.name IN $start "
-            f"MATCH (s)-[:RELATION*0..{max_depth - 1}]-(:Entity)-[r:RELATION]-(:Entity) "
+            f"MATCH (s)-[:RELATION*0..{max_depth - 1}]-(:Entity)-[r:RELATION {{user_id: $user_id}}]-(:Entity) "
             f"WITH DISTINCT r RETURN {_EDGE_FIELDS} ORDER BY r.triple_id")
 
 
