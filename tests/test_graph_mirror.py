@@ -146,7 +146,10 @@ def test_doctor_finds_and_repairs_injected_drift(mirrored, tmp_path):
 
     report = mirrored.doctor()
     assert report.graph_drift == {"ann": {"missing": 1, "extra": 1, "stale": 1}} and not report.healthy
-    env = forest_env(Path(mirrored.settings.data_dir), FOREST_GRAPH_URL=mirrored.settings.graph_url)
+    settings = mirrored.settings   # the same stores, whichever database the suite runs on
+    stores = {f"FOREST_{name.upper()}": str(getattr(settings, name))
+              for name in ("database_url", "vector_store", "qdrant_url") if getattr(settings, name)}
+    env = forest_env(Path(settings.data_dir), FOREST_GRAPH_URL=settings.graph_url, **stores)
     shown = subprocess.run([str(Path(sys.executable).parent / "forest"), "doctor"], env=env, capture_output=True, text=True,
                            timeout=300)
     assert "graph mirror drift for user ann: 1 missing, 1 extra, 1 stale edges" in shown.stdout, shown.stderr
