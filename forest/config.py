@@ -111,6 +111,9 @@ class Settings:
     vector_top_k: int = 5
     graph_max_depth: int = 2
     graph_max_relations: int = 10
+    # The knowledge graph mirrored in a Cypher store, SQL staying the truth (forest.personal.graph_mirror):
+    # falkordb://host:port, falkordb+unix:///path.sock, bolt:// or neo4j:// (user:password@ for Neo4j).
+    graph_url: str | None = field(default=None, repr=False)
     # Documents the workbench ingests (model_id "demo") when it opens an empty store; "" for none.
     samples_dir: str | None = "data/samples"
     # Serving (forest serve, the workbench's embedded MCP/REST/OpenAI endpoint).
@@ -198,7 +201,7 @@ class Settings:
         shown["qdrant_api_key"] = "set" if self.qdrant_api_key else None
         shown["llm_api_key"] = "set" if self.llm_api_key else None
         shown["embedding_api_key"] = "set" if self.embedding_api_key else None
-        for url in ("llm_base_url", "embedding_base_url", "redis_url"):
+        for url in ("llm_base_url", "embedding_base_url", "redis_url", "graph_url"):
             shown[url] = without_password(shown[url]) if shown[url] else None
         shown["database_url"] = (without_password(self.database_url) if self.database_url
                                  else f"sqlite at {Path(self.sqlite_path).resolve()}")

@@ -4,7 +4,8 @@ Checks: unfinished builds whose builder is gone, vectors without a node, nodes o
 archives without a vector, paths or depths that disagree with the parent_id adjacency list, and
 files or directories of the data directory that other users may read (forest.storage.private_files), and
 archive settings that are not as a build writes them (imported before imports were checked).
-It also reports the personal memory write queue (depth, retries, the newest error).
+It also reports the personal memory write queue (depth, retries, the newest error), and, with a
+graph mirror (graph_url), the users whose graph differs from SQL's facts (forest.personal.graph_mirror).
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from forest.tree.archive_io import checked_settings
 from forest.storage.sql.database import Database
 from forest.models.embedders import Embedder
 from forest.storage.paths import child_path
+from forest.personal.graph_mirror import GraphMirror
 from forest.personal.memory_store import PersonalStore
+from forest.storage.graphs.base import GraphStoreError
 from forest.storage.private_files import loose_modes, tighten
 from forest.storage.archives import ForestStore, building
 from forest.storage.vectors.base import VectorStore
@@ -42,11 +45,15 @@ class DoctorReport:
     repaired: bool = False
     # The personal memory write queue (information: its failures retry by themselves).
     write_queue: dict[str, Any] = field(default_factory=dict)
+    # user_id -> edges the graph mirror lacks ("missing"), holds beyond SQL ("extra") or holds
+    # otherwise ("stale"); and why the mirror could not be examined, if it could not.
+    graph_drift: dict[str, dict[str, int]] = field(default_factory=dict)
+    graph_error: str | None = None
 
     @property
     def healthy(self) -> bool:
         return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
-                    or self.loose_permissions or self.bad_settings)
+                    or self.loose_permissions or self.bad_settings or self.graph_drift or self.graph_error)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
@@ -91,7 +98,9 @@ def remove_builds(db: Database, store: ForestStore, vectors: VectorStore, archiv
             store.delete_archive_rows(archive_id)
 
 
-def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path) -> DoctorReport:
+def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path,
+            mirror: GraphMirror | None = None) -> DoctorReport:
+    """`mirror`: the graph mirror to compare with SQL, when one is configured."""
     report = DoctorReport()
     archives = store.all_archives()
     report.stale_builds = stale_builds(db, archives)
@@ -123,7 +132,13 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Pa
             report.bad_paths.append(node_id)
     report.bad_settings = {archive_id: problems for archive_id, (_, problems) in _checked_settings(db).items()
                            if problems}
-    report.write_queue = PersonalStore(db).queue_health()
+    personal = PersonalStore(db)
+    report.write_queue = personal.queue_health()
+    if mirror is not None:
+        try:
+            report.graph_drift = mirror.drift(personal.graph_users(), personal.graph_edges)
+        except GraphStoreError as exc:
+            report.graph_error = str(exc)
     report.loose_permissions = [f"{path} {mode:04o}" for path, mode in loose_modes(data_dir)]
     return report
 
@@ -159,7 +174,7 @@ def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | Non
 
 
 def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
-           report: DoctorReport, data_dir: Path) -> None:
+           report: DoctorReport, data_dir: Path, mirror: GraphMirror | None = None) -> None:
     remove_builds(db, store, vectors, report.stale_builds)
     for model_id, ids in report.orphan_vectors.items():
         vectors.delete(model_id, ids)
@@ -174,6 +189,11 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
         with db.transaction() as conn:
             conn.executemany("UPDATE archives SET settings = ? WHERE id = ?",
                              [(json.dumps(fixed[i][0]), i) for i in report.bad_settings if i in fixed])
+    if mirror is not None:
+        personal = PersonalStore(db)
+        for user_id in report.graph_drift:
+            with personal.writing(user_id):  # under the user's lock: no write of theirs interleaves
+                mirror.repair(user_id, personal.graph_edges)
     report.repaired = True
 
 

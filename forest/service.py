@@ -611,9 +611,10 @@ class MemoryForest:
         from forest.doctor import examine, repair
 
         with self._build_lock:
-            report = examine(self.db, self.store, self.vectors, self.settings.data_dir)
+            mirror = self.personal.store.mirror if self.settings.graph_url else None
+            report = examine(self.db, self.store, self.vectors, self.settings.data_dir, mirror)
             if repair_drift and not report.healthy:
-                repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir)
+                repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir, mirror)
         return report
 
     # --- a researcher's library --------------------------------------------------------------

@@ -62,6 +62,9 @@ def check_stores(forest: MemoryForest, args: argparse.Namespace) -> int:
                  *(f"readable by other users: {entry}" for entry in r["loose_permissions"]),
                  *(f"archive {a} has malformed settings: {'; '.join(problems)}"
                    for a, problems in r["bad_settings"].items()),
+                 *(f"graph mirror drift for user {user}: {d['missing']} missing, {d['extra']} extra, "
+                   f"{d['stale']} stale edges" for user, d in r["graph_drift"].items()),
+                 f"graph mirror unreachable: {r['graph_error']}" if r["graph_error"] else "",
                  "repaired" if r["repaired"] else "run `forest doctor --repair` to fix"]
         return "\n".join(line for line in lines if line) + "\n"
 

@@ -499,11 +499,19 @@ def relations_for(triples: list[Triple], question: str, speaker: str, max_depth:
     the neighbourhood, each nearest first. A question naming only the speaker gets only what it
     asks about: the speaker is linked to everything they ever said, which answers nothing."""
     start = entities_in(question, {t.source for t in triples} | {t.target for t in triples}, speaker)
+    return start, bearing_on(question, speaker, start, related(triples, start, max_depth, len(triples)),
+                             max_relations)
+
+
+def bearing_on(question: str, speaker: str, start: list[str], near_triples: list[Triple],
+               max_relations: int = 10) -> list[Triple]:
+    """Of the triples near the start entities (nearest first: `related`), those relations_for
+    keeps, in its order; shared with the walk a graph store answers (forest.personal.recall)."""
     relevance = relation_relevance(question)
-    near = [(relevance(t.relationship), t) for t in related(triples, start, max_depth, len(triples))]
+    near = [(relevance(t.relationship), t) for t in near_triples]
     if all(entity_key(name) == entity_key(speaker) for name in start):
         near = [(score, t) for score, t in near if score]
-    return start, [t for _, t in sorted(near, key=lambda st: -st[0])][:max_relations]  # stable: nearest first
+    return [t for _, t in sorted(near, key=lambda st: -st[0])][:max_relations]  # stable: nearest first
 
 
 def entities_in(text: str, known: Iterable[str], speaker: str | None = None) -> list[str]:

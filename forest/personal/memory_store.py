@@ -3,9 +3,10 @@ user never reads or changes another's memories, history, graph or queue."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,8 +14,12 @@ from forest.storage.sql.database import WAL, Connection, Database, mark_erased
 from forest.errors import ForestError
 from forest.records import iso
 from forest.storage.fulltext.fts5 import phrase_match, query_phrases
+from forest.storage.graphs.base import GraphEdge
 from forest.storage.sql.postgres import pyformat
 from forest.text import tokenize
+
+if TYPE_CHECKING:
+    from forest.personal.graph_mirror import GraphMirror
 
 SCOPE_KEYS = ("agent_id", "run_id")
 # BM25: a word of what was said just before a memory counts half a word of the memory itself.
@@ -97,6 +102,17 @@ class PersonalStore:
         self.db = db
         # The full-text row of a memory: FTS5's rowid is the memory's id; PostgreSQL's table names it.
         self._text_id = "memory_id" if db.dialect == "postgres" else "rowid"
+        # The Cypher store the graph is mirrored in (graph_url), told of every fact a write changes.
+        self.mirror: GraphMirror | None = None
+
+    @contextmanager
+    def writing(self, user_id: str) -> Iterator[Connection]:
+        """A write transaction of the user's, under their lock; the graph mirror is brought in step
+        with it before it commits (still under the lock, so mirror writes keep the SQL order)."""
+        with self.db.transaction(lock=writes_of(user_id)) as conn:
+            yield conn
+            if self.mirror is not None:
+                self.mirror.sync(user_id, lambda user, keys: self.graph_edges(user, keys, conn))
 
     # --- memories ---------------------------------------------------------------------------
     def add(self, conn: Connection, user_id: str, memory: str, embedding: np.ndarray, embedder: str,
@@ -267,6 +283,8 @@ class PersonalStore:
                       "personal_memories"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
         mark_erased(conn, MEMORY_INDEX)
+        if self.mirror is not None:
+            self.mirror.touch_user(user_id)
         return count
 
     def _history(self, conn: Connection, user_id: str, memory_id: int, event: str, old: str | None,
@@ -289,19 +307,21 @@ class PersonalStore:
                 "INSERT INTO personal_triple_sources (triple_id, memory_id) SELECT id, ? FROM "
                 "personal_triples WHERE user_id = ? AND source_key = ? AND relationship = ? AND target_key = ? "
                 "ON CONFLICT DO NOTHING", (memory_id, user_id, t[3], t[1], t[4]))
+        if self.mirror is not None:
+            self.mirror.touch(user_id, [(t[3], t[1], t[4]) for t in triples])
 
     def drop_facts(self, conn: Connection, user_id: str, memory_id: int,
                    only: list[tuple[str, str, str]] | None = None) -> None:
         """The memory no longer states its facts (or only those (source_key, relationship,
         target_key)); a fact no memory states any more is removed, one another memory states stays."""
-        sources = ("SELECT s.triple_id FROM personal_triple_sources s JOIN personal_triples t ON t.id = s.triple_id "
-                   "WHERE s.memory_id = ? AND t.user_id = ?")
-        ids = [r[0] for r in conn.execute(sources, (memory_id, user_id))]
-        if only is not None and ids:
-            wanted = set(only)
-            ids = [r[0] for r in conn.execute(
-                f"SELECT id, source_key, relationship, target_key FROM personal_triples WHERE id IN "
-                f"({','.join('?' * len(ids))})", ids) if (r[1], r[2], r[3]) in wanted]
+        stated = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+            "SELECT t.id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
+            "JOIN personal_triples t ON t.id = s.triple_id WHERE s.memory_id = ? AND t.user_id = ?",
+            (memory_id, user_id))}
+        wanted = None if only is None else set(only)
+        ids = [i for i, key in stated.items() if wanted is None or key in wanted]
+        if self.mirror is not None:
+            self.mirror.touch(user_id, [stated[i] for i in ids])
         for triple_id in ids:
             conn.execute("DELETE FROM personal_triple_sources WHERE triple_id = ? AND memory_id = ?",
                          (triple_id, memory_id))
@@ -335,6 +355,29 @@ class PersonalStore:
         for memory_id, *fact in rows:
             facts.setdefault(memory_id, []).append(tuple(fact))
         return facts
+
+    def graph_edges(self, user_id: str, keys: list[tuple[str, str, str]] | None = None,
+                    conn: Connection | None = None) -> list[GraphEdge]:
+        """The user's facts (those with these (source_key, relationship, target_key) keys; None:
+        all) as the graph mirror holds them, in stored order; read through `conn` inside a write."""
+        read = (lambda sql, params: conn.execute(sql, params).fetchall()) if conn else self.db.query_tuples
+        rows = []
+        for part in [None] if keys is None else [keys[i:i + 100] for i in range(0, len(keys), 100)]:
+            which = "" if part is None else " AND (" + " OR ".join(
+                ["(t.source_key = ? AND t.relationship = ? AND t.target_key = ?)"] * len(part)) + ")"
+            rows += read("SELECT t.id, t.source, t.relationship, t.target, t.source_key, t.target_key, t.created_at, "
+                         "s.memory_id FROM personal_triples t JOIN personal_triple_sources s ON s.triple_id = t.id "
+                         f"WHERE t.user_id = ?{which}", [user_id, *(value for key in part or [] for value in key)])
+        facts: dict[int, tuple[Any, ...]] = {}
+        sources: dict[int, list[int]] = {}
+        for *fact, memory_id in rows:
+            facts[fact[0]] = tuple(fact)
+            sources.setdefault(fact[0], []).append(memory_id)
+        return [GraphEdge(*facts[i][:6], tuple(sorted(sources[i])), iso(facts[i][6])) for i in sorted(facts)]
+
+    def graph_users(self) -> list[str]:
+        """The users who hold facts (the graph mirror's doctor looks at each)."""
+        return [r[0] for r in self.db.query_tuples("SELECT DISTINCT user_id FROM personal_triples")]
 
     def triples(self, user_id: str) -> list[tuple[str, str, str]]:
         rows = self.db.query("SELECT source, relationship, target FROM personal_triples WHERE user_id = ? "

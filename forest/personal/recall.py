@@ -9,9 +9,19 @@ import numpy as np
 
 from forest.config import Settings
 from forest.models.embedders import Embedder
-from forest.personal.graph import NAMED, Triple, entities_in, entity_key, relation_relevance, relations_for
+from forest.personal.graph import (
+    NAMED,
+    Triple,
+    bearing_on,
+    entities_in,
+    entity_key,
+    related,
+    relation_relevance,
+    relations_for,
+)
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
 from forest.personal.timeframe import periods_in, within
+from forest.storage.graphs.base import GraphStore
 
 
 class PersonalRecall:
@@ -34,9 +44,22 @@ class PersonalRecall:
 
     def graph(self, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
         """The known entities the text names (the user for I, me, my) and the relations around them
-        that bear on it (see relations_for)."""
-        return relations_for(self.triples(user_id), text, user_id, self.settings.graph_max_depth,
-                             self.settings.graph_max_relations)
+        that bear on it (see relations_for); from the graph mirror when it answers for the user."""
+        mirror = self.store.mirror
+        walked = mirror.read(user_id, lambda graph: self._walk(graph, user_id, text)) if mirror else None
+        return walked or relations_for(self.triples(user_id), text, user_id, self.settings.graph_max_depth,
+                                       self.settings.graph_max_relations)
+
+    def _walk(self, graph: GraphStore, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
+        """relations_for's answer, the walk run by the graph store: Cypher finds the edges within
+        graph_max_depth hops of the entities named, and the same ranking keeps those that bear on
+        the text (the edges are those the whole graph's walk would reach, in stored order)."""
+        depth = self.settings.graph_max_depth
+        start = entities_in(text, graph.entity_names(user_id), user_id)
+        near = [Triple(e.source, e.relationship, e.target)
+                for e in graph.within(user_id, [entity_key(name) for name in start], depth)]
+        return start, bearing_on(text, user_id, start, related(near, start, depth, len(near)),
+                                 self.settings.graph_max_relations)
 
     def vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[dict[str, Any]]:
         return [{"memory": record.memory, "score": round(score, 4), "id": record.id}

@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from forest.config import Settings
+from forest.config import Settings, without_password
 from forest.models.embedders import Embedder
 from forest.models.llm import StructuredLLM
-from forest.personal.graph import TripleExtractor, format_path, graph_paths
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput, writes_of
+from forest.personal.graph import Triple, TripleExtractor, format_path, graph_paths
+from forest.personal.graph_mirror import GraphMirror
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.policy import (
     WritePolicy,
     checked_metadata,
@@ -44,6 +45,7 @@ from forest.personal.recall import PersonalRecall
 from forest.personal.tags import extract_tags
 from forest.personal.tool import MAX_TOP_K, MemoryTool
 from forest.personal.writer import WriteWorker
+from forest.storage.graphs import open_graph_store
 from forest.storage.sql.database import Database
 from forest.validation import check_top_k
 
@@ -64,6 +66,8 @@ class PersonalMemory:
         self.privacy = PrivacyClassifier(embedder, llm)
         self.extractor = TripleExtractor(llm)
         self.llm = llm
+        if settings.graph_url:  # the knowledge graph mirrored in a Cypher store (forest.personal.graph_mirror)
+            self.store.mirror = GraphMirror(open_graph_store(settings.graph_url), without_password(settings.graph_url))
         self.store.tag_untagged(embedder.name)
         self.store.index_missing()
         now = self._now  # the parts read the clock through this one, which a test may replace
@@ -128,7 +132,7 @@ class PersonalMemory:
         item = QueuedInput(0, user_id, None, None, text, {}, now, 0, vector=vector, embedder=self.embedder.name)
         prepared = self.policy.prepare([item])[0]
         prepared.queue_item = None  # not queued: what was said last is its context
-        with self.db.transaction(lock=writes_of(user_id)) as conn:
+        with self.store.writing(user_id) as conn:
             decision = self.policy.apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
         lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
@@ -205,14 +209,19 @@ class PersonalMemory:
 
     def clear_user_memory(self, user_id: str) -> dict[str, Any]:
         user_id = checked_user_id(user_id)
-        with self.db.transaction(lock=writes_of(user_id)) as conn:
+        with self.store.writing(user_id) as conn:
             removed = self.store.clear(conn, user_id)
         self.db.finish_erasures()
         return {"user_id": user_id, "memories_removed": removed}
 
     def user_graph(self, user_id: str) -> dict[str, Any]:
-        """get_user_graph: every entity and relation of the user."""
-        triples = self.recall.triples(checked_user_id(user_id))
+        """get_user_graph: every entity and relation of the user (from the graph mirror when it
+        answers for the user)."""
+        user_id = checked_user_id(user_id)
+        mirror = self.store.mirror
+        edges = mirror.read(user_id, lambda graph: graph.edges(user_id)) if mirror else None
+        triples = self.recall.triples(user_id) if edges is None else \
+            [Triple(e.source, e.relationship, e.target) for e in edges]
         entities = sorted({t.source for t in triples} | {t.target for t in triples})
         return {"user_id": user_id, "entities": entities, "relations": [t.to_dict() for t in triples]}
 

@@ -10,7 +10,7 @@ from forest.config import Settings
 from forest.errors import ForestError, InvalidInput, NotFound
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
-from forest.personal.memory_store import PersonalStore, writes_of
+from forest.personal.memory_store import PersonalStore
 from forest.personal.policy import (
     WritePlan,
     WritePolicy,
@@ -79,7 +79,7 @@ class MemoryTool:
             if action == "update":  # embedding and extraction before the transaction
                 new = checked_text(text if isinstance(text, str) else "", "memory")
                 vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
-            with self.db.transaction(lock=writes_of(user_id)) as conn:
+            with self.store.writing(user_id) as conn:
                 if action == "update":
                     done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, now, who)
                     if done:
@@ -108,7 +108,7 @@ class MemoryTool:
         for memory, vector in zip(texts, vectors):
             plan = WritePlan(user_id, memory, scope, metadata, self.clock(), actor, {})
             self.policy.plan_write(plan, vector)
-            with self.db.transaction(lock=writes_of(user_id)) as conn:
+            with self.store.writing(user_id) as conn:
                 memory_id, event, why = self.policy.add_or_supersede(conn, plan)
             results.append({"memory_id": memory_id, "memory": memory, "event": _EVENTS.get(event, "ADD"),
                             "reason": why})

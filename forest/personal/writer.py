@@ -15,7 +15,7 @@ from typing import Any
 
 from forest.errors import ServiceUnavailable
 from forest.storage.sql.database import Database
-from forest.personal.memory_store import PersonalStore, QueuedInput, writes_of
+from forest.personal.memory_store import PersonalStore, QueuedInput
 from forest.personal.policy import WritePlan, WritePolicy
 
 log = logging.getLogger("forest.personal")
@@ -132,7 +132,7 @@ class WriteWorker:
         """One short transaction: the memory, its facts and "done" commit together, only while the
         claim is still ours (exactly once)."""
         try:
-            with self.db.transaction(lock=writes_of(item.user_id)) as conn:
+            with self.store.writing(item.user_id) as conn:
                 if not self.store.holds(conn, item, self.clock()):
                     log.warning("queued input %d: the claim ran out before writing; another worker has it", item.id)
                     return
