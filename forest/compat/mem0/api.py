@@ -8,7 +8,7 @@ import math
 import time
 from typing import Any
 
-from forest.compat.mem0.filters import MemoryFilter
+from forest.compat.mem0.filters import parse_filters
 from forest.compat.mem0.shapes import (
     added_shape,
     event_ref,
@@ -18,6 +18,7 @@ from forest.compat.mem0.shapes import (
     parse_memory_ref,
 )
 from forest.errors import InvalidInput, NotFound, ServiceUnavailable
+from forest.personal.policy import checked_user_id
 from forest.personal.service import PersonalMemory
 from forest.personal.tool import MAX_BATCH, MAX_TOP_K, MEM0_EVENTS
 from forest.records import iso
@@ -131,27 +132,26 @@ class Mem0Api:
     def search(self, query: Any, filters: Any, top_k: int = 10, threshold: float | None = None) -> list[dict]:
         """The memory tool's search for each user the filter names, merged by score; memories
         the rest of the filter rules out are dropped, and those scoring under `threshold`."""
-        chosen, top_k = MemoryFilter(filters), check_top_k(top_k, MAX_TOP_K)
+        chosen, top_k = parse_filters(filters), check_top_k(top_k, MAX_TOP_K)
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
             raise InvalidInput("threshold must be a number")
-        plain = chosen.equalities()
-        scope, metadata = plain if plain else ({}, {})
+        if not isinstance(query, str):
+            raise InvalidInput("query must be a text")
         found = []
         for user_id in chosen.users:
-            payload = self._tool("search", user_id, query=query, top_k=top_k if plain else MAX_TOP_K,
-                                 filters=metadata, **scope)
-            found += [memory_shape(r, r["score"]) for r in payload["results"] if chosen.matches(r)]
+            hits = self.personal.tool.search(checked_user_id(user_id), query, top_k if chosen.pushed_down else MAX_TOP_K,
+                                             chosen.scope, chosen.metadata)
+            found += [memory_shape(r, round(s, 4)) for r, s in hits if chosen.matches(r)]
         found.sort(key=lambda m: -m["score"])
         return [m for m in found if threshold is None or m["score"] >= threshold][:top_k]
 
     def get_all(self, filters: Any, page: int = 1, page_size: int = 100) -> tuple[int, list[dict[str, Any]]]:
         """(how many match, this page of them), oldest first."""
-        chosen = MemoryFilter(filters)
+        chosen = parse_filters(filters)
         if not all(isinstance(n, int) and not isinstance(n, bool) for n in (page, page_size)) or page < 1 \
                 or not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidInput(f"page must be 1 or more and page_size 1 to {MAX_PAGE_SIZE}")
-        matched = [r for user_id in chosen.users for r in self.personal.memories(user_id)
-                   if chosen.matches(r.to_dict())]
+        matched = [r for user_id in chosen.users for r in self.personal.memories(user_id) if chosen.matches(r)]
         start = (page - 1) * page_size
         return len(matched), [memory_shape(r) for r in matched[start:start + page_size]]
 
