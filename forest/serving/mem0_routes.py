@@ -62,7 +62,8 @@ class _Mem0Routes:
         return JSONResponse(result, status_code=status)
 
     async def ping(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "message": "Memory Forest speaks mem0", "user_email": None})
+        # MemoryClient needs an org and a project; one server is one of each (docs/mem0.md).
+        return JSONResponse({"status": "ok", "org_id": ORG_ID, "project_id": PROJECT_ID, "user_email": None})
 
     # --- the platform API (MemoryClient) ----------------------------------------------------
     async def add(self, request: Request) -> Response:
@@ -181,6 +182,7 @@ class _Mem0Routes:
                                                    f"({self.api.delete_all(user_id)} erased)"})
 
 
+ORG_ID, PROJECT_ID = "memory-forest", "personal-memory"
 # The open-source server's add answers once written; the write queue usually takes well under this.
 OSS_ADD_WAIT_SECONDS = 120.0
 

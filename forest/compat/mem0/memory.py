@@ -51,7 +51,7 @@ class Memory:
         return {"results": [{k: v for k, v in r.items() if k != "data"} for r in reply["results"]]}
 
     def search(self, query: str, *, top_k: int = 20, filters: dict[str, Any] | None = None,
-               threshold: float = 0.1, rerank: bool = False, **kwargs: Any) -> dict[str, Any]:
+               threshold: float | None = None, rerank: bool = False, **kwargs: Any) -> dict[str, Any]:
         scoped = _entity_filters(filters, kwargs)
         return {"results": _as_mem0(lambda: self._api.search(query, scoped, top_k, threshold))}
 
