@@ -286,7 +286,7 @@ def test_compat_memory_replaces_mem0_memory(make_forest):
     assert [r["memory"] for r in added] == ["I moved to Lisbon in May"] and added[0]["event"] == "ADD"
     kept = memory.add([{"role": "user", "content": "Kai's favourite tea is oolong"}], user_id="kai",
                       agent_id="barista", infer=False)["results"][0]
-    assert memory.search("where does Kai live", filters={"user_id": "kai"}, top_k=1)["results"][0]["memory"] == \
+    assert memory.search("which city did I move to", filters={"user_id": "kai"}, top_k=1)["results"][0]["memory"] == \
         "I moved to Lisbon in May"
     assert [m["memory"] for m in memory.search("tea", user_id="kai", filters={"agent_id": "barista"})["results"]] \
         == ["Kai's favourite tea is oolong"]

@@ -63,7 +63,7 @@ class _Mem0Routes:
 
     async def ping(self, request: Request) -> Response:
         # MemoryClient needs an org and a project; one server is one of each (docs/mem0.md).
-        return JSONResponse({"status": "ok", "org_id": ORG_ID, "project_id": PROJECT_ID, "user_email": None})
+        return JSONResponse({"status": "ok", "org_id": ORG_ID, "project_id": PROJECT_ID})
 
     # --- the platform API (MemoryClient) ----------------------------------------------------
     async def add(self, request: Request) -> Response:
