@@ -98,10 +98,12 @@ def start_serve(data_dir: Path) -> tuple[str, subprocess.Popen]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FOREST_")}
     env.update({"FOREST_DATA_DIR": str(data_dir), "FOREST_API_TOKEN": TOKEN,
                 **{f"FOREST_{k.upper()}": str(v).lower() for k, v in SETTINGS.items()}})
-    server = subprocess.Popen([sys.executable, "-m", "forest", "serve", "--transport", "http", "--port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([str(Path(sys.executable).parent / "forest"), "serve", "--transport", "http",
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
+        if server.poll() is not None:
+            raise SystemExit(f"forest serve exited with {server.returncode}")
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                 return url, server
