@@ -291,7 +291,8 @@ def test_compat_memory_replaces_mem0_memory(make_forest):
     assert [m["memory"] for m in memory.search("tea", user_id="kai", filters={"agent_id": "barista"})["results"]] \
         == ["Kai's favourite tea is oolong"]
     assert len(memory.get_all(filters={"user_id": "kai"})["results"]) == 2
-    assert memory.update(kept["id"], text="Kai's favourite tea is sencha") == {"message": "Memory updated successfully!"}
+    updated = memory.update(kept["id"], text="Kai's favourite tea is sencha")
+    assert updated == {"message": "Memory updated successfully!"}
     assert memory.get(kept["id"])["memory"] == "Kai's favourite tea is sencha"
     assert [h["event"] for h in memory.history(kept["id"])] == ["ADD", "UPDATE"]
     memory.delete(kept["id"])

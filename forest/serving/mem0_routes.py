@@ -49,7 +49,7 @@ class _Mem0Routes:
     def __init__(self, api: Mem0Api) -> None:
         self.api = api
 
-    async def _run(self, call: Callable[[], Any], status: int = 200) -> Response:
+    async def _run(self, call: Callable[[], Any]) -> Response:
         """The engine call on a worker thread; its ForestError as mem0's error reply."""
         try:
             result = await anyio.to_thread.run_sync(call)
@@ -59,7 +59,7 @@ class _Mem0Routes:
             return error(503, str(exc))
         except ForestError as exc:
             return error(400, str(exc))
-        return JSONResponse(result, status_code=status)
+        return JSONResponse(result)
 
     async def ping(self, request: Request) -> Response:
         # MemoryClient needs an org and a project; one server is one of each (docs/mem0.md).
@@ -89,10 +89,12 @@ class _Mem0Routes:
         page, size = (_int(request.query_params.get(k, body.get(k, default))) for k, default in
                       (("page", 1), ("page_size", 100)))
 
+        def link(number: int) -> str:
+            query = urlencode({"page": number, "page_size": size})
+            return f"{request.url.remove_query_params(['page', 'page_size'])}?{query}"
+
         def listed() -> dict[str, Any]:
             count, results = self.api.get_all(body.get("filters"), page, size)
-            link = lambda n: f"{request.url.remove_query_params(['page', 'page_size'])}?" + urlencode(  # noqa: E731
-                {"page": n, "page_size": size})
             return {"count": count, "next": link(page + 1) if page * size < count else None,
                     "previous": link(page - 1) if page > 1 else None, "results": results}
         return await self._run(listed)

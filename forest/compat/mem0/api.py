@@ -139,8 +139,9 @@ class Mem0Api:
             raise InvalidInput("query must be a text")
         found = []
         for user_id in chosen.users:
-            hits = self.personal.tool.search(checked_user_id(user_id), query, top_k if chosen.pushed_down else MAX_TOP_K,
-                                             chosen.scope, chosen.metadata)
+            # a filter the store cannot apply whole is applied to a longer list
+            wanted = top_k if chosen.pushed_down else MAX_TOP_K
+            hits = self.personal.tool.search(checked_user_id(user_id), query, wanted, chosen.scope, chosen.metadata)
             found += [memory_shape(r, round(s, 4)) for r, s in hits if chosen.matches(r)]
         found.sort(key=lambda m: -m["score"])
         return [m for m in found if threshold is None or m["score"] >= threshold][:top_k]
