@@ -315,3 +315,34 @@ def test_compat_memory_opens_the_default_store(tmp_path, monkeypatch):
         assert memory.get_all(filters={"user_id": "mo"})["results"][0]["memory"] == "Mo collects stamps"
     finally:
         memory.close()
+
+
+def test_secrets_sent_through_mem0_are_not_kept(served, client):
+    forest, url = served
+    client.add("my email password is Tr0ub4dor&3", user_id="nia", infer=False)
+    queued = client.add("the db is postgres://admin:S3cr3tPr0d@db.example.com:5432/app", user_id="nia",
+                        metadata={"note": "billing key sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQauvdEDq54NiTphI7jx"})
+    wait_for_event(url, queued["event_id"])
+    shown = json.dumps(client.get_all(filters={"user_id": "nia"}))
+    stored = b"".join(p.read_bytes() for p in Path(forest.settings.data_dir).rglob("*.sqlite3*"))
+    assert b"nia" in stored   # the store was read
+    for secret in ("Tr0ub4dor&3", "S3cr3tPr0d", "sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQauvdEDq54NiTphI7jx"):
+        assert secret not in shown and secret.encode() not in stored
+
+
+def test_memory_client_against_forest_serve(tmp_path, outside_calls):
+    """The command a deployer runs, with its token from the environment."""
+    from tests.conftest import forest_env, start_serve, stop_process
+
+    process, url = start_serve(tmp_path / "store", forest_env(tmp_path / "store", FOREST_API_TOKEN=TOKEN))
+    try:
+        client = MemoryClient(api_key=TOKEN, host=url)
+        event = wait_for_event(url, client.add("I keep a sourdough starter called Bubbles", user_id="ola")["event_id"])
+        assert event["status"] == "SUCCEEDED"
+        found = client.search("what is my starter's name", filters={"user_id": "ola"}, top_k=1)["results"]
+        assert found[0]["memory"] == "I keep a sourdough starter called Bubbles"
+        with pytest.raises(ValueError, match="401"):
+            MemoryClient(api_key="guessed", host=url)
+    finally:
+        stop_process(process)
+    assert outside_calls == []
