@@ -19,10 +19,10 @@ import pytest
 from mem0 import MemoryClient
 from mem0.exceptions import MemoryNotFoundError, ValidationError
 
+from conftest import forest_env, free_port, start_serve, stop_process
 from forest import MemoryForest, load_settings
 from forest.compat.mem0 import Memory
 from forest.serving.http import ThreadServer
-from tests.conftest import free_port
 
 TOKEN = "mem0-test-token-" + "x7Qp2Lm9Zr4Kv8Nw"
 OPENAPI = json.loads((Path(__file__).parent / "data" / "mem0_openapi.json").read_text(encoding="utf-8"))
@@ -332,8 +332,6 @@ def test_secrets_sent_through_mem0_are_not_kept(served, client):
 
 def test_memory_client_against_forest_serve(tmp_path, outside_calls):
     """The command a deployer runs, with its token from the environment."""
-    from tests.conftest import forest_env, start_serve, stop_process
-
     process, url = start_serve(tmp_path / "store", forest_env(tmp_path / "store", FOREST_API_TOKEN=TOKEN))
     try:
         client = MemoryClient(api_key=TOKEN, host=url)
