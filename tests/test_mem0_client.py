@@ -225,6 +225,8 @@ def test_batch_update_and_delete(served, client):
                                        user_id="hal", infer=False)["results"]]
     assert client.batch_update([{"memory_id": ids[0], "text": "Hal drinks green tea"}])["message"]
     assert client.get(ids[0])["memory"] == "Hal drinks green tea"
+    client.update(ids[1], metadata={"shelf": "top"})          # metadata alone: the words stay
+    assert client.get(ids[1])["memory"] == "Hal reads sci-fi" and client.get(ids[1])["metadata"] == {"shelf": "top"}
     client.batch_delete([{"memory_id": i} for i in ids])
     assert client.get_all(filters={"user_id": "hal"})["count"] == 0
 
