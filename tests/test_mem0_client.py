@@ -236,6 +236,7 @@ def test_bad_input_gets_one_line_4xx(served):
     with http(url) as session:
         cases = [
             (session.get("/v1/memories/not-an-id/"), 400),
+            (session.get("/v1/memories/1.YW5h.h1/history/"), 400),
             (session.get("/v1/memories/999999.YW5h/"), 404),
             (session.post("/v3/memories/search/", json={"query": "x", "filters": {"user_id": {"like": "a"}}}), 400),
             (session.post("/v3/memories/search/", json={"query": "x", "filters": {"user_id": "ana"}, "top_k": 0}),

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
 
 from forest.errors import InvalidInput
 from forest.personal.memory_store import PersonalMemoryRecord
 
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _ID_SHAPE = "ids on this server are '<number>.<user>' as add, search and get_all return them"
 
 
@@ -21,6 +23,8 @@ def _user_part(user_id: str) -> str:
 
 
 def _user_of(part: str, ref: str) -> str:
+    if not _BASE64URL.fullmatch(part):  # b64decode would skip other characters, not refuse them
+        raise InvalidInput(f"{ref!r} is not a memory id of this server: {_ID_SHAPE}")
     try:
         return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
