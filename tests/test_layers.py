@@ -27,6 +27,7 @@ LAYERS = [
     ["forest.research", "forest.personal"],
     ["forest.views"],
     ["forest.doctor", "forest.service"],
+    ["forest.compat"],   # other services' interfaces (mem0) over the service
     ["forest.serving", "forest.cli"],
 ]
 

@@ -96,6 +96,7 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_lexemes.py::test_random_mixed_script_text[True]",
     "test_lexemes.py::test_real_corpora_as_indexed[False]",
     "test_lexemes.py::test_real_corpora_as_indexed[True]",
+    "test_mem0_client.py::test_memory_client_against_forest_serve",
     "test_migrations_and_threads.py::test_readers_keep_working_while_one_thread_builds",
     "test_migrations_and_threads.py::test_the_query_embedding_cache_is_shared_safely_by_threads",
     "test_model_backends.py::test_cross_encoder_loads_from_a_local_directory_and_scores_on_0_1",

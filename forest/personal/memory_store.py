@@ -56,6 +56,7 @@ class HistoryEntry:
     actor: str
     reason: str
     created_at: float
+    id: int | None = None   # the history row's own id
 
     def to_dict(self) -> dict[str, Any]:
         return {"memory_id": self.memory_id, "event": self.event, "old_value": self.old_value,
@@ -268,7 +269,7 @@ class PersonalStore:
             sql, params = sql + " AND memory_id = ?", params + [memory_id]
         rows = self.db.query(sql + " ORDER BY created_at, id", params)
         return [HistoryEntry(r["memory_id"], r["event"], r["old_value"], r["new_value"], r["actor"], r["reason"],
-                             r["created_at"]) for r in rows]
+                             r["created_at"], r["id"]) for r in rows]
 
     def clear(self, conn: Connection, user_id: str) -> int:
         """Everything of the user: memories, history, graph, tags and queued input. The caller runs
@@ -495,6 +496,26 @@ class PersonalStore:
         rows = self.db.query("SELECT status, count(*) FROM personal_write_queue WHERE user_id = ? GROUP BY status",
                              (user_id,))
         return {"pending": 0, "done": 0, "failed": 0, **{r[0]: r[1] for r in rows}}
+
+    def queue_item(self, user_id: str, item_id: int, now: float) -> dict[str, Any] | None:
+        """One queued input of the user: its status, whether a worker holds it now, its decision."""
+        row = self.db.query_one("SELECT id, status, attempts, decision, last_error, lease_until, observed_at "
+                                "FROM personal_write_queue WHERE user_id = ? AND id = ?", (user_id, item_id))
+        if row is None:
+            return None
+        return {"id": row["id"], "status": row["status"], "attempts": row["attempts"],
+                "held": row["lease_until"] is not None and row["lease_until"] >= now,
+                "decision": json.loads(row["decision"]) if row["decision"] else None,
+                "error": row["last_error"], "observed_at": row["observed_at"]}
+
+    def entities(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Live memories counted by (user, agent, run), with the first and last write times."""
+        sql = ("SELECT user_id, agent_id, run_id, count(*), min(created_at), max(updated_at) FROM personal_memories "
+               "WHERE deleted_at IS NULL")
+        rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") +
+                             " GROUP BY user_id, agent_id, run_id ORDER BY user_id", (user_id,) if user_id else ())
+        return [{"user_id": r[0], "agent_id": r[1], "run_id": r[2], "count": r[3], "created_at": r[4],
+                 "updated_at": r[5]} for r in rows]
 
     def decisions(self, user_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The latest queue items with their decisions; a written item's input is the memory it

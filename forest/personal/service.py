@@ -202,6 +202,33 @@ class PersonalMemory:
         """The user's live memories, oldest first (the workbench's list)."""
         return self.store.memories(checked_user_id(user_id))
 
+    def queue_write(self, user_id: str, text: str, *, agent_id: str | None = None, run_id: str | None = None,
+                    metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> int:
+        """process_memory's write path alone, without its retrieval (mem0's asynchronous add): the
+        input queued for the worker; returns the queue item's id (queued_write reports it)."""
+        user_id, text = checked_user_id(user_id), checked_text(text, "input")
+        scope, metadata = checked_scope(agent_id, run_id), checked_metadata(metadata)
+        now = self.clock()
+        item_id = self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now)
+        self.writer.wake()
+        return item_id
+
+    def queued_write(self, user_id: str, item_id: int) -> dict[str, Any] | None:
+        """One queue item of the user: status (pending, done, failed), whether a worker holds it,
+        attempts, its decision and last error; None if the user has no such item."""
+        return self.store.queue_item(checked_user_id(user_id), item_id, self.clock())
+
+    def memory(self, user_id: str, memory_id: int) -> PersonalMemoryRecord | None:
+        """One live memory of the user, or None (another user's id finds nothing)."""
+        return self.store.memory(checked_user_id(user_id), memory_id)
+
+
+
+    def entities(self, user_id: str | None = None) -> list[dict[str, Any]]:
+        """Who has live memories: each user (or only `user_id`), and the agents and runs within,
+        with counts and first and last write times."""
+        return self.store.entities(None if user_id is None else checked_user_id(user_id))
+
     def write_queue(self, user_id: str, limit: int = 50) -> dict[str, Any]:
         """The queue's counts for the user and its latest items with their decisions."""
         user_id = checked_user_id(user_id)

@@ -10,7 +10,7 @@ from forest.config import Settings
 from forest.errors import ForestError, InvalidInput, NotFound
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
-from forest.personal.memory_store import PersonalStore
+from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
 from forest.personal.policy import (
     WritePlan,
     WritePolicy,
@@ -66,8 +66,7 @@ class MemoryTool:
             if action == "search":
                 filters = dict(filters or {})
                 scope_filter = checked_scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
-                found = self.recall.search(user_id, checked_text(query or "", "query"),
-                                           check_top_k(top_k, MAX_TOP_K), scope_filter, checked_metadata(filters))
+                found = self.search(user_id, query or "", top_k, scope_filter, checked_metadata(filters))
                 return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
                                                               for r, s in found]})
             if action == "history":
@@ -75,26 +74,50 @@ class MemoryTool:
                 return _reply(action, "success", {"history": [e.to_dict() for e in entries]})
             if memory_id is None:
                 raise InvalidInput(f"{action} needs a memory_id")
-            now = self.clock()
-            if action == "update":  # embedding and extraction before the transaction
-                new = checked_text(text if isinstance(text, str) else "", "memory")
-                vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
-            with self.store.writing(user_id) as conn:
-                if action == "update":
-                    done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, now, who)
-                    if done:
-                        self.store.drop_facts(conn, user_id, memory_id)
-                        self.store.add_triples(conn, user_id, memory_id, keyed(triples), now)
-                else:
-                    done = self.store.delete(conn, user_id, memory_id, now, who)
-            if not done:
-                raise NotFound(f"memory {memory_id} not found for this user")
-            if action == "delete":
-                self.db.finish_erasures()
+            if action == "update":
+                self.update(user_id, memory_id, text if isinstance(text, str) else "", who, metadata)
+            else:
+                self.delete(user_id, memory_id, who)
             return _reply(action, "success", {"memory_id": memory_id, "history": [
                 e.to_dict() for e in self.store.history(user_id, memory_id)]})
         except ForestError as exc:
             return _reply(action, "fallback", {"error": str(exc)})
+
+    def search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
+               metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
+        """The user's memories best matching the query (hybrid recall), with their scores."""
+        return self.recall.search(user_id, checked_text(query, "query"), check_top_k(top_k, MAX_TOP_K),
+                                  scope, metadata)
+
+    def update(self, user_id: str, memory_id: int, text: str | None, actor: str,
+               metadata: dict[str, Any] | None = None) -> None:
+        """New text for the memory (re-embedded, its facts extracted again) and/or metadata keys
+        set over the old ones; without text the memory keeps its words. NotFound for an id the
+        user does not hold."""
+        current = self.store.memory(user_id, memory_id)
+        if current is None:
+            raise NotFound(f"memory {memory_id} not found for this user")
+        if not text and metadata:
+            text = current.memory
+        new = checked_text(text or "", "memory")
+        # embedding and extraction before the transaction
+        vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
+        with self.store.writing(user_id) as conn:
+            done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, self.clock(), actor,
+                                     metadata=metadata or None)
+            if done:
+                self.store.drop_facts(conn, user_id, memory_id)
+                self.store.add_triples(conn, user_id, memory_id, keyed(triples), self.clock())
+        if not done:
+            raise NotFound(f"memory {memory_id} not found for this user")
+
+    def delete(self, user_id: str, memory_id: int, actor: str) -> None:
+        """Erase the memory (NotFound for an id the user does not hold)."""
+        with self.store.writing(user_id) as conn:
+            done = self.store.delete(conn, user_id, memory_id, self.clock(), actor)
+        if not done:
+            raise NotFound(f"memory {memory_id} not found for this user")
+        self.db.finish_erasures()
 
     def add(self, user_id: str, text: str | list[str] | None, scope: dict[str, str | None],
             metadata: dict[str, Any], actor: str) -> list[dict[str, Any]]:
@@ -110,13 +133,13 @@ class MemoryTool:
             self.policy.plan_write(plan, vector)
             with self.store.writing(user_id) as conn:
                 memory_id, event, why = self.policy.add_or_supersede(conn, plan)
-            results.append({"memory_id": memory_id, "memory": memory, "event": _EVENTS.get(event, "ADD"),
+            results.append({"memory_id": memory_id, "memory": memory, "event": MEM0_EVENTS.get(event, "ADD"),
                             "reason": why})
         return results
 
 
 # What an add did, as mem0 names it: a memory superseded is an UPDATE; one already held, NONE.
-_EVENTS = {"superseded": "UPDATE", "repeated": "NONE"}
+MEM0_EVENTS = {"superseded": "UPDATE", "repeated": "NONE"}
 
 
 def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -37,11 +37,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from forest.errors import ConfigError, ForestError, InvalidInput
+from forest.errors import ConfigError, ForestError
 from forest.service import MemoryForest
 from forest.serving.limits import RateLimit
+from forest.serving.mem0_routes import mem0_routes
+from forest.serving.replies import error as _error
+from forest.serving.replies import json_body as _json_body
 from forest.serving.tools import ForestTools, Unavailable, UnknownId, translated
-from forest.validation import parse_json
 
 log = logging.getLogger("forest.serving.http")
 
@@ -183,6 +185,7 @@ def build_http_app(forest: MemoryForest, host: str = "127.0.0.1", token: str | N
         Route("/tools/{name}", rest.call, methods=["GET", "POST"]),
         Route("/v1/models", rest.models),
         Route(CHAT_ROUTE, rest.chat, methods=["POST"]),
+        *mem0_routes(forest),
     ])
     app.state.calls = calls
     # The rate limit inside the gate: only calls the token check let in are counted.
@@ -212,8 +215,9 @@ class _Gate:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.token and scope.get("path") != "/health":
-            given = headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+            # mem0's clients send "Token <key>"; the same API token either way
+            scheme, _, given = headers.get("authorization", "").partition(" ")
+            if scheme not in ("Bearer", "Token") or not secrets.compare_digest(given.encode(), self.token.encode()):
                 return await _error(401, "missing or wrong bearer token")(scope, receive, send)
         if _cross_site(headers):
             return await _error(403, "cross-site browser requests are refused")(scope, receive, send)
@@ -351,19 +355,6 @@ class _Rest:
             "memory_forest": extra})
 
 
-async def _json_body(request: Request) -> tuple[Any, Response | None]:
-    """The request's JSON body, or the error response to send instead. The body must be declared
-    application/json: a browser sends that from another page only after a CORS preflight, which
-    this server never grants, while a text/plain or form post needs none."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/json":
-        return None, _error(415, "send the body as JSON, with Content-Type: application/json")
-    try:
-        return parse_json(await request.body(), "the body"), None
-    except InvalidInput as exc:
-        return None, _error(400, str(exc))
-
-
 def _chat_request(body: Any) -> tuple[str, str, str | None]:
     if not isinstance(body, dict):
         return "", "", "the body must be a JSON object"
@@ -406,11 +397,6 @@ def _tool_message(error: ToolError) -> str:
     if isinstance(cause, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in cause.errors())
     return str(cause) if isinstance(cause, ToolError) else str(error)
-
-
-def _error(status: int, message: str, allow: str | None = None) -> JSONResponse:
-    """The JSON error reply; `allow` lists the methods a 405 names (HEAD gets no body to read)."""
-    return JSONResponse({"error": message}, status_code=status, headers={"Allow": allow} if allow else None)
 
 
 class ThreadServer:
