@@ -56,7 +56,6 @@ class HistoryEntry:
     actor: str
     reason: str
     created_at: float
-    id: int | None = None   # the history row's own id
 
     def to_dict(self) -> dict[str, Any]:
         return {"memory_id": self.memory_id, "event": self.event, "old_value": self.old_value,
@@ -269,7 +268,7 @@ class PersonalStore:
             sql, params = sql + " AND memory_id = ?", params + [memory_id]
         rows = self.db.query(sql + " ORDER BY created_at, id", params)
         return [HistoryEntry(r["memory_id"], r["event"], r["old_value"], r["new_value"], r["actor"], r["reason"],
-                             r["created_at"], r["id"]) for r in rows]
+                             r["created_at"]) for r in rows]
 
     def clear(self, conn: Connection, user_id: str) -> int:
         """Everything of the user: memories, history, graph, tags and queued input. The caller runs
