@@ -224,6 +224,16 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
     # HTTP first (it works while the workbench runs); stdio last, with why it is refused meanwhile.
     assert f"http://127.0.0.1:{port}/mcp" in app.code[1].value and '"url"' in app.code[1].value
     assert '"serve"' in app.code[-1].value
+    # mem0's client, as the page shows it, talks to the embedded endpoint (docs/mem0.md).
+    shown = next(c.value for c in app.code if "MemoryClient(" in c.value)
+    assert f'host="http://127.0.0.1:{port}"' in shown
+    monkeypatch.setenv("MEM0_TELEMETRY", "False")
+    from mem0 import MemoryClient
+
+    client = MemoryClient(host=f"http://127.0.0.1:{port}", api_key="unused on loopback")
+    client.add("I drink green tea every morning", user_id="wb-ann", infer=False)
+    assert [m["memory"] for m in client.get_all(filters={"user_id": "wb-ann"})["results"]] == [
+        "I drink green tea every morning"]
     stdio = next(m.value for m in app.markdown if "Over stdio" in m.value)
     assert "only while this workbench is not running" in stdio
     writer = {m.label: m.value for m in app.metric}

@@ -40,7 +40,8 @@ if isinstance(server, SeparateEndpoint):
 else:
     st.success(f"Running on {server.url}")
 st.code(f"MCP (streamable HTTP)  {server.url}/mcp\nREST                   {server.url}/tools/<tool>\n"
-        f"OpenAPI                {server.url}/openapi.json\nOpenAI-compatible      {server.url}/v1", language=None)
+        f"OpenAPI                {server.url}/openapi.json\nOpenAI-compatible      {server.url}/v1\n"
+        f"mem0 (platform API)    {server.url}/v1/memories/, /v3/memories/ …   (docs/mem0.md)", language=None)
 
 st.subheader("Models")
 st.caption("What every face of this store uses: summaries, the agent's steps, reconciliation, personal memory; "
@@ -109,6 +110,10 @@ st.markdown("OpenAI clients:")
 st.code(f'from openai import OpenAI\nclient = OpenAI(base_url="{server.url}/v1", api_key="unused on loopback")\n'
         'client.chat.completions.create(model="<model_id>", messages=[{"role": "user", "content": "..."}])',
         language="python")
+st.markdown("Programs written for mem0 (its `MemoryClient`, or `forest.compat.mem0.Memory` in place of `mem0.Memory`):")
+st.code(f'from mem0 import MemoryClient\nclient = MemoryClient(host="{server.url}", api_key="unused on loopback")\n'
+        'client.add([{"role": "user", "content": "..."}], user_id="ann")\n'
+        'client.search("...", filters={"user_id": "ann"})', language="python")
 settings = forest.settings
 environment = {"FOREST_DATA_DIR": str(Path(settings.data_dir).resolve())}
 if isinstance(server, SeparateEndpoint):
