@@ -223,10 +223,11 @@ def rate_window(rate_limit: str | None) -> tuple[int, float] | None:
     """"30/minute" as (30, 60.0); None for no limit."""
     if not rate_limit:
         return None
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(second|minute|hour)s?\s*", str(rate_limit).lower())
-    if not match or int(match[1]) < 1:
+    calls, _, period = str(rate_limit).lower().partition("/")
+    calls, period = calls.strip(), period.strip().removesuffix("s")
+    if not (calls.isascii() and calls.isdigit() and len(calls) <= 9 and int(calls) >= 1 and period in _PERIOD_SECONDS):
         raise ConfigError(f"rate_limit is calls per second, minute or hour, like '30/minute'; got {rate_limit!r}")
-    return int(match[1]), _PERIOD_SECONDS[match[2]]
+    return int(calls), _PERIOD_SECONDS[period]
 
 
 # A password or key given as a parameter (`?password=...` or `?api-key=...` in a URL, `password=...`
