@@ -156,7 +156,10 @@ def test_a_restart_fails_the_call_in_flight_in_one_line_and_the_next_call_works(
     writer = threading.Thread(target=upsert)
     writer.start()
     deadline = time.monotonic() + 10
-    while not holder.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").fetchone()[0]:
+    # This upsert's wait, not a wait in another test's database on the same server.
+    waiting = ("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
+               "AND pid <> pg_backend_pid()")
+    while not holder.execute(waiting).fetchone()[0]:
         assert time.monotonic() < deadline, "the upsert never waited for the row lock"
         time.sleep(0.05)
     postgres.restart()
