@@ -31,7 +31,7 @@ from forest.records import (
 )
 from forest.storage.archives import ForestStore
 from forest.text import counted
-from forest.validation import check_model_id, check_query, check_top_k
+from forest.validation import check_model_id, check_query, check_top_k, check_unicode
 
 # The engine's heavier parts (chunking, the build, the agent, research and personal memory) are
 # imported by the methods that use them, so a CLI command loads only what it runs.
@@ -349,6 +349,7 @@ class MemoryForest:
         return dataclasses.replace(document, kept_file=kept) if kept else document
 
     def _check_size(self, name: str, text: str) -> None:
+        check_unicode(text, f"document {name!r}")
         if len(text) > self.settings.max_document_chars:
             raise InvalidInput(f"document {name!r} has {len(text):,} characters, over the limit of "
                                f"{self.settings.max_document_chars:,} (setting max_document_chars)")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import date, datetime, time, timezone
 from typing import Any
@@ -30,6 +31,9 @@ TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'S
                    "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
 _METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_METADATA_KEYS = 20
+# Digits of an integer in any JSON a face receives: more than any id, count or number a caller has,
+# and far below the interpreter's own limit (4,300), whose ValueError would otherwise be a 500.
+MAX_INT_DIGITS = 100
 
 
 def in_id_range(value: int) -> bool:
@@ -88,6 +92,8 @@ def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
         if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key) \
                 or not isinstance(value, (str, int, float, bool)):
             raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
+        if isinstance(value, str):
+            check_unicode(value, f"metadata key {key!r}")
     return metadata
 
 
@@ -102,7 +108,7 @@ def check_query(query: str) -> str:
         raise InvalidInput("the query is empty")
     if len(query) > MAX_QUERY_CHARS:
         raise InvalidInput(f"the query has {len(query):,} characters, over the limit of {MAX_QUERY_CHARS:,}")
-    return query
+    return check_unicode(query, "the query")
 
 
 def check_text(text: str, what: str, limit: int) -> str:
@@ -111,7 +117,19 @@ def check_text(text: str, what: str, limit: int) -> str:
         raise InvalidInput(f"the {what} is empty")
     if len(text) > limit:
         raise InvalidInput(f"the {what} has {len(text):,} characters, over the limit of {limit:,}")
-    return text.strip()
+    return check_unicode(text, f"the {what}").strip()
+
+
+def check_unicode(text: str, what: str) -> str:
+    """Text that can be stored and sent: no lone surrogate (U+D800..U+DFFF), which JSON's \\u escapes
+    and Python strings can hold but UTF-8, SQLite and every client refuse."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"{what} holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character "
+                               f"{exc.start + 1:,}: it is not text") from None
+    return text
 
 
 def parse_time_range(text: str | None, now: float) -> tuple[float | None, float | None]:
@@ -148,32 +166,53 @@ def _instant(text: str, end_of_day: bool) -> float:
 
 
 def parse_json(raw: bytes | str, what: str) -> Any:
-    """`raw` parsed as standard JSON (no NaN or Infinity) nested at most MAX_JSON_DEPTH deep;
+    """`raw` parsed as standard JSON (no NaN, Infinity or number out of a float's range, no integer
+    over MAX_INT_DIGITS digits, no lone surrogate in a string) nested at most MAX_JSON_DEPTH deep;
     InvalidInput naming `what` otherwise."""
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant)
+        value = json.loads(raw, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
     except RecursionError:
         raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"{what} is not JSON ({exc})") from None
-    if _deeper_than(value, MAX_JSON_DEPTH):
-        raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+    _check_tree(value, what)
     return value
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise InvalidInput(f"an integer of {len(digits.lstrip('-')):,} digits is not a number any call takes "
+                           f"(at most {MAX_INT_DIGITS})")
+    return int(digits)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise InvalidInput(f"{text[:40]} is out of a number's range")
+    return number
 
 
 def _refuse_constant(name: str) -> Any:
     raise InvalidInput(f"{name} is not a JSON number")
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether lists and objects nest more than `limit` deep (walked without recursion)."""
+def _check_tree(value: Any, what: str) -> None:
+    """Lists and objects nest at most MAX_JSON_DEPTH deep and every string (key or value) is text;
+    walked without recursion."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if isinstance(item, str):
+            check_unicode(item, f"a string in {what}")
+            continue
+        children = list(item.items()) if isinstance(item, dict) else item if isinstance(item, list) else None
         if children is None:
             continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
+        for child in children:
+            if isinstance(child, tuple):   # an object's (key, value)
+                stack.extend(((child[0], depth), (child[1], depth + 1)))
+            else:
+                stack.append((child, depth + 1))

@@ -298,6 +298,10 @@ CRAFTED = json.dumps({**json.loads(_export([{**_LEAF, "content": "Bebop is fast 
 LONG_QUERY = "q" * 4001
 TOO_LONG_ID = "x" * 201
 CONTROL_ID = "bad\tid"
+HUGE_INT = b"9" * 5000   # past the interpreter's own limit of 4,300 digits
+HUGE_INT_EXPORT = _export([{**_LEAF, "content": "Bebop is fast jazz."}]).replace(b'"leaf_index": 0', b'"leaf_index": ' + HUGE_INT)
+SURROGATE_EXPORT = _export([{**_LEAF, "content": "Bebop is fast jazz."}]).replace(b"fast jazz", b"fast \\ud800 jazz")
+LONE_SURROGATE = "x\udcff"   # a byte that is not UTF-8 in argv, as Python reads it
 
 # Rows: input classes; columns: faces. A face without a way to give that input has no cell.
 CELLS: dict[str, dict[str, Cell]] = {
@@ -397,6 +401,28 @@ CELLS: dict[str, dict[str, Cell]] = {
         "OpenAI": Http("/v1/chat/completions", "the body nests deeper than 64 levels", content=NESTED),
         "workbench": ImportFile("nested.json", NESTED, "nested.json nests deeper than 64 levels"),
     },
+    "an integer of 5,000 digits": {
+        "CLI": Cli(("import", "{huge_int}", "--model-id", "alice"), "an integer of 5,000 digits"),
+        "MCP": Http("/mcp", "Parse error: number out of range",
+                    content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "retrieve_memory", '
+                            b'"arguments": {"model_id": "alice", "query": "bebop", "top_k": ' + HUGE_INT + b'}}}'),
+        "REST": Http("/tools/search_memory", "an integer of 5,000 digits",
+                     content=b'{"model_id": "alice", "query": "bebop", "top_k": ' + HUGE_INT + b'}'),
+        "OpenAI": Http("/v1/chat/completions", "an integer of 5,000 digits",
+                       content=json.dumps(_chat("Who played bebop?")).encode()[:-1] + b', "n": ' + HUGE_INT + b'}'),
+        "workbench": ImportFile("digits.json", HUGE_INT_EXPORT, "an integer of 5,000 digits"),
+    },
+    "a lone surrogate (\\ud800) in text": {
+        "CLI": Cli(("retrieve", LONE_SURROGATE, "--model-id", "alice"), "the query holds a lone surrogate (U+DCFF)"),
+        "MCP": Http("/mcp", "Parse error",
+                    content=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "add_research_note", '
+                            b'"arguments": {"model_id": "alice", "session_id": "s", "text": "x\\ud800"}}}'),
+        "REST": Http("/tools/process_memory", "holds a lone surrogate (U+D800)",
+                     content=b'{"user_id": "ann", "input": "I like \\ud800 jazz"}'),
+        "OpenAI": Http("/v1/chat/completions", "holds a lone surrogate (U+D800)",
+                       content=b'{"model": "alice", "messages": [{"role": "user", "content": "bebop \\ud800"}]}'),
+        "workbench": ImportFile("surrogate.json", SURROGATE_EXPORT, "holds a lone surrogate (U+D800)"),
+    },
     "POST body sent as text/plain (no CORS preflight)": {
         "REST": Http("/tools/add_document", "Content-Type: application/json", 415,
                      content=json.dumps(_add()).encode(), content_type="text/plain"),
@@ -487,7 +513,8 @@ def files(tmp_path_factory) -> dict[str, Path]:
                 "big": ("big.txt", BIG), "not_json": ("notes.json", NOT_JSON),
                 "wrong_format": ("other.json", WRONG_FORMAT), "too_many": ("huge.json", TOO_MANY),
                 "nested": ("nested.json", NESTED), "long_export": ("long.json", LONG_EXPORT),
-                "crafted": ("crafted.json", CRAFTED)}
+                "crafted": ("crafted.json", CRAFTED), "huge_int": ("digits.json", HUGE_INT_EXPORT),
+                "surrogate": ("surrogate.json", SURROGATE_EXPORT)}
     for name, content in contents.values():
         (folder / name).write_bytes(content)
     os.mkfifo(folder / "pipe.md")
