@@ -3,14 +3,16 @@ speaks the API (tests/fake_openai.py), and through the engine, the CLI and the w
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_openai import DIM, FakeOpenAI, Fault
+from fake_openai import DIM, FakeOpenAI, Fault, hashed_embedding
 
 from forest.errors import ModelUnavailable
 from forest.models import llm as llm_module
@@ -400,3 +402,84 @@ def test_a_compaction_the_llm_cannot_do_is_put_off_not_a_failed_write(make_fores
         live = research.messages("m", "s")
     assert len([m for m in kept if m.role == "user"]) == 12  # every message kept, none twice
     assert any(m.content == "The session so far." for m in live)  # compacted once the server answered
+
+
+class DrippingServer:
+    """A model server that answers every request with one byte every `every` seconds, forever: the
+    headers of a 200 never end. Each read's timeout is met; only a budget on the call ends it."""
+
+    def __init__(self, every: float = 0.3) -> None:
+        self.every = every
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        self.stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._drip, args=(connection,), daemon=True).start()
+
+    def _drip(self, connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                if self.stop.wait(self.every):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def __enter__(self) -> DrippingServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.listener.close()
+
+
+def test_a_server_dripping_a_byte_at_a_time_is_cut_off_when_the_calls_budget_ends(monkeypatch):
+    """A byte every 0.3 s never lets a 1 s read timeout fire; the call's 2 s budget ends it anyway,
+    for the LLM and for the embedder (each used to be held for as long as the server went on)."""
+    monkeypatch.setattr(llm_module, "CALL_BUDGET_SECONDS", 2.0)
+    monkeypatch.setattr("forest.models.openai_api.CALL_BUDGET_SECONDS", 2.0)
+    with DrippingServer() as server:
+        for stream in (True, False):
+            started = time.monotonic()
+            with pytest.raises(ModelUnavailable, match=server.url):
+                OpenAILLM(server.url, "test-chat", retries=2, timeout=1.0, stream=stream).ask("Summarize.", SummaryReply)
+            assert time.monotonic() - started < 3.5, stream
+        started = time.monotonic()
+        with pytest.raises(ModelUnavailable, match=f"embedding server at {server.url}"):
+            OpenAIEmbedder(server.url, "test-embed", retries=2, timeout=1.0)
+        assert time.monotonic() - started < 3.5
+
+
+@pytest.mark.parametrize("poison, why", [
+    (np.nan, "not finite"), (np.inf, "not finite"), (0.0, "all zeros")])
+def test_vectors_that_are_not_finite_or_all_zeros_fail_the_ingest_and_nothing_is_stored(make_forest, poison, why):
+    def embed(texts):
+        rows = hashed_embedding(texts)
+        rows[["photosynthesis" in t.lower() for t in texts]] = poison
+        return rows
+
+    with FakeOpenAI() as fake, FakeOpenAI(embed=embed) as embeddings:
+        forest = make_forest(**engine_settings(fake, embeddings), llm_retries=0)
+        kept = forest.ingest_text("m", "kept", topic_text("jazz"))
+        with pytest.raises(ModelUnavailable, match=f"openai/test-embed gave .* vectors that are {why}"):
+            forest.ingest_text("m", "poisoned", topic_text("photosynthesis"))
+        with pytest.raises(ModelUnavailable, match=why):
+            forest.retrieve("m", "photosynthesis in leaves")
+        assert [a.name for a in forest.archives("m")] == ["kept"]
+        assert forest.doctor().healthy and forest.retrieve("m", "jazz improvisation")[0].node.archive_id == kept.id
+
+
+def test_vectors_too_wide_or_ragged_are_refused_before_they_are_read_in(make_forest):
+    with FakeOpenAI(embed=lambda texts: np.ones((len(texts), 20_000), dtype=np.float32)) as wide:
+        with pytest.raises(ModelUnavailable, match="unusable vectors: vectors of 20,000 dimensions"):
+            OpenAIEmbedder(wide.url, "test-embed", retries=0)

@@ -15,11 +15,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from forest.errors import ModelUnavailable
+
 if TYPE_CHECKING:
     from forest.storage.valkey import SharedVectorCache
 
 ProgressFn = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 512
+# Wider than any embedding model (the widest common ones have 4,096 dimensions): a server sending more
+# is broken or hostile, and each such vector would cost the store megabytes.
+MAX_EMBEDDING_DIM = 16_384
 
 
 class Embedder(ABC):
@@ -40,7 +45,7 @@ class Embedder(ABC):
         rows = np.zeros((len(unique), self.dim), dtype=np.float32)
         for start in range(0, len(unique), batch_size):
             batch = unique[start : start + batch_size]
-            rows[start : start + len(batch)] = self._embed(batch, False)
+            rows[start : start + len(batch)] = usable_vectors(self._embed(batch, False), self.name)
             if progress:
                 progress(min(start + batch_size, len(unique)), len(unique))
         index = {text: i for i, text in enumerate(unique)}
@@ -54,7 +59,7 @@ class Embedder(ABC):
             shared = self.shared_cache
             vector = shared.get(text, self.dim) if shared else None
             if vector is None:
-                vector = _normalize(self._embed([text], True))[0]
+                vector = _normalize(usable_vectors(self._embed([text], True), self.name))[0]
                 if shared:
                     shared.put(text, vector)
             self._query_cache.put(text, vector)
@@ -149,6 +154,18 @@ class FlagModelEmbedder(Embedder):
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         encode = self._model.encode_queries if is_query else self._model.encode_corpus
         return np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def usable_vectors(rows: np.ndarray, name: str) -> np.ndarray:
+    """`rows` if every one can be indexed: finite and not all zeros. One that is not means the model
+    failed (a served one sent NaN, infinity or zeros); storing it would make every later score NaN."""
+    finite = np.isfinite(rows).all(axis=1)
+    empty = finite & ~np.any(rows, axis=1)
+    if not finite.all() or empty.any():
+        what = "not finite (NaN or infinity)" if not finite.all() else "all zeros"
+        raise ModelUnavailable(f"the embedder {name} gave {int((~finite).sum() + empty.sum())} of {len(rows)} "
+                               f"vectors that are {what}: nothing was stored")
+    return rows
 
 
 def _normalize(rows: np.ndarray) -> np.ndarray:

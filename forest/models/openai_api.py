@@ -12,15 +12,17 @@ import threading
 import time
 from typing import Any
 
+import httpcore2
+import httpx2
 import numpy as np
 import openai
 from pydantic import BaseModel
 
 from forest.config import without_password
 from forest.errors import ConfigError, InvalidInput, ModelUnavailable
-from forest.models.embedders import Embedder
+from forest.models.embedders import MAX_EMBEDDING_DIM, Embedder
 from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, Rejected, StructuredLLM, call_api
-from forest.models.retry import Transient, Unusable, with_retries
+from forest.models.retry import CALL_DEADLINE, Transient, Unusable, with_retries
 
 FORMATS = ("json_schema", "tool", "json_object", "prompt")
 REPLY_TOOL = "reply"
@@ -41,7 +43,65 @@ FLOOR_PROBES = ("The recipe calls for two cups of flour and a pinch of salt.",
 
 def _client(base_url: str, api_key: str | None, timeout: float) -> openai.OpenAI:
     # Local servers take any key; the client insists on one.
-    return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
+    return openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0,
+                         http_client=openai.DefaultHttpxClient(transport=_DeadlineTransport()))
+
+
+class _DeadlineTransport(httpx2.HTTPTransport):
+    """Every connect, read and write bounded by what is left of its call's budget (CALL_DEADLINE),
+    not only by the per-read timeout: a server sending a byte every few seconds, in the headers, the
+    body or a stream, is cut off when the budget ends. httpcore takes a phase's timeout once and
+    reuses it for each read, so the bound is put on the socket streams themselves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # private, but the one place every socket operation of the client passes
+        self._pool._network_backend = _DeadlineBackend(self._pool._network_backend)
+
+
+def _left(timeout: float | None) -> float | None:
+    deadline = CALL_DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = max(0.001, deadline - time.monotonic())
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineBackend(httpcore2.NetworkBackend):
+    def __init__(self, backend: httpcore2.NetworkBackend) -> None:
+        self.backend = backend
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore2.NetworkStream:
+        return _DeadlineStream(self.backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore2.NetworkStream:
+        return _DeadlineStream(self.backend.connect_unix_socket(path, _left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self.backend.sleep(seconds)
+
+
+class _DeadlineStream(httpcore2.NetworkStream):
+    def __init__(self, stream: httpcore2.NetworkStream) -> None:
+        self.stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.stream.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.stream.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore2.NetworkStream:
+        return _DeadlineStream(self.stream.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.stream.get_extra_info(info)
 
 
 class OpenAILLM(StructuredLLM):
@@ -174,6 +234,10 @@ class OpenAIEmbedder(Embedder):
             rows = sorted(reply.data, key=lambda item: item.index)
             if len(rows) != len(texts):
                 raise Transient(f"{len(rows)} vectors for {len(texts)} texts")
+            widths = {len(row.embedding) for row in rows}
+            if len(widths) != 1 or not 0 < max(widths) <= MAX_EMBEDDING_DIM:
+                raise Unusable(f"vectors of {', '.join(f'{w:,}' for w in sorted(widths))} dimensions (one width of "
+                               f"1 to {MAX_EMBEDDING_DIM:,} is expected)")
             return np.asarray([row.embedding for row in rows], dtype=np.float32)
 
         def attempt(seconds_left: float) -> np.ndarray:
@@ -184,6 +248,9 @@ class OpenAIEmbedder(Embedder):
             return with_retries(attempt, self.retries + 1, CALL_BUDGET_SECONDS, f"embedding at {self.url}")
         except Transient as exc:
             raise ModelUnavailable(f"the embedding server at {self.url} ({self.name}) did not answer: {exc}") \
+                from None
+        except Unusable as exc:
+            raise ModelUnavailable(f"the embedding server at {self.url} ({self.name}) sent unusable vectors: {exc}") \
                 from None
         except LLMError as exc:  # the input itself refused (too long, ...): sending it again will not help
             raise InvalidInput(f"the embedding server at {self.url} ({self.name}) refused the text: {exc}") from None

@@ -8,6 +8,7 @@ retries nested in these multiplied the attempts.
 """
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import logging
 import time
@@ -23,6 +24,12 @@ T = TypeVar("T")
 _BACKOFF = wait_random_exponential(multiplier=0.5, max=8.0)
 # The SDKs' own classification: statuses worth another attempt on the same server.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+
+
+# When the call under way must be over (time.monotonic()): with_retries sets it, and a client's
+# transport shortens every read and write to it (forest.models.openai_api), so a server that drips a
+# byte now and then cannot hold a call past its budget.
+CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("forest_call_deadline", default=None)
 
 
 class Transient(Exception):
@@ -71,4 +78,13 @@ def with_retries(attempt: Callable[[float], T], attempts: int, budget_seconds: f
 
     retrying = Retrying(stop=stop_after_attempt(attempts) | stop_before_delay(budget_seconds), wait=_wait,
                         retry=retry_if_exception_type((Transient, Unusable)), before_sleep=logged, reraise=True)
-    return retrying(lambda: attempt(max(0.001, deadline - time.monotonic())))
+    outer = CALL_DEADLINE.get()
+    token = CALL_DEADLINE.set(deadline if outer is None else min(outer, deadline))
+    try:
+        return retrying(lambda: attempt(max(0.001, deadline - time.monotonic())))
+    except Transient as exc:
+        if time.monotonic() < deadline or "time ran out" in str(exc):
+            raise
+        raise Transient(f"{exc} (the call's time ran out: {budget_seconds:g} s)", exc.retry_after) from None
+    finally:
+        CALL_DEADLINE.reset(token)
