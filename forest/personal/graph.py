@@ -388,7 +388,17 @@ def _clause_text(clause: str, subject: str | None, person: str | None, speaker: 
 
 
 def _sentence_triples(sentence: str, speaker: str) -> list[Triple]:
-    found: list[Triple] = []
+    return [t for _, triples in _clause_triples(sentence, speaker) for t in triples]
+
+
+def clause_statements(text: str, speaker: str) -> list[tuple[str, list[Triple]]]:
+    """Each clause of the text with its subject spelled out, and the facts the patterns read in it
+    ("I live in Berlin and work at the MPI" -> "I live in Berlin", "I work at the MPI")."""
+    return [pair for sentence in split_sentences(text) for pair in _clause_triples(sentence, speaker)]
+
+
+def _clause_triples(sentence: str, speaker: str) -> list[tuple[str, list[Triple]]]:
+    found: list[tuple[str, list[Triple]]] = []
     subject = person = None
     for clause in _clauses(sentence):
         clause = _clause_text(clause, subject, person, speaker)
@@ -401,7 +411,7 @@ def _sentence_triples(sentence: str, speaker: str) -> list[Triple]:
         elif _FIRST_PERSON_START.match(clause):
             subject = speaker
         person = people.pop() if len(people) == 1 else None
-        found.extend(triples)
+        found.append((clause, triples))
     return found
 
 

@@ -343,6 +343,20 @@ class PersonalStore:
             (user_id, *entity_keys, *entity_keys))
         return {r[0]: r[1] for r in rows}
 
+    def facts_with(self, conn: Connection, user_id: str,
+                   pairs: list[tuple[str, str]]) -> list[tuple[int, tuple[str, str, str]]]:
+        """The live (memory_id, (source_key, relationship, target_key)) of these (source_key,
+        relationship) pairs, read inside the write's transaction."""
+        if not pairs:
+            return []
+        match = " OR ".join(["(t.source_key = ? AND t.relationship = ?)"] * len(pairs))
+        rows = conn.execute(
+            f"SELECT s.memory_id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
+            f"JOIN personal_triples t ON t.id = s.triple_id JOIN personal_memories m ON m.id = s.memory_id "
+            f"WHERE t.user_id = ? AND m.deleted_at IS NULL AND ({match}) ORDER BY s.memory_id, t.id",
+            (user_id, *(v for pair in pairs for v in pair))).fetchall()
+        return [(r[0], (r[1], r[2], r[3])) for r in rows]
+
     def facts_of(self, user_id: str, memory_ids: list[int]) -> dict[int, list[tuple[str, str, str]]]:
         """Memory id -> the live facts it states, as (source_key, relationship, target_key)."""
         if not memory_ids:

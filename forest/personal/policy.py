@@ -16,10 +16,11 @@ import numpy as np
 
 from forest.config import Settings
 from forest.models.embedders import Embedder
-from forest.personal.graph import Triple, TripleExtractor, entity_key
+from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.errors import InvalidInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
+from forest.personal.updates import UpdateJudge
 from forest.personal.redact import redact, redact_metadata, secret_format
 from forest.validation import check_metadata, check_optional_scope_id, check_scope_id, check_text
 
@@ -27,12 +28,9 @@ MAX_MEMORY_CHARS = 4000
 # A memory is read in its conversation: the input said just before it (same user and scope, at
 # most this long before; a common session timeout) is indexed with it for BM25.
 CONVERSATION_GAP_SECONDS = 30 * 60
-# Two memories are about the same subject when their calibrated similarity reaches this.
-SAME_SUBJECT = 0.6
-SAME_NEGATED = SAME_SUBJECT + 0.15   # the same statement, one side negated
-# Relations a subject has one value of at a time: a new value supersedes the old memory.
-SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "is married to", "born in", "is from", "住在",
-                           "工作于", "结婚", "来自", "出生于"])
+# The same statement, one side negated, when their calibrated similarity reaches this.
+SAME_NEGATED = 0.75
+_CJK_END = re.compile(r"[\u4e00-\u9fff]$")
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 
 
@@ -59,6 +57,7 @@ class WritePolicy:
         self.settings = settings
         self.privacy = privacy
         self.extractor = extractor
+        self.updates = UpdateJudge(extractor.extract, extractor.llm)
 
     def prepare(self, batch: list[QueuedInput]) -> list[WritePlan]:
         """Everything slow, outside any transaction: privacy classification, embedding (one call
@@ -97,65 +96,93 @@ class WritePolicy:
 
     def add_or_supersede(self, conn, plan: WritePlan) -> tuple[int, str, str]:
         """A live memory that says the same (same words, scope and metadata) is kept as it is. A
-        contradiction replaces the old memory only when every fact of it is contradicted (or
-        it is the same statement negated); otherwise only its contradicted facts are retired and
-        the new memory is added beside it, so "I live in Paris" keeps "my sister Mia is a doctor".
-        The contradiction is looked for inside the write's transaction, so a memory written just
-        before (in the same worker batch, or by another process) is seen. Reasons name memories
+        later statement about the same attribute of the same person (forest.personal.updates)
+        ends the earlier facts: a memory all of whose facts end is replaced by the new one (an
+        UPDATE in its history); a compound memory keeps the clauses that still hold ("I live in
+        Berlin and I work at the MPI" keeps "I work at the MPI."), and the new memory is added
+        beside it. The same statement negated replaces the memory too. All is looked for inside
+        the write's transaction, so a memory written just before is seen. Reasons name memories
         by id, never by their text: a deleted memory's words stay in no other record."""
         user_id, at = plan.user_id, plan.at
         # Said before word for word (the same input sent again after its reply was lost, or
         # repeated): the memory is there already, and a second copy would crowd every search.
         if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
             return same, "repeated", f"memory {same} says the same"
-        old, conflicts = self._contradicted(user_id, plan.text, plan.vector, plan.triples)
+        ended = self.updates.ended(plan.text, plan.triples, user_id,
+                                   lambda pairs: self.store.facts_with(conn, user_id, pairs),
+                                   lambda memory_id: self.store.memories_by_id(user_id, [memory_id])[memory_id].memory)
+        records = self.store.memories_by_id(user_id, list(ended))
+        stated = self.store.facts_of(user_id, list(records))
+        kept = {m: kept_part(records[m].memory, facts, user_id) for m, facts in ended.items() if m in records}
+        whole = [m for m in kept if kept[m] == "" or (kept[m] is None and set(ended[m]) >= set(stated.get(m, [])))]
+        if not ended and (negated := self._negated(user_id, plan.text, plan.vector)) is not None:
+            whole = [negated.id]
         context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
             if plan.actor == "process_memory" else None
-        if old is not None and conflicts is None:
-            why = f"contradicts memory {old.id} about the same subject"
-            if self.store.update(conn, user_id, old.id, plan.text, plan.vector, self.embedder.name, at, plan.actor,
+        if whole:
+            why = f"supersedes memory {whole[0]}: a later statement about the same attribute"
+            if self.store.update(conn, user_id, whole[0], plan.text, plan.vector, self.embedder.name, at, plan.actor,
                                  why, plan.metadata, context):
-                self.store.drop_facts(conn, user_id, old.id)
-                self.store.add_triples(conn, user_id, old.id, keyed(plan.triples), at)
-                return old.id, "superseded", why
+                self.store.drop_facts(conn, user_id, whole[0])
+                self.store.add_triples(conn, user_id, whole[0], keyed(plan.triples), at)
+                self._end_others(conn, plan, whole[0], ended, kept, whole[1:])
+                return whole[0], "superseded", why
         memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
                                    plan.metadata, at, plan.actor, context=context)
         self.store.add_triples(conn, user_id, memory_id, keyed(plan.triples), at)
-        if old is not None and conflicts:
-            self.store.drop_facts(conn, user_id, old.id, conflicts)
-            return memory_id, "stored", f"replaces {len(conflicts)} fact(s) of memory {old.id}, which keeps its others"
+        if ended:
+            self._end_others(conn, plan, memory_id, ended, kept, whole)
+            return memory_id, "stored", f"ends {sum(map(len, ended.values()))} fact(s) of memory " \
+                                        f"{', '.join(map(str, sorted(ended)))}, which keeps the rest"
         return memory_id, "stored", "private information about the user"
 
-    def _contradicted(self, user_id: str, text: str, vector: np.ndarray,
-                      triples) -> tuple[PersonalMemoryRecord | None, list[tuple[str, str, str]] | None]:
-        """The live memory the new one contradicts, and which of its facts (None: all of it).
-        A contradiction is the same single-valued relation of the same subject with another value
-        (the facts that differ; None when those are all the memory states), or the same statement
-        negated (high similarity, one side negated: the whole memory)."""
+    def _end_others(self, conn, plan: WritePlan, by: int, ended: dict[int, list[tuple[str, str, str]]],
+                    kept: dict[int, str | None], gone: list[int]) -> None:
+        """The other memories the statement ends: wholly (deleted, the history says by which) or in
+        part (their clauses that still hold, or, where no clause could be told apart, their text
+        with the ended facts retired)."""
+        for memory_id, facts in ended.items():
+            if memory_id == by:
+                continue
+            why = f"memory {by} supersedes {len(facts)} fact(s) of it"
+            if memory_id in gone:
+                self.store.delete(conn, plan.user_id, memory_id, plan.at, plan.actor, why)
+                continue
+            if kept.get(memory_id):
+                self.store.update(conn, plan.user_id, memory_id, kept[memory_id],
+                                  self.embedder.embed_passages([kept[memory_id]])[0], self.embedder.name, plan.at,
+                                  plan.actor, why)
+            self.store.drop_facts(conn, plan.user_id, memory_id, facts)
+
+    def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
+        """The live memory that says the same statement, one side negated (high similarity)."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
-            return None, None
-        new_facts = {(entity_key(t.source), t.relationship): entity_key(t.target) for t in triples
-                     if t.relationship in SINGLE_VALUED}
-        # Without a single-valued fact only a negation can contradict, and only a close one: the
-        # memories below that are not read (a chat holds hundreds on the same subject). The old
-        # memories' facts are the stored ones (never extracted again: with Claude, a request each).
-        floor = SAME_SUBJECT if new_facts else SAME_NEGATED
+            return None
+        # Only close memories are read (a chat holds hundreds on the same subject).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= floor)])
-        stated = self.store.facts_of(user_id, list(records)) if new_facts else {}
+        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= SAME_NEGATED)])
         negated = bool(_NEGATION.search(text))
         for i in np.argsort(-similarity, kind="stable"):
             record = records.get(ids[i])
             if record is None:
                 break
-            facts = stated.get(record.id, [])
-            conflicts = [f for f in facts if new_facts.get(f[:2], f[2]) != f[2]]
-            if conflicts:
-                return record, None if len(conflicts) == len(set(facts)) else conflicts
-            if negated != bool(_NEGATION.search(record.memory)) and similarity[i] >= SAME_NEGATED:
-                return record, None
-        return None, None
+            if negated != bool(_NEGATION.search(record.memory)):
+                return record
+        return None
+
+
+def kept_part(memory: str, ended: list[tuple[str, str, str]], speaker: str) -> str | None:
+    """The clauses of a memory that state none of the ended facts, spelled out ("" when none is
+    left); None when no clause could be told to state them (the patterns did not read the fact)."""
+    ended_keys = set(ended)
+    clauses = clause_statements(memory, speaker)
+    states = [{(entity_key(t.source), t.relationship, entity_key(t.target)) for t in triples} & ended_keys
+              for _, triples in clauses]
+    if not any(states):
+        return None
+    left = [text.strip() for (text, _), hit in zip(clauses, states) if not hit and text.strip()]
+    return " ".join(t if t[-1] in ".!?。！？" else t + ("。" if _CJK_END.search(t) else ".") for t in left)
 
 
 def keyed(triples: Iterable[Triple]) -> list[tuple[str, str, str, str, str]]:

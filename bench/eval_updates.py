@@ -1,0 +1,102 @@
+"""Precision and recall of superseding on labelled (earlier, later) statement pairs from real
+conversation (bench/data/update_pairs.json, LoCoMo turns; how they were chosen and labelled is in
+the file), on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
+
+Each pair is written as its speaker would say it, through process_memory and the write worker (the
+privacy filter off, offline models): the earlier turn, then the later one, for a user of its own.
+A pair is predicted superseded when the later write changed the earlier memory: its history has an
+UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
+
+Run: `python bench/eval_updates.py [--against main]` (the base runs from a temporary git worktree
+through bench/baseline.py); `--against none` measures this checkout only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIRS = ROOT / "bench" / "data" / "update_pairs.json"
+
+
+def load_pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+
+
+def predict(pairs: list[dict[str, Any]]) -> list[bool]:
+    """Whether this checkout's write path supersedes the earlier statement of each pair."""
+    from forest import MemoryForest
+    from forest.config import load_settings
+
+    with tempfile.TemporaryDirectory(prefix="forest-updates-") as tmp:
+        settings = load_settings({"data_dir": Path(tmp) / "store"}, environ={}).replace(memory_privacy_filter=False)
+        forest = MemoryForest(settings)
+        personal, predicted = forest.personal, []
+        try:
+            for n, pair in enumerate(pairs):
+                user = f"{pair['speaker'].lower()}-{n}"
+                personal.process_memory(user, pair["earlier"], observed_at=1_000_000.0)
+                assert personal.drain(120)
+                earlier = [m.id for m in personal.store.memories(user)]
+                facts_before = sum(len(f) for f in personal.store.facts_of(user, earlier).values())
+                personal.process_memory(user, pair["later"], observed_at=1_000_000.0 + 86_400)
+                assert personal.drain(120)
+                changed = any(e.event in ("UPDATE", "DELETE") for m in earlier for e in personal.store.history(user, m))
+                facts_after = sum(len(f) for f in personal.store.facts_of(user, earlier).values())
+                predicted.append(changed or facts_after < facts_before)
+        finally:
+            personal.stop()
+            forest.close()
+    return predicted
+
+
+def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, float | int]:
+    truth = [p["should_supersede"] for p in pairs]
+    tp = sum(t and p for t, p in zip(truth, predicted))
+    fp = sum(p and not t for t, p in zip(truth, predicted))
+    fn = sum(t and not p for t, p in zip(truth, predicted))
+    return {"pairs": len(pairs), "positives": sum(truth), "tp": tp, "fp": fp, "fn": fn,
+            "precision": tp / (tp + fp) if tp + fp else float("nan"),
+            "recall": tp / (tp + fn) if tp + fn else float("nan")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
+    parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
+    args = parser.parse_args()
+    pairs = load_pairs()
+    ours = predict(pairs)
+    if args.json_out == "-":
+        json.dump({"predicted": ours}, sys.stdout)
+        return
+    sys.path.insert(0, str(ROOT / "bench"))
+    versions = {"new": ours}
+    if args.against != "none":
+        from baseline import measure_against
+        versions = {f"today ({args.against})": measure_against(args.against, Path(__file__).resolve(), [])["predicted"],
+                    **versions}
+    from flat_baselines import mcnemar_exact
+    for split in ("dev", "heldout"):
+        index = [i for i, p in enumerate(pairs) if p["split"] == split]
+        part = [pairs[i] for i in index]
+        print(f"{split}: {len(part)} pairs, {sum(p['should_supersede'] for p in part)} should supersede")
+        right = {}
+        for name, predicted in versions.items():
+            got = [predicted[i] for i in index]
+            s = scores(part, got)
+            right[name] = [g == p["should_supersede"] for g, p in zip(got, part)]
+            print(f"  {name:<14} precision {s['precision']:.3f}  recall {s['recall']:.3f}  "
+                  f"(tp {s['tp']}, fp {s['fp']}, fn {s['fn']})")
+        if len(right) == 2:
+            (a, ra), (b, rb) = right.items()
+            only_a, only_b, p = mcnemar_exact(ra, rb)
+            print(f"  McNemar (right per pair): {a} only {only_a}, {b} only {only_b}, p = {p:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Updates as people say them supersede the earlier statement (forest.personal.updates): along the
+person's path over MCP, and for additive, Chinese, ending and compound statements."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import free_port
+
+
+def _say(personal, user: str, *texts: str) -> None:
+    for text in texts:
+        personal.process_memory(user, text)
+        assert personal.drain(60)
+
+
+def _memories(personal, user: str) -> list[str]:
+    return [m.memory for m in personal.store.memories(user)]
+
+
+def _live_places(personal, user: str) -> set[str]:
+    return {t for s, r, t in personal.store.triples(user) if r in ("lives in", "住在")}
+
+
+def _mcp(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def run():
+        client = create_mcp_http_client()
+        async with client, streamable_http_client(url + "/mcp", http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return [await session.call_tool(name, args) for name, args in calls]
+
+    replies = asyncio.run(run())
+    assert not any(r.is_error for r in replies), [r.content for r in replies]
+    return [json.loads(r.content[0].text) for r in replies]
+
+
+def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
+    from forest.serving.http import ThreadServer
+
+    forest = make_forest()
+    server = ThreadServer(forest, port=free_port()).start()
+    try:
+        _mcp(server.url, [("process_memory", {"user_id": "ann", "input": text}) for text in (
+            "I live in Berlin and I work at the Max Planck Institute.", "Actually I moved: I live in Munich now.")])
+        assert forest.personal.drain(60)
+        found = forest.personal.memory_tool("search", "ann", query="Where do I live?")["payload"]["results"]
+        texts = " ".join(r["memory"] for r in found)
+        assert "Munich" in texts and "Berlin" not in texts, texts
+        assert any("Max Planck" in m for m in _memories(forest.personal, "ann"))   # the unaffected part stays
+        history = forest.personal.memory_tool("history", "ann")["payload"]["history"]
+        update = [e for e in history if e["event"] == "UPDATE"]
+        assert update and "Berlin" in update[0]["old_value"] and "supersedes" in update[0]["reason"]
+        assert "Berlin" not in (update[0]["new_value"] or "")
+        assert _live_places(forest.personal, "ann") == {"Munich"}   # the edge to Berlin is ended
+    finally:
+        server.stop()
+        forest.personal.stop()
+
+
+def test_an_additive_statement_supersedes_nothing(personal):
+    _say(personal, "bo", "I live in Berlin.", "I also live part-time in Munich.")
+    assert any("Berlin" in m for m in _memories(personal, "bo"))
+    assert "Berlin" in _live_places(personal, "bo")
+
+
+def test_a_chinese_move_supersedes(personal):
+    _say(personal, "li", "我住在柏林。", "我搬到慕尼黑了。")
+    assert not any("柏林" in m for m in _memories(personal, "li"))
+    assert _live_places(personal, "li") == set()   # "搬到" is kept as said; 住在 柏林 is ended
+
+
+def test_an_ending_said_outright_ends_the_fact_and_keeps_the_rest(personal):
+    _say(personal, "cy", "I work at Google and I live in Paris.", "I quit my job at Google.")
+    memories = _memories(personal, "cy")
+    assert not any("work at Google" in m and "quit" not in m for m in memories), memories
+    assert any("I live in Paris" in m for m in memories)
+    assert ("cy", "works at", "Google") not in personal.store.triples("cy")
+
+
+def test_another_user_is_untouched(personal):
+    _say(personal, "ann", "I live in Berlin.")
+    _say(personal, "bob", "I moved to Munich.")
+    assert _live_places(personal, "ann") == {"Berlin"}
+
+
+@pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职"])
+def test_hostile_input_is_read_in_linear_time(text):
+    import time
+
+    from forest.personal.updates import ended_statement
+    began = time.process_time()
+    ended_statement(text)
+    assert time.process_time() - began < 0.05
