@@ -61,8 +61,11 @@ def selectbox(driver, label: str):
 
 
 def choose(driver, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label`, and wait for the run it starts."""
-    wait(driver, lambda d: selectbox(d, label)).click()
+    """Pick `option` in the selectbox labelled `label`, and wait for the run it starts. Its text is
+    typed first, as a person with a long list does: the list draws only the options in view."""
+    field = wait(driver, lambda d: selectbox(d, label))
+    field.click()
+    field.send_keys(option)
     wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
                                  if o.text.strip() == option), None)).click()
     wait(driver, lambda d: selectbox(d, label).get_attribute("value") == option and settled(d))
