@@ -22,6 +22,7 @@ from mem0.exceptions import MemoryNotFoundError, ValidationError
 from conftest import forest_env, free_port, start_serve, stop_process
 from forest import MemoryForest, load_settings
 from forest.compat.mem0 import Memory
+from forest.errors import ConfigError
 from forest.serving.http import ThreadServer
 
 TOKEN = "mem0-test-token-" + "x7Qp2Lm9Zr4Kv8Nw"
@@ -347,3 +348,12 @@ def test_memory_client_against_forest_serve(tmp_path, outside_calls):
     finally:
         stop_process(process)
     assert outside_calls == []
+
+
+def test_an_inferred_add_is_refused_while_personal_memory_is_switched_off(make_forest):
+    """mem0's asynchronous add queues a write: with memory_enabled off, as process_memory does,
+    nothing is queued, and the caller is told why."""
+    forest = make_forest(memory_enabled=False)
+    with pytest.raises(ConfigError, match="switched off"):
+        forest.personal.queue_write("ann", "I live in Lisbon")
+    assert forest.personal.write_queue("ann")["state"] == {"pending": 0, "done": 0, "failed": 0}

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from forest.config import Settings, without_password
+from forest.errors import ConfigError
 from forest.models.embedders import Embedder
 from forest.models.llm import StructuredLLM
 from forest.personal.graph import Triple, TripleExtractor, format_path, graph_paths
@@ -208,6 +209,8 @@ class PersonalMemory:
         input queued for the worker; returns the queue item's id (queued_write reports it)."""
         user_id, text = checked_user_id(user_id), checked_text(text, "input")
         scope, metadata = checked_scope(agent_id, run_id), checked_metadata(metadata)
+        if not self.enabled:  # as process_memory: nothing is remembered while memory is switched off
+            raise ConfigError("personal memory is switched off (setting memory_enabled): nothing was queued")
         now = self.clock()
         item_id = self.store.enqueue(user_id, text, scope, metadata, observed_at or now, now)
         self.writer.wake()
