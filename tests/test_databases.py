@@ -27,20 +27,25 @@ def test_a_new_sqlite_store_gets_exactly_the_schema_the_old_migrations_made(tmp_
     rows = [list(r) for r in db.query("SELECT type, name, tbl_name, sql FROM sqlite_master "
                                       "WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name")]
     expected = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    assert expected["user_version"] == 11 and db.schema_version == LATEST_VERSION == 12
+    assert expected["user_version"] == 11 and db.schema_version == LATEST_VERSION == 13
     assert rows == with_library_columns(expected["objects"])
 
 
 def with_library_columns(objects: list[list]) -> list[list]:
-    """Migration 12 on the v11 objects: the archives table's two library columns, added by SQLite."""
+    """Migrations 12 and 13 on the v11 objects, as SQLite makes them: the archives table's two
+    library columns; the personal graph's validity columns and their index."""
     import sqlite3
 
     memory = sqlite3.connect(":memory:")
-    memory.execute(next(o[3] for o in objects if o[:2] == ["table", "archives"]))
-    memory.execute("ALTER TABLE archives ADD COLUMN library TEXT")
-    memory.execute("ALTER TABLE archives ADD COLUMN cite_as TEXT")
-    altered = memory.execute("SELECT sql FROM sqlite_master WHERE name = 'archives'").fetchone()[0]
-    return [[*o[:3], altered] if o[:2] == ["table", "archives"] else o for o in objects]
+    for table in ("archives", "personal_triples"):
+        memory.execute(next(o[3] for o in objects if o[:2] == ["table", table]))
+    memory.executescript("ALTER TABLE archives ADD COLUMN library TEXT; ALTER TABLE archives ADD COLUMN cite_as TEXT;"
+                         "ALTER TABLE personal_triples ADD COLUMN valid_from REAL;"
+                         "ALTER TABLE personal_triples ADD COLUMN valid_to REAL;"
+                         "CREATE INDEX idx_triples_user_open ON personal_triples (user_id, valid_to);")
+    made = {(r[0], r[1]): list(r) for r in memory.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")}
+    return sorted([made.get((o[0], o[1]), o) for o in objects] + [made[("index", "idx_triples_user_open")]],
+                  key=lambda o: (o[0], o[1]))
 
 
 def test_postgres_gets_postgres_types_and_its_own_full_text_tables(postgres_url):

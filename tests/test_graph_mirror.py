@@ -23,7 +23,8 @@ from forest.storage.graphs.neo4j import Neo4jGraphStore
 from tests.conftest import forest_env
 
 FAMILY = ["My wife is Anna.", "Anna works at Acme.", "Anna grew up in Lisbon.", "I live in Paris.",
-          "Tom is my brother.", "Tom has a dog named Rex.", "I love jazz."]
+          "Tom is my brother.", "Tom has a dog named Rex.", "I love jazz.",
+          "I live in Madrid."]   # the last closes the edge to Paris: the walks must skip it alike
 QUESTIONS = ["Where does my wife work?", "Who is Tom?", "What is Rex?", "Where do I live?", "Tell me about Anna.",
              "Does Tom have a dog?", "What does Anna do?", "Nothing anyone knows of"]
 
@@ -83,10 +84,17 @@ def test_writes_supersedes_deletes_and_erasure_reach_the_graph(mirrored):
                                                                      ("Anna", "works at", "Acme")}
     assert all(e.memory_ids and e.valid_from.endswith("Z") for e in edges)
 
-    # Superseded: the new place replaces the old in both, on the same memory.
+    # Superseded: the new place replaces the old on the same memory; the old edge is closed at the
+    # new statement (valid_to), not erased, in both; what holds now skips it.
     add(personal, "ann", "I live in Berlin.")
-    places = {e.target: e.memory_ids for e in graph_edges(personal, "ann") if e.relationship == "lives in"}
-    assert places == {"Berlin": (ids[2],)} and graph_edges(personal, "ann") == sql_edges(personal, "ann")
+    places = {e.target: e for e in graph_edges(personal, "ann") if e.relationship == "lives in"}
+    assert {p: e.memory_ids for p, e in places.items()} == {"Paris": (ids[2],), "Berlin": (ids[2],)}
+    assert places["Berlin"].valid_to is None and places["Paris"].valid_to == places["Berlin"].valid_from
+    assert graph_edges(personal, "ann") == sql_edges(personal, "ann")
+    assert "Paris" not in {e.target for e in personal.store.mirror.graph.current_edges("ann")}
+    assert "Paris" not in personal.store.mirror.graph.entity_names("ann")
+    assert "Paris" not in {t.target for t in personal.recall.graph("ann", "Do I live in Paris or Berlin?")[1]}
+    assert mirrored.doctor().graph_drift == {}
 
     # Deleted: its fact and the entity no other fact names leave the graph.
     assert personal.memory_tool("delete", "ann", memory_id=ids[1])["status"] == "success"
@@ -129,6 +137,7 @@ def test_user_graph_and_the_walk_from_the_graph_equal_sql_and_networkx(mirrored)
         expected_start, expected = from_sql(personal, lambda: personal.recall.graph("ann", question))
         assert relations == expected, question
         assert sorted(map(str.casefold, start)) == sorted(map(str.casefold, expected_start))
+    assert "Paris" not in {t.target for q in QUESTIONS for t in personal.recall.graph("ann", q)[1]}
     two_hops = personal.recall.graph("ann", "Where does my wife work?")[1]   # ann -> Anna -> Acme
     assert ("Anna", "works at", "Acme") in [(t.source, t.relationship, t.target) for t in two_hops]
 

@@ -60,9 +60,26 @@ def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
         assert update and "Berlin" in update[0]["old_value"] and "supersedes" in update[0]["reason"]
         assert "Berlin" not in (update[0]["new_value"] or "")
         assert _live_places(forest.personal, "ann") == {"Munich"}   # the edge to Berlin is ended
+        now, then = _mcp(server.url, [("get_user_graph", {"user_id": "ann"}),
+                                      ("get_user_graph", {"user_id": "ann", "include_ended": True})])
+        assert {r["target"] for r in now["relations"] if r["relationship"] == "lives in"} == {"Munich"}
+        assert "Berlin" not in now["entities"]
+        places = {r["target"]: r for r in then["relations"] if r["relationship"] == "lives in"}
+        assert set(places) == {"Berlin", "Munich"}
+        # closed, not erased: Berlin held until the statement that moved ann to Munich
+        assert places["Berlin"]["valid_to"] == places["Munich"]["valid_from"] and places["Munich"]["valid_to"] is None
+        assert places["Berlin"]["valid_from"] <= places["Berlin"]["valid_to"]
     finally:
         server.stop()
         forest.personal.stop()
+
+
+def test_moving_back_reopens_the_closed_fact(personal):
+    _say(personal, "eve", "I live in Berlin.", "I moved to Munich.", "I moved back: I live in Berlin now.")
+    assert _live_places(personal, "eve") == {"Berlin"}
+    spans = {r["target"]: r["valid_to"] for r in personal.user_graph("eve", include_ended=True)["relations"]
+             if r["relationship"] in ("lives in", "moved to")}   # "moved to Munich" is kept as said
+    assert spans["Berlin"] is None and spans.get("Munich") is not None, spans
 
 
 def test_an_additive_statement_supersedes_nothing(personal):

@@ -3,7 +3,7 @@ user never reads or changes another's memories, history, graph or queue."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -156,7 +156,7 @@ class PersonalStore:
                             (user_id, memory_id)).fetchone()
         if live is None:
             return False
-        self.drop_facts(conn, user_id, memory_id)
+        self.drop_facts(conn, user_id, memory_id, closed_too=True)
         conn.execute("UPDATE personal_memories SET memory = '', metadata = '{}', embedding = ?, context = NULL, "
                      "context_id = NULL, deleted_at = ?, updated_at = ? WHERE id = ?", (b"", at, at, memory_id))
         self._unindex(conn, memory_id)
@@ -297,12 +297,15 @@ class PersonalStore:
     def add_triples(self, conn: Connection, user_id: str, memory_id: int,
                     triples: list[tuple[str, str, str, str, str]], at: float) -> None:
         """(source, relationship, target, source_key, target_key); a known triple is kept once, and
-        every memory that states it is recorded as its source."""
+        every memory that states it is recorded as its source. A closed fact stated again holds
+        again from `at` (its earlier span stays in the history of the memories that said it)."""
         for t in triples:
             conn.execute(
                 "INSERT INTO personal_triples (user_id, memory_id, source, relationship, target, source_key, "
-                "target_key, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (user_id, memory_id, *t, at))
+                "target_key, created_at, valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (user_id, source_key, relationship, target_key) DO UPDATE SET "
+                "valid_from = excluded.valid_from, valid_to = NULL WHERE personal_triples.valid_to IS NOT NULL",
+                (user_id, memory_id, *t, at, at))
             conn.execute(
                 "INSERT INTO personal_triple_sources (triple_id, memory_id) SELECT id, ? FROM "
                 "personal_triples WHERE user_id = ? AND source_key = ? AND relationship = ? AND target_key = ? "
@@ -310,27 +313,53 @@ class PersonalStore:
         if self.mirror is not None:
             self.mirror.touch(user_id, [(t[3], t[1], t[4]) for t in triples])
 
-    def drop_facts(self, conn: Connection, user_id: str, memory_id: int,
-                   only: list[tuple[str, str, str]] | None = None) -> None:
-        """The memory no longer states its facts (or only those (source_key, relationship,
-        target_key)); a fact no memory states any more is removed, one another memory states stays."""
-        stated = {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
+    def _stated(self, conn: Connection, user_id: str, memory_id: int,
+                closed_too: bool) -> dict[int, tuple[str, str, str]]:
+        """Triple id -> (source_key, relationship, target_key) of the facts the memory states (the
+        open ones; with closed_too, also those superseded)."""
+        return {r[0]: (r[1], r[2], r[3]) for r in conn.execute(
             "SELECT t.id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
-            "JOIN personal_triples t ON t.id = s.triple_id WHERE s.memory_id = ? AND t.user_id = ?",
-            (memory_id, user_id))}
-        wanted = None if only is None else set(only)
-        ids = [i for i, key in stated.items() if wanted is None or key in wanted]
+            "JOIN personal_triples t ON t.id = s.triple_id WHERE s.memory_id = ? AND t.user_id = ?"
+            + ("" if closed_too else " AND t.valid_to IS NULL"), (memory_id, user_id))}
+
+    def _unlink(self, conn: Connection, triple_id: int, memory_id: int) -> int | None:
+        """The memory no longer a source of the fact; another memory that states it, if any."""
+        conn.execute("DELETE FROM personal_triple_sources WHERE triple_id = ? AND memory_id = ?", (triple_id, memory_id))
+        left = conn.execute("SELECT memory_id FROM personal_triple_sources WHERE triple_id = ? LIMIT 1",
+                            (triple_id,)).fetchone()
+        if left is not None:
+            conn.execute("UPDATE personal_triples SET memory_id = ? WHERE id = ?", (left[0], triple_id))
+        return None if left is None else left[0]
+
+    def drop_facts(self, conn: Connection, user_id: str, memory_id: int, closed_too: bool = False) -> None:
+        """The memory no longer states its open facts (a correction, or with closed_too its erasure:
+        also those superseded); a fact no memory states any more is removed, one another memory
+        states stays."""
+        stated = self._stated(conn, user_id, memory_id, closed_too)
         if self.mirror is not None:
-            self.mirror.touch(user_id, [stated[i] for i in ids])
-        for triple_id in ids:
-            conn.execute("DELETE FROM personal_triple_sources WHERE triple_id = ? AND memory_id = ?",
-                         (triple_id, memory_id))
-            left = conn.execute("SELECT memory_id FROM personal_triple_sources WHERE triple_id = ? LIMIT 1",
-                                (triple_id,)).fetchone()
-            if left is None:
+            self.mirror.touch(user_id, list(stated.values()))
+        for triple_id in stated:
+            if self._unlink(conn, triple_id, memory_id) is None:
                 conn.execute("DELETE FROM personal_triples WHERE id = ?", (triple_id,))
+
+    def end_facts(self, conn: Connection, user_id: str, memory_id: int, at: float,
+                  only: list[tuple[str, str, str]] | None = None,
+                  still_stated: Iterable[tuple[str, str, str]] = ()) -> None:
+        """A later statement superseded the memory's open facts (or only those keys), save those it
+        states again: a fact another memory still states stays open without this one; any other is
+        closed at `at` (valid_to), kept with its source for what was true."""
+        keep, wanted = set(still_stated), None if only is None else set(only)
+        ended = {i: key for i, key in self._stated(conn, user_id, memory_id, False).items()
+                 if key not in keep and (wanted is None or key in wanted)}
+        if self.mirror is not None:
+            self.mirror.touch(user_id, list(ended.values()))
+        for triple_id in ended:
+            others = conn.execute("SELECT 1 FROM personal_triple_sources WHERE triple_id = ? AND memory_id <> ? "
+                                  "LIMIT 1", (triple_id, memory_id)).fetchone()
+            if others is not None:
+                self._unlink(conn, triple_id, memory_id)
             else:
-                conn.execute("UPDATE personal_triples SET memory_id = ? WHERE id = ?", (left[0], triple_id))
+                conn.execute("UPDATE personal_triples SET valid_to = ? WHERE id = ?", (at, triple_id))
 
     def fact_memories(self, user_id: str, entity_keys: list[str]) -> dict[int, int]:
         """Memory id -> how many facts it states about any of the entities (by key)."""
@@ -339,7 +368,8 @@ class PersonalStore:
         marks = ",".join("?" * len(entity_keys))
         rows = self.db.query(
             f"SELECT s.memory_id, count(*) FROM personal_triples t JOIN personal_triple_sources s ON s.triple_id = t.id "
-            f"WHERE t.user_id = ? AND (t.source_key IN ({marks}) OR t.target_key IN ({marks})) GROUP BY s.memory_id",
+            f"WHERE t.user_id = ? AND t.valid_to IS NULL AND (t.source_key IN ({marks}) OR t.target_key IN ({marks})) "
+            f"GROUP BY s.memory_id",
             (user_id, *entity_keys, *entity_keys))
         return {r[0]: r[1] for r in rows}
 
@@ -353,7 +383,8 @@ class PersonalStore:
         rows = conn.execute(
             f"SELECT s.memory_id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
             f"JOIN personal_triples t ON t.id = s.triple_id JOIN personal_memories m ON m.id = s.memory_id "
-            f"WHERE t.user_id = ? AND m.deleted_at IS NULL AND ({match}) ORDER BY s.memory_id, t.id",
+            f"WHERE t.user_id = ? AND t.valid_to IS NULL AND m.deleted_at IS NULL AND ({match}) "
+            f"ORDER BY s.memory_id, t.id",
             (user_id, *(v for pair in pairs for v in pair))).fetchall()
         return [(r[0], (r[1], r[2], r[3])) for r in rows]
 
@@ -363,7 +394,7 @@ class PersonalStore:
             return {}
         rows = self.db.query(
             f"SELECT s.memory_id, t.source_key, t.relationship, t.target_key FROM personal_triple_sources s "
-            f"JOIN personal_triples t ON t.id = s.triple_id WHERE t.user_id = ? "
+            f"JOIN personal_triples t ON t.id = s.triple_id WHERE t.user_id = ? AND t.valid_to IS NULL "
             f"AND s.memory_id IN ({','.join('?' * len(memory_ids))}) ORDER BY t.id", (user_id, *memory_ids))
         facts: dict[int, list[tuple[str, str, str]]] = {}
         for memory_id, *fact in rows:
@@ -372,31 +403,41 @@ class PersonalStore:
 
     def graph_edges(self, user_id: str, keys: list[tuple[str, str, str]] | None = None,
                     conn: Connection | None = None) -> list[GraphEdge]:
-        """The user's facts (those with these (source_key, relationship, target_key) keys; None:
-        all) as the graph mirror holds them, in stored order; read through `conn` inside a write."""
+        """The user's facts, open and closed (those with these (source_key, relationship,
+        target_key) keys; None: all) as the graph mirror holds them, in stored order; read through
+        `conn` inside a write."""
         read = (lambda sql, params: conn.execute(sql, params).fetchall()) if conn else self.db.query_tuples
         rows = []
         for part in [None] if keys is None else [keys[i:i + 100] for i in range(0, len(keys), 100)]:
             which = "" if part is None else " AND (" + " OR ".join(
                 ["(t.source_key = ? AND t.relationship = ? AND t.target_key = ?)"] * len(part)) + ")"
-            rows += read("SELECT t.id, t.source, t.relationship, t.target, t.source_key, t.target_key, t.created_at, "
-                         "s.memory_id FROM personal_triples t JOIN personal_triple_sources s ON s.triple_id = t.id "
+            rows += read("SELECT t.id, t.source, t.relationship, t.target, t.source_key, t.target_key, "
+                         "COALESCE(t.valid_from, t.created_at), t.valid_to, s.memory_id FROM personal_triples t JOIN personal_triple_sources s ON s.triple_id = t.id "
                          f"WHERE t.user_id = ?{which}", [user_id, *(value for key in part or [] for value in key)])
         facts: dict[int, tuple[Any, ...]] = {}
         sources: dict[int, list[int]] = {}
         for *fact, memory_id in rows:
             facts[fact[0]] = tuple(fact)
             sources.setdefault(fact[0], []).append(memory_id)
-        return [GraphEdge(*facts[i][:6], tuple(sorted(sources[i])), iso(facts[i][6])) for i in sorted(facts)]
+        return [GraphEdge(*facts[i][:6], tuple(sorted(sources[i])), iso(facts[i][6]),
+                          None if facts[i][7] is None else iso(facts[i][7])) for i in sorted(facts)]
 
     def graph_users(self) -> list[str]:
         """The users who hold facts (the graph mirror's doctor looks at each)."""
         return [r[0] for r in self.db.query_tuples("SELECT DISTINCT user_id FROM personal_triples")]
 
     def triples(self, user_id: str) -> list[tuple[str, str, str]]:
+        """The user's facts that hold now (superseded ones are closed: see fact_history)."""
         rows = self.db.query("SELECT source, relationship, target FROM personal_triples WHERE user_id = ? "
-                             "ORDER BY id", (user_id,))
+                             "AND valid_to IS NULL ORDER BY id", (user_id,))
         return [tuple(r) for r in rows]
+
+    def fact_history(self, user_id: str) -> list[dict[str, str | None]]:
+        """Every fact of the user with its validity, closed ones too: what was true, and when."""
+        rows = self.db.query("SELECT source, relationship, target, COALESCE(valid_from, created_at), valid_to "
+                             "FROM personal_triples WHERE user_id = ? ORDER BY id", (user_id,))
+        return [{"source": r[0], "relationship": r[1], "target": r[2], "valid_from": iso(r[3]),
+                 "valid_to": None if r[4] is None else iso(r[4])} for r in rows]
 
     # --- the durable write queue ------------------------------------------------------------
     def enqueue(self, user_id: str, text: str, scope: dict[str, str | None], metadata: dict[str, Any],

@@ -123,8 +123,10 @@ class WritePolicy:
             why = f"supersedes memory {whole[0]}: a later statement about the same attribute"
             if self.store.update(conn, user_id, whole[0], plan.text, plan.vector, self.embedder.name, at, plan.actor,
                                  why, plan.metadata, context):
-                self.store.drop_facts(conn, user_id, whole[0])
-                self.store.add_triples(conn, user_id, whole[0], keyed(plan.triples), at)
+                new_facts = keyed(plan.triples)
+                self.store.add_triples(conn, user_id, whole[0], new_facts, at)
+                # what it said before and no longer says is closed at this statement, not erased
+                self.store.end_facts(conn, user_id, whole[0], at, still_stated=[(t[3], t[1], t[4]) for t in new_facts])
                 self._end_others(conn, plan, whole[0], ended, kept, whole[1:])
                 return whole[0], "superseded", why
         memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
@@ -139,8 +141,8 @@ class WritePolicy:
     def _end_others(self, conn, plan: WritePlan, by: int, ended: dict[int, list[tuple[str, str, str]]],
                     kept: dict[int, str | None], gone: list[int]) -> None:
         """The other memories the statement ends: wholly (deleted, the history says by which) or in
-        part (their clauses that still hold, or, where no clause could be told apart, their text
-        with the ended facts retired)."""
+        part (their clauses that still hold, or, where no clause could be told apart, their text;
+        the ended facts closed at the statement's time)."""
         for memory_id, facts in ended.items():
             if memory_id == by:
                 continue
@@ -152,7 +154,7 @@ class WritePolicy:
                 self.store.update(conn, plan.user_id, memory_id, kept[memory_id],
                                   self.embedder.embed_passages([kept[memory_id]])[0], self.embedder.name, plan.at,
                                   plan.actor, why)
-            self.store.drop_facts(conn, plan.user_id, memory_id, facts)
+            self.store.end_facts(conn, plan.user_id, memory_id, plan.at, only=facts)
 
     def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
         """The live memory that says the same statement, one side negated (high similarity)."""

@@ -244,16 +244,21 @@ class PersonalMemory:
         self.db.finish_erasures()
         return {"user_id": user_id, "memories_removed": removed}
 
-    def user_graph(self, user_id: str) -> dict[str, Any]:
-        """get_user_graph: every entity and relation of the user (from the graph mirror when it
-        answers for the user)."""
+    def user_graph(self, user_id: str, include_ended: bool = False) -> dict[str, Any]:
+        """get_user_graph: every entity and relation of the user that holds now (from the graph
+        mirror when it answers for the user); include_ended: also those a later statement
+        superseded, each with its validity (valid_from, valid_to: null while it holds), from SQL."""
         user_id = checked_user_id(user_id)
-        mirror = self.store.mirror
-        edges = mirror.read(user_id, lambda graph: graph.edges(user_id)) if mirror else None
-        triples = self.recall.triples(user_id) if edges is None else \
-            [Triple(e.source, e.relationship, e.target) for e in edges]
-        entities = sorted({t.source for t in triples} | {t.target for t in triples})
-        return {"user_id": user_id, "entities": entities, "relations": [t.to_dict() for t in triples]}
+        if include_ended:
+            relations = self.store.fact_history(user_id)
+        else:
+            mirror = self.store.mirror
+            edges = mirror.read(user_id, lambda graph: graph.current_edges(user_id)) if mirror else None
+            triples = self.recall.triples(user_id) if edges is None else \
+                [Triple(e.source, e.relationship, e.target) for e in edges]
+            relations = [t.to_dict() for t in triples]
+        entities = sorted({r["source"] for r in relations} | {r["target"] for r in relations})
+        return {"user_id": user_id, "entities": entities, "relations": relations}
 
 
 def _context(status: str, chunks: list[dict[str, Any]], relations: list[dict[str, str]],

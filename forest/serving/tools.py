@@ -333,10 +333,13 @@ class ForestTools:
         with _tool_errors():
             return {"trace": self.forest.personal.debug_process_memory(user_id, input)}
 
-    def get_user_graph(self, user_id: UserId) -> dict[str, Any]:
-        """The user's whole knowledge graph: entities and (source, relationship, target) relations."""
+    def get_user_graph(self, user_id: UserId, include_ended: Annotated[bool, Field(
+            description="also the relations a later statement superseded, with valid_from/valid_to")] = False,
+    ) -> dict[str, Any]:
+        """The user's knowledge graph as it holds now: entities and (source, relationship, target)
+        relations; include_ended adds what was true before, with its validity dates."""
         with _tool_errors():
-            return self.forest.personal.user_graph(user_id)
+            return self.forest.personal.user_graph(user_id, include_ended=include_ended)
 
     def memory(self, user_id: UserId,
                action: Annotated[str, Field(description="add | search | update | delete | history")],

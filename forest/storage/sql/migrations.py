@@ -391,6 +391,15 @@ MIGRATIONS: list[Migration] = [
     ALTER TABLE archives ADD COLUMN library TEXT;
     ALTER TABLE archives ADD COLUMN cite_as TEXT;
     """)),
+    # 13: a fact of the personal graph has a validity: valid_from (when it was stated) and valid_to
+    # (when a later statement superseded it; NULL while it holds). A superseded fact is closed,
+    # not erased, so "what was true" stays answerable; readers of "what is true now" skip closed rows.
+    Migration(13, both("""
+    ALTER TABLE personal_triples ADD COLUMN valid_from REAL;
+    ALTER TABLE personal_triples ADD COLUMN valid_to REAL;
+    UPDATE personal_triples SET valid_from = created_at;
+    CREATE INDEX idx_triples_user_open ON personal_triples (user_id, valid_to);
+    """)),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version
