@@ -168,6 +168,20 @@ def test_doctor_finds_and_repairs_injected_drift(mirrored, tmp_path):
     assert personal.user_graph("ann") == from_sql(personal, lambda: personal.user_graph("ann"))
 
 
+def test_doctor_sees_a_closed_edge_reopened_in_the_graph_and_closes_it_again(mirrored):
+    personal = mirrored.personal
+    add(personal, "cy", "I live in Paris.", "I live in Berlin.")
+    graph = personal.store.mirror.graph
+    paris = next(e for e in graph_edges(personal, "cy") if e.target == "Paris")
+    assert paris.valid_to is not None
+    graph.upsert("cy", [GraphEdge(**{**vars(paris), "valid_to": None})])   # drift: Paris holds again
+    assert "Paris" in {r["target"] for r in personal.user_graph("cy")["relations"]}
+    assert mirrored.doctor().graph_drift == {"cy": {"missing": 0, "extra": 0, "stale": 1}}
+    assert mirrored.doctor(repair_drift=True).repaired
+    assert {r["target"] for r in personal.user_graph("cy")["relations"]} == {"Berlin"}
+    assert graph_edges(personal, "cy") == sql_edges(personal, "cy")
+
+
 def test_a_write_while_the_graph_is_down_is_kept_and_doctor_repairs_the_mirror(make_forest, tmp_path, caplog):
     server = LocalFalkorDB(tmp_path / "falkordb")
     server.start()
