@@ -4,7 +4,8 @@ step with SQL, which stays the truth.
 A write that adds, supersedes or drops facts marks their keys (PersonalStore.add_triples,
 drop_facts; clear marks the whole user); before its transaction commits, under the user's write
 lock, the mirror reads those facts as the transaction left them and makes the graph say the same:
-the live ones upserted, the gone ones removed. Reading the state rather than replaying changes
+the live and the closed ones upserted (a superseded fact's edge carries its valid_to), the gone
+ones removed. Reading the state rather than replaying changes
 makes every sync idempotent: a key marked by a write that rolled back is simply synced again.
 
 The graph store down: the SQL write goes on and commits (it is the truth); the keys stay marked
@@ -106,7 +107,7 @@ class GraphMirror:
     # --- doctor -----------------------------------------------------------------------------
     def drift(self, users: list[str], read: EdgeReader) -> dict[str, dict[str, int]]:
         """Per user whose graph differs from SQL: edges missing from the graph, extra in it, and
-        stale (another spelling, memory ids or valid_from than the SQL row's)."""
+        stale (another spelling, memory ids, valid_from or valid_to than the SQL row's)."""
         found = {}
         for user_id in sorted(set(users) | set(self.graph.users())):
             truth = {e.key: e for e in read(user_id, None)}
