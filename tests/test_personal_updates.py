@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import free_port
@@ -69,6 +70,11 @@ def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
         # closed, not erased: Berlin held until the statement that moved ann to Munich
         assert places["Berlin"]["valid_to"] == places["Munich"]["valid_from"] and places["Munich"]["valid_to"] is None
         assert places["Berlin"]["valid_from"] <= places["Berlin"]["valid_to"]
+        # the same over REST (GET: read-only), and a flag that is no boolean is a one-line 400
+        rest = httpx.get(f"{server.url}/tools/get_user_graph", params={"user_id": "ann", "include_ended": "true"})
+        assert rest.status_code == 200 and rest.json()["relations"] == then["relations"]
+        bad = httpx.get(f"{server.url}/tools/get_user_graph", params={"user_id": "ann", "include_ended": "maybe"})
+        assert bad.status_code == 400 and "include_ended" in bad.json()["error"] and "Traceback" not in bad.text
     finally:
         server.stop()
         forest.personal.stop()
