@@ -122,3 +122,29 @@ def test_hostile_input_is_read_in_linear_time(text):
     began = time.process_time()
     ended_statement(text)
     assert time.process_time() - began < 0.05
+
+
+def test_a_store_from_before_validity_dates_gets_them_when_it_upgrades(tmp_path, make_forest):
+    import sqlite3
+
+    old = make_forest(data_dir=tmp_path / "store", memory_privacy_filter=False)
+    if old.db.dialect != "sqlite":
+        old.personal.stop()
+        pytest.skip("rewinds a SQLite file to schema 12")
+    _say(old.personal, "ann", "I live in Berlin.")
+    old.personal.stop()
+    old.close()
+    raw = sqlite3.connect(tmp_path / "store" / "forest.sqlite3")
+    raw.executescript("DROP INDEX idx_triples_user_open; ALTER TABLE personal_triples DROP COLUMN valid_to; "
+                      "ALTER TABLE personal_triples DROP COLUMN valid_from; PRAGMA user_version = 12;")
+    raw.close()
+    upgraded = make_forest(data_dir=tmp_path / "store", memory_privacy_filter=False)
+    try:
+        created = upgraded.db.query("SELECT created_at FROM personal_triples")[0][0]
+        (fact,) = upgraded.personal.user_graph("ann", include_ended=True)["relations"]
+        assert fact["target"] == "Berlin" and fact["valid_to"] is None
+        assert upgraded.db.query("SELECT valid_from FROM personal_triples")[0][0] == created
+        _say(upgraded.personal, "ann", "I moved to Munich.")   # and closes it as a new store does
+        assert upgraded.personal.user_graph("ann", include_ended=True)["relations"][0]["valid_to"] is not None
+    finally:
+        upgraded.personal.stop()
