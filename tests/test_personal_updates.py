@@ -88,6 +88,15 @@ def test_moving_back_reopens_the_closed_fact(personal):
     assert spans["Berlin"] is None and spans.get("Munich") is not None, spans
 
 
+def test_a_fact_two_memories_state_is_closed_once_for_both(personal):
+    _say(personal, "fay", "I live in Berlin.", "I live in Berlin and I love jazz.", "I moved to Munich.")
+    assert not any("Berlin" in m for m in _memories(personal, "fay")), _memories(personal, "fay")
+    facts = {(r["relationship"], r["target"]): r["valid_to"]
+             for r in personal.user_graph("fay", include_ended=True)["relations"]}
+    assert facts[("lives in", "Berlin")] is not None and facts[("moved to", "Munich")] is None, facts
+    assert _live_places(personal, "fay") == set()
+
+
 def test_an_additive_statement_supersedes_nothing(personal):
     _say(personal, "bo", "I live in Berlin.", "I also live part-time in Munich.")
     assert any("Berlin" in m for m in _memories(personal, "bo"))

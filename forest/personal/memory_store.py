@@ -343,20 +343,24 @@ class PersonalStore:
                 conn.execute("DELETE FROM personal_triples WHERE id = ?", (triple_id,))
 
     def end_facts(self, conn: Connection, user_id: str, memory_id: int, at: float,
-                  only: list[tuple[str, str, str]] | None = None,
+                  superseded: Iterable[tuple[str, str, str]], rewritten: bool = False,
                   still_stated: Iterable[tuple[str, str, str]] = ()) -> None:
-        """A later statement superseded the memory's open facts (or only those keys), save those it
-        states again: a fact another memory still states stays open without this one; any other is
-        closed at `at` (valid_to), kept with its source for what was true."""
-        keep, wanted = set(still_stated), None if only is None else set(only)
-        ended = {i: key for i, key in self._stated(conn, user_id, memory_id, False).items()
-                 if key not in keep and (wanted is None or key in wanted)}
+        """A later statement ended open facts of the memory (keys). `superseded`: those it says no
+        longer hold, closed at `at` (valid_to) whichever memories state them, and kept with their
+        sources for what was true. `rewritten`: the memory now says the later statement (its facts
+        in `still_stated`), so its other facts are no longer stated by it either: one another memory
+        still states stays open without this one; any other is closed."""
+        replaced = set(still_stated)
+        ended = set(superseded) - replaced
+        stated = {i: key for i, key in self._stated(conn, user_id, memory_id, False).items()
+                  if key in ended or (rewritten and key not in replaced)}
         if self.mirror is not None:
-            self.mirror.touch(user_id, list(ended.values()))
-        for triple_id in ended:
-            others = conn.execute("SELECT 1 FROM personal_triple_sources WHERE triple_id = ? AND memory_id <> ? "
-                                  "LIMIT 1", (triple_id, memory_id)).fetchone()
-            if others is not None:
+            self.mirror.touch(user_id, list(stated.values()))
+        for triple_id, key in stated.items():
+            others = key not in ended and conn.execute(
+                "SELECT 1 FROM personal_triple_sources WHERE triple_id = ? AND memory_id <> ? LIMIT 1",
+                (triple_id, memory_id)).fetchone() is not None
+            if others:
                 self._unlink(conn, triple_id, memory_id)
             else:
                 conn.execute("UPDATE personal_triples SET valid_to = ? WHERE id = ?", (at, triple_id))

@@ -126,7 +126,8 @@ class WritePolicy:
                 new_facts = keyed(plan.triples)
                 self.store.add_triples(conn, user_id, whole[0], new_facts, at)
                 # what it said before and no longer says is closed at this statement, not erased
-                self.store.end_facts(conn, user_id, whole[0], at, still_stated=[(t[3], t[1], t[4]) for t in new_facts])
+                self.store.end_facts(conn, user_id, whole[0], at, ended.get(whole[0], []), rewritten=True,
+                                     still_stated=[(t[3], t[1], t[4]) for t in new_facts])
                 self._end_others(conn, plan, whole[0], ended, kept, whole[1:])
                 return whole[0], "superseded", why
         memory_id = self.store.add(conn, user_id, plan.text, plan.vector, self.embedder.name, plan.scope,
@@ -154,7 +155,7 @@ class WritePolicy:
                 self.store.update(conn, plan.user_id, memory_id, kept[memory_id],
                                   self.embedder.embed_passages([kept[memory_id]])[0], self.embedder.name, plan.at,
                                   plan.actor, why)
-            self.store.end_facts(conn, plan.user_id, memory_id, plan.at, only=facts)
+            self.store.end_facts(conn, plan.user_id, memory_id, plan.at, facts)
 
     def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
         """The live memory that says the same statement, one side negated (high similarity)."""
