@@ -16,6 +16,7 @@ from eval_corpus import locomo_conversation, locomo_questions, qasper_papers, qa
 from forest.personal.memory_store import PersonalStore, SaidBefore
 from forest.records import LEAF, SUMMARY
 from forest.storage.fulltext import fts5 as fulltext, postgres as pg_text
+from forest.storage.sql.migrations import FULLTEXT_POSTGRES_V10  # the full-text tables as the migrations make them
 from forest.storage.sql.sqlite import SQLiteDatabase
 from forest.text import tokenize
 
@@ -37,7 +38,7 @@ def pg(postgres_url):
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with conn.transaction():
             conn.execute(BASE_SCHEMA)
-            conn.execute(pg_text.SCHEMA)
+            conn.execute(FULLTEXT_POSTGRES_V10)
         yield conn
 
 
