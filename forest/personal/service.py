@@ -2,8 +2,8 @@
 
 process_memory is Y-shaped (seed 003 §2.2): the sync path retrieves at once (vector top k and the
 knowledge graph around the entities the input names) and returns; the async path puts the input
-in a durable queue first (a table of the store: SQLite or PostgreSQL) and a worker thread classifies its privacy and writes it. A
-write that fails is logged and retried with backoff; it never turns into a failed retrieval
+in a durable queue first (a table of the store, SQLite or PostgreSQL) and a worker thread
+classifies its privacy and writes it. A write that fails is logged and retried with backoff; it never turns into a failed retrieval
 (seed 003 §7), and queued input survives a crash or restart (the worker resumes it). Input that
 could not even be queued would be lost: that reply says so (status fallback, queued false).
 
