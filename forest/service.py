@@ -837,8 +837,13 @@ class MemoryForest:
             raise InvalidInput(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         return mode
 
+    @property
+    def drill_threshold(self) -> float:
+        """The relevance a drill-down keeps children by, unless a call names its own."""
+        return self.settings.drill_threshold
+
     def _threshold(self, threshold: float | None) -> float:
-        threshold = self.settings.drill_threshold if threshold is None else threshold
+        threshold = self.drill_threshold if threshold is None else threshold
         if not 0 <= threshold <= 1:
             raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
         return threshold
