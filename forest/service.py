@@ -636,7 +636,7 @@ class MemoryForest:
         progress = progress or _no_progress
         reading = read_library(path)
         with self._build_lock:  # what an interrupted import was building goes, before it is built again
-            remove_builds(self.db, self.store, self.vectors,
+            remove_builds(self.store, self.vectors,
                           stale_builds(self.db, [a for a in self.store.all_archives() if a["model_id"] == model_id]))
         archives = self.store.archives(model_id)
         plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate)
@@ -728,16 +728,16 @@ class MemoryForest:
         node's vector (computed first, then the other embedder's vectors replaced in one step under
         the writer lock, so an interruption before it changes nothing) and its episodic events.
         Run again after an interruption during the step: it finishes the job."""
-        from forest.doctor import node_vectors
+        from forest.tree.reembedding import node_vectors
 
         model_id = check_model_id(model_id)
         progress = progress or _no_progress
-        ids = [r[0] for r in self.db.query("SELECT n.id FROM memory_nodes n JOIN archives a ON a.id = n.archive_id "
-                                           "WHERE a.model_id = ? ORDER BY n.id", (model_id,))]
+        ids = self.store.node_ids_of(model_id)
+
         def report(done: int, total: int) -> None:
             progress(Progress("embed", done, total, "nodes"))
 
-        parts = list(node_vectors(self.db, self.embedder, model_id, ids, report))
+        parts = list(node_vectors(self.store, self.embedder, model_id, ids, report))
         with self._build_lock:
             dropped = self.vectors.drop_other_embedders(model_id)
             for part_ids, vectors, metadatas in parts:

@@ -3,7 +3,7 @@ user never reads or changes another's memories, history, graph or queue."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -249,6 +249,18 @@ class PersonalStore:
             self._index_many(conn, [(memory_id, user_id, memory, context)
                                     for memory_id, user_id, memory, context in rows])
         return len(rows)
+
+    def live_texts(self, user_id: str | None = None) -> list[tuple[int, str]]:
+        """(id, text) of every live memory, of one user or all, in id order."""
+        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
+        return [(r[0], r[1]) for r in self.db.query_tuples(
+            sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id", (user_id,) if user_id else ())]
+
+    def set_embeddings(self, embedder: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+        """Replace memories' vectors ((id, float32 bytes)) with `embedder`'s, in one transaction."""
+        with self.db.transaction() as conn:
+            conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
+                             [(vector, embedder, memory_id) for memory_id, vector in vectors])
 
     def tag_untagged(self, embedder: str) -> None:
         """Vectors written before migration 8 carry no embedder: they were made by the one configured then."""

@@ -174,16 +174,12 @@ class PersonalMemory:
                 progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed live memories (of one user, or all) with the configured embedder: the way out
         of an embedder mismatch. Returns how many were re-embedded."""
-        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
-        rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id",
-                             (checked_user_id(user_id),) if user_id else ())
+        rows = self.store.live_texts(checked_user_id(user_id) if user_id else None)
         for start in range(0, len(rows), batch):
             part = rows[start:start + batch]
-            vectors = self.embedder.embed_passages([r["memory"] for r in part])
-            with self.db.transaction() as conn:
-                conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
-                                 [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
-                                  for r, v in zip(part, vectors)])
+            vectors = self.embedder.embed_passages([text for _, text in part])
+            self.store.set_embeddings(self.embedder.name, [(memory_id, np.asarray(v, dtype=np.float32).tobytes())
+                                                           for (memory_id, _), v in zip(part, vectors)])
             if progress:
                 progress(start + len(part), len(rows))
         return len(rows)
