@@ -189,9 +189,9 @@ class Memories:
         return self.store.lexical(user_id, query, limit, {"agent_id": agent} if agent else None)
 
     def pg_hits(self, user_id: str, query: str, limit: int, agent: str | None = None) -> list[tuple[int, float]]:
-        where, params = "user_id = %s AND deleted_at IS NULL", [user_id]
+        where, params = "user_id = ? AND deleted_at IS NULL", [user_id]
         if agent:
-            where, params = f"{where} AND agent_id = %s", params + [agent]
+            where, params = f"{where} AND agent_id = ?", params + [agent]
         with self.pg.transaction():
             return pg_text.memory_hits(self.pg, user_id, fulltext.query_phrases(query), limit, where, params)
 

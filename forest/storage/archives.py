@@ -12,6 +12,7 @@ from typing import Any
 
 from forest.storage.sql.database import Connection, Database, mark_erased
 from forest.errors import ForestError, NotFound
+from forest.storage.fulltext import fulltext_for
 from forest.storage.fulltext.fts5 import VISIBLE_ARCHIVE, VISIBLE_NODES, indexed_text
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.records import SEPARATOR
@@ -77,11 +78,7 @@ class ForestStore:
         self.db = db
         # Nodes looked up by id, the archive joined after (see nodes()).
         self._visible_by_id = f"{db.cross_join} {VISIBLE_ARCHIVE}"
-        if db.dialect == "postgres":
-            from forest.storage.fulltext import postgres as fulltext
-        else:
-            from forest.storage.fulltext import fts5 as fulltext
-        self._fulltext = fulltext
+        self._fulltext = fulltext_for(db)
         self._building: dict[int, Any] = {}   # archive id -> what tells other processes its build is alive
 
     def _insert_rows(self, conn: Connection, archive_id: int, rows: Sequence[dict[str, Any]], base: int) -> None:

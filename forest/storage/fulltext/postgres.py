@@ -29,7 +29,9 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from forest.storage.fulltext.fts5 import CONTEXT_WEIGHT
 from forest.storage.fulltext.lexemes import lexemes
+from forest.storage.sql.postgres import pyformat
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -79,7 +81,8 @@ class _Index:
 
 
 NODE_TEXT = _Index("node_text", "node_id", "model_id", ("body",), (1.0,), porter=False)
-MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "context"), (1.0, 0.5), porter=True)
+MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "context"), (1.0, CONTEXT_WEIGHT),
+                     porter=True)
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -103,6 +106,9 @@ def write_memory_text(conn: Connection, rows: Iterable[tuple[int, str, str, str]
 
 def delete_node_text(conn: Connection, node_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM node_text WHERE node_id = ANY(%s)", (list(node_ids),))
+
+
+MEMORY_TEXT_ID = "memory_id"   # the column of personal_memory_text naming its memory
 
 
 def delete_memory_text(conn: Connection, memory_ids: Collection[int]) -> None:
@@ -189,10 +195,10 @@ def top_hits(conn: Connection, model_id: str, phrases: list[str], limit: int,
 
 def memory_hits(conn: Connection, user_id: str, phrases: list[str], limit: int, where: str,
                 params: Sequence) -> list[tuple[int, float]]:
-    """(memory id, -bm25 with context weighing 0.5) of the user's `limit` best matches among the
-    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best
-    first, ties by id. Call it inside a transaction (REPEATABLE READ)."""
-    scope = (f"SELECT id FROM personal_memories WHERE {where}", tuple(params))
+    """(memory id, -bm25 with context weighing CONTEXT_WEIGHT) of the user's `limit` best matches among the
+    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`; `?` placeholders)
+    selects, best first, ties by id. Call it inside a transaction (REPEATABLE READ)."""
+    scope = (f"SELECT id FROM personal_memories WHERE {pyformat(where)}", tuple(params))
     return _Search(conn, MEMORY_TEXT, user_id, phrases).top(limit, scope, depth=False)
 
 
