@@ -10,8 +10,6 @@ graph mirror (graph_url), the users whose graph differs from SQL's facts (forest
 from __future__ import annotations
 
 import json
-import os
-import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,8 @@ from forest.personal.graph_mirror import GraphMirror
 from forest.personal.memory_store import PersonalStore
 from forest.storage.graphs.base import GraphStoreError
 from forest.storage.private_files import loose_modes, tighten
-from forest.storage.archives import ForestStore, building
+from forest.storage.archives import ForestStore
+from forest.storage.unfinished_builds import remove_builds, stale_builds
 from forest.storage.vectors.base import VectorStore
 
 
@@ -47,51 +46,17 @@ class DoctorReport:
     graph_error: str | None = None
 
     @property
+    def drift(self) -> bool:
+        """The database and the vector store disagree."""
+        return bool(self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths)
+
+    @property
     def healthy(self) -> bool:
         return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
                     or self.loose_permissions or self.bad_settings or self.graph_drift or self.graph_error)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
-
-
-def _builder_alive(db: Database, archive: dict[str, Any]) -> bool:
-    if archive["status"] != "building":
-        return False
-    held = db.held(building(archive["id"]))
-    if held is not None:  # the database knows, whatever host the builder runs on
-        return held
-    if archive["builder_host"] != socket.gethostname():
-        return True  # cannot see another host's processes: assume it is still working
-    pid = archive["builder_pid"]
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (killed, not yet reaped) is as dead as a missing process.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
-def stale_builds(db: Database, archives: list[dict[str, Any]]) -> list[int]:
-    """The archives (store.all_archives() rows) a build left unfinished: not ready, no builder alive."""
-    return [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
-
-
-def remove_builds(store: ForestStore, vectors: VectorStore, archive_ids: list[int]) -> None:
-    """Rows and vectors of unfinished builds (stale_builds), whatever they got to write."""
-    for archive_id in archive_ids:
-        model_id = store.archive_model_id(archive_id)
-        if model_id is not None:
-            vectors.delete(model_id, store.archive_node_ids(archive_id))
-            store.delete_archive_rows(archive_id)
 
 
 def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path,

@@ -26,7 +26,7 @@ LAYERS = [
     ["forest.recall"],
     ["forest.research", "forest.personal"],
     ["forest.views"],
-    ["forest.doctor", "forest.service"],
+    ["forest.doctor", "forest.engine_parts", "forest.service"],
     ["forest.compat"],   # other services' interfaces (mem0) over the service
     ["forest.serving", "forest.cli"],
 ]

@@ -13,10 +13,9 @@ import numpy as np
 from forest.storage.sql.database import WAL, Connection, Database, mark_erased
 from forest.errors import ForestError
 from forest.records import iso
-from forest.storage.fulltext import fulltext_for
+from forest.storage.fulltext import fulltext_for, memory_text_row
 from forest.storage.fulltext.fts5 import query_phrases
 from forest.storage.graphs.base import GraphEdge
-from forest.text import tokenize
 
 if TYPE_CHECKING:
     from forest.personal.graph_mirror import GraphMirror
@@ -572,9 +571,7 @@ class PersonalStore:
     def _index_many(self, conn: Connection, memories: list[tuple[int, str, str, str | None]]) -> None:
         """BM25 rows of (memory id, user_id, memory, context): the memory's tokens, and those of
         what was said before it. In one call: PostgreSQL keeps each user's statistics per call."""
-        rows = [(memory_id, user_id, " ".join(tokenize(memory)), " ".join(tokenize(context or "")))
-                for memory_id, user_id, memory, context in memories]
-        self._fulltext.write_memory_text(getattr(conn, "raw", conn), rows)
+        self._fulltext.write_memory_text(getattr(conn, "raw", conn), [memory_text_row(*m) for m in memories])
 
     def _unindex(self, conn: Connection, memory_id: int) -> None:
         self._fulltext.delete_memory_text(getattr(conn, "raw", conn), [memory_id])

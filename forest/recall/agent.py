@@ -416,7 +416,10 @@ class AgentLoop:
     def run(self, model_id: str, question: str, top_k: int | None = None,
             threshold: float | None = None, preamble: str = "",
             archive_ids: tuple[int, ...] | None = None) -> AgentState:
-        state = self.start(model_id, question, top_k, threshold, preamble, archive_ids)
+        return self.finish(self.start(model_id, question, top_k, threshold, preamble, archive_ids))
+
+    def finish(self, state: AgentState) -> AgentState:
+        """The loop's steps from where `state` is to its answer."""
         while not state.done:
             self.step(state)
         return state

@@ -4,6 +4,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from forest.storage.sql.database import Database
+from forest.text import tokenize
 
 
 def fulltext_for(db: Database) -> ModuleType:
@@ -16,3 +17,9 @@ def fulltext_for(db: Database) -> ModuleType:
     from forest.storage.fulltext import fts5
 
     return fts5
+
+
+def memory_text_row(memory_id: int, user_id: str, memory: str, context: str | None) -> tuple[int, str, str, str]:
+    """A memory's BM25 row (write_memory_text): its tokens, and those of what was said before it."""
+    return memory_id, user_id, " ".join(tokenize(memory)), " ".join(tokenize(context or ""))
+
