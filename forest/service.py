@@ -134,7 +134,7 @@ class MemoryForest:
 
     @cached_property
     def research(self) -> ResearchMemory:
-        """Research memory (seed 002): directives, workspace, episodic events, knowledge."""
+        """Research memory (DeepScholar spec): directives, workspace, episodic events, knowledge."""
         from forest.research.memory import ResearchMemory
 
         embedder, vectors, llm = self.embedder, self.vectors, self.llm
@@ -143,7 +143,7 @@ class MemoryForest:
 
     @cached_property
     def personal(self) -> PersonalMemory:
-        """Personal memory service (seeds 003, 004): process_memory, the memory tool, the graph."""
+        """Personal memory (NeuroMemory v2, mem0 memory-tool specs): process_memory, memory tool, graph."""
         from forest.personal.service import PersonalMemory
 
         embedder, llm = self.embedder, self.llm
@@ -432,7 +432,7 @@ class MemoryForest:
         return self.import_archive_text(model_id, raw, Path(path).name, name, **options)
 
     def similar_archives(self, model_id: str, threshold: float = 0.0) -> list[ArchivePair]:
-        """Pairs of this model_id's archives, most similar first (seed 000 §7: merge candidates)."""
+        """This model_id's archive pairs, most similar first: the forest spec's archive-merge candidates."""
         from forest.tree.grow import similar_archives
 
         if not 0 <= threshold <= 1:
@@ -494,7 +494,7 @@ class MemoryForest:
 
     def retrieve(self, model_id: str, query: str, top_k: int | None = None,
                  mode: str | None = None, archive_ids: Sequence[int] | None = None) -> list[Representative]:
-        """retrieve_from_memory: representative nodes, one per tree touched (seed 000 §4.3)."""
+        """The forest spec's retrieve_from_memory: per tree touched, its hit or the hits' common ancestor."""
         return self.retriever.retrieve(check_model_id(model_id), check_query(query), self._top_k(top_k),
                                        self._mode(mode), self._scope(model_id, archive_ids))
 
@@ -514,16 +514,16 @@ class MemoryForest:
 
     def ask(self, model_id: str, question: str, top_k: int | None = None,
             threshold: float | None = None, archive_ids: Sequence[int] | None = None) -> AgentState:
-        """The ANSWER/EXPLORE loop to its answer (seed 000 §3.2, §5.2): answer, cited nodes, trace;
+        """The forest spec's ANSWER/EXPLORE loop run to its answer: answer, cited nodes, trace;
         over `archive_ids` only if given (default: every archive of the model_id)."""
         return self._run_agent(model_id, question, top_k, threshold, archive_ids)
 
     def ask_in_session(self, model_id: str, session_id: str, question: str, top_k: int | None = None,
                        threshold: float | None = None,
                        archive_ids: Sequence[int] | None = None) -> tuple[AgentState, ResearchTurn]:
-        """ask within a research session (seed 002 §4): the session's directives, knowledge and
-        briefing go first into the loop's prompts; the turn is then remembered (events, conflict
-        reconciliation, compaction when due)."""
+        """ask within a research session, in the DeepScholar spec's order: the session's directives,
+        knowledge and briefing go first into the loop's prompts; the turn is then remembered (events,
+        conflict reconciliation, compaction when due)."""
         state = self._run_agent(model_id, question, top_k, threshold, archive_ids,
                                 self.research.preamble(model_id, session_id))
         return state, self.research.record_turn(state, session_id)
