@@ -1,16 +1,17 @@
-"""PersonalMemory: memory as a service for agents (seed 003 NeuroMemory v2, seed 004 memory tools).
+"""PersonalMemory: memory as a service for agents (the NeuroMemory v2 and mem0 memory-tool specs).
 
-process_memory is Y-shaped (seed 003 §2.2): the sync path retrieves at once (vector top k and the
-knowledge graph around the entities the input names) and returns; the async path puts the input
-in a durable queue first (a table of the store, SQLite or PostgreSQL) and a worker thread
-classifies its privacy and writes it. A write that fails is logged and retried with backoff; it never turns into a failed retrieval
-(seed 003 §7), and queued input survives a crash or restart (the worker resumes it). Input that
-could not even be queued would be lost: that reply says so (status fallback, queued false).
+process_memory is Y-shaped, as NeuroMemory v2 asks: the sync path retrieves at once (vector top k
+and the knowledge graph around the entities the input names) and returns; the async path puts the
+input in a durable queue first (a table of the store, SQLite or PostgreSQL) and a worker thread
+classifies its privacy and writes it. A write that fails is logged and retried with backoff; it
+never turns into a failed retrieval (silent degradation), and queued input survives a crash or
+restart (the worker resumes it). Input that could not even be queued would be lost: that reply says
+so (status fallback, queued false).
 
 Secrets are redacted (forest.personal.redact) from every text and metadata value before anything
 is stored or searched; an id holding one is refused. Deleting erases: the text leaves the files.
 
-The memory access tool (seed 004) adds, searches, updates, deletes and shows history, scoped by
+The memory access tool (mem0 memory-tool spec) adds, searches, updates, deletes and shows history, scoped by
 user_id, agent_id, run_id and metadata; every change is in the history. A new memory that
 contradicts an old one about the same subject supersedes it (an UPDATE with history).
 
@@ -100,7 +101,7 @@ class PersonalMemory:
             vector = self.recall.passage_vector(text)
             chunks, relations = self.recall.context(user_id, text, vector)
             status = "success"
-        except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
+        except Exception:  # as the spec asks, a failed retrieval is an empty context, never an error
             log.exception("retrieval failed for user %s", user_id)
             chunks, relations, status = [], [], "fallback"
         elapsed = (time.perf_counter() - started) * 1000
@@ -114,7 +115,7 @@ class PersonalMemory:
         return _context(status, chunks, relations, elapsed)
 
     def debug_process_memory(self, user_id: str, text: str) -> str:
-        """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
+        """The spec's debug mode: the whole flow in words, run synchronously: retrieval with scores, graph
         paths, the storage decision and its reason, time per stage, the raw data."""
         user_id, text = checked_user_id(user_id), checked_text(text, "input")
         if not self.enabled:

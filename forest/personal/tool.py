@@ -1,4 +1,4 @@
-"""The memory access tool (seed 004): add, search, update, delete and history of a user's
+"""The memory access tool (mem0 memory-tool spec): add, search, update, delete and history of a user's
 memories, scoped by user_id, agent_id, run_id and metadata. Every change is in the history; an
 explicit add skips the privacy filter but may supersede a memory it contradicts."""
 from __future__ import annotations

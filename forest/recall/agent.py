@@ -1,4 +1,4 @@
-"""The ANSWER/EXPLORE loop of seed 000 §3.2 and §5.2 as a step-wise state machine.
+"""The spec's reasoning loop (ANSWER, or EXPLORE one summary node) as a step-wise state machine.
 
 `start` retrieves the representative nodes; each `step` asks the policy for a decision and, on
 EXPLORE, replaces the explored node in the context by its children that clear the threshold
@@ -112,7 +112,7 @@ class Decision:
     cited_ids: list[int] = field(default_factory=list)   # ANSWER: the passages the answer rests on
 
     def to_seed_json(self) -> dict[str, Any]:
-        """The decision as the seed's output format (§5.2.1), with the passages cited."""
+        """The decision in the spec's loop-prompt format ({action, payload}), with the passages cited."""
         if self.action == ANSWER:
             return {"action": ANSWER, "payload": {"final_answer": self.final_answer, "cited_node_ids": self.cited_ids}}
         return {"action": EXPLORE, "payload": {"node_id_to_explore": self.node_id,
@@ -143,7 +143,7 @@ class AgentState:
     answer: str | None = None
     answered_by: str | None = None
     cited: list[ContextNode] = field(default_factory=list)
-    # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
+    # A research session's directives, knowledge and briefing: first in every prompt (DeepScholar spec).
     preamble: str = ""
     guides: list[ScoredNode] = field(default_factory=list)   # passages to read toward, best first
     archive_ids: tuple[int, ...] | None = None   # the archives asked over; None: all of the model_id's

@@ -348,8 +348,8 @@ class ForestStore:
         return [MemoryNode.from_row(r) for r in rows]
 
     def with_text(self, model_id: str, node: MemoryNode) -> MemoryNode:
-        """A summary node with its content read in: its leaves' text joined (seed 000 §2.1),
-        derived here rather than stored again in every ancestor."""
+        """A summary node with its content read in: its leaves' text joined (the spec's summary-node
+        content), derived here rather than stored again in every ancestor."""
         if node.is_leaf:
             return node
         leaves = self.leaves_between(model_id, node.archive_id, node.first_leaf, node.last_leaf)
