@@ -31,6 +31,7 @@ from forest.records import LEAF
 from forest.storage.fulltext import fts5 as fulltext, postgres as fulltext_postgres
 from forest.storage.sql.database import Database
 from forest.storage.sql.local_postgres import LocalPostgres
+from forest.storage.sql.migrations import FULLTEXT_POSTGRES_V10
 from forest.text import STOPWORDS, tokenize
 from forest.tree.leaves import leaf_chunks
 
@@ -99,7 +100,7 @@ def build_postgres(url: str, archives) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.transaction():
             conn.execute(BASE_SCHEMA)
-            conn.execute(fulltext_postgres.SCHEMA)
+            conn.execute(FULLTEXT_POSTGRES_V10)
         node = 0
         for archive_id, leaves in archives:
             ids = range(node + 1, node + len(leaves) + 1)

@@ -95,7 +95,7 @@ class Settings:
     # Hybrid search (search mode "hybrid"): weight of the vector score, the rest on BM25; or "rrf".
     hybrid_vector_weight: float = 0.7
     hybrid_fusion: str = "weighted"
-    # Research memory (seed 002). The semantic directives file, injected first into every prompt;
+    # Research memory (DeepScholar spec). The semantic directives file, injected first into every prompt;
     # default CORE.md beside the data directory (data/CORE.md), wherever the process starts.
     core_file: str | None = None
     briefing_max_lines: int = 24
@@ -105,7 +105,8 @@ class Settings:
     # Episodic retention exp(-days / S): S starts here and is multiplied on each recall.
     episodic_stability_days: float = 7.0
     episodic_recall_growth: float = 2.0
-    # Personal memory service (seeds 003, 004); the seeds' names work as environment variables.
+    # Personal memory service (NeuroMemory v2 and mem0 memory-tool specs); the specs' setting names
+    # (VECTOR_TOP_K, MEMORY_ENABLED, ...) work as environment variables.
     memory_enabled: bool = True
     memory_privacy_filter: bool = True
     vector_top_k: int = 5

@@ -10,16 +10,12 @@ graph mirror (graph_url), the users whose graph differs from SQL's facts (forest
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from forest.tree.archive_io import checked_settings
+from forest.tree.reembedding import node_vectors
 from forest.storage.sql.database import Database
 from forest.models.embedders import Embedder
 from forest.storage.paths import child_path
@@ -27,10 +23,9 @@ from forest.personal.graph_mirror import GraphMirror
 from forest.personal.memory_store import PersonalStore
 from forest.storage.graphs.base import GraphStoreError
 from forest.storage.private_files import loose_modes, tighten
-from forest.storage.archives import ForestStore, building
+from forest.storage.archives import ForestStore
+from forest.storage.unfinished_builds import remove_builds, stale_builds
 from forest.storage.vectors.base import VectorStore
-from forest.records import vector_metadata
-from forest.tree.leaves import embedding_text, stored_leaf_context
 
 
 @dataclass
@@ -51,51 +46,17 @@ class DoctorReport:
     graph_error: str | None = None
 
     @property
+    def drift(self) -> bool:
+        """The database and the vector store disagree."""
+        return bool(self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths)
+
+    @property
     def healthy(self) -> bool:
         return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
                     or self.loose_permissions or self.bad_settings or self.graph_drift or self.graph_error)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}
-
-
-def _builder_alive(db: Database, archive: dict[str, Any]) -> bool:
-    if archive["status"] != "building":
-        return False
-    held = db.held(building(archive["id"]))
-    if held is not None:  # the database knows, whatever host the builder runs on
-        return held
-    if archive["builder_host"] != socket.gethostname():
-        return True  # cannot see another host's processes: assume it is still working
-    pid = archive["builder_pid"]
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (killed, not yet reaped) is as dead as a missing process.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][:1] != "Z"
-    except OSError:
-        return True
-
-
-def stale_builds(db: Database, archives: list[dict[str, Any]]) -> list[int]:
-    """The archives (store.all_archives() rows) a build left unfinished: not ready, no builder alive."""
-    return [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
-
-
-def remove_builds(db: Database, store: ForestStore, vectors: VectorStore, archive_ids: list[int]) -> None:
-    """Rows and vectors of unfinished builds (stale_builds), whatever they got to write."""
-    for archive_id in archive_ids:
-        row = db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
-        if row:
-            vectors.delete(row["model_id"], store.archive_node_ids(archive_id))
-            store.delete_archive_rows(archive_id)
 
 
 def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Path,
@@ -106,14 +67,12 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Pa
     report.stale_builds = stale_builds(db, archives)
     busy = {a["id"] for a in archives if a["status"] == "building" and a["id"] not in report.stale_builds}
 
-    rows = db.query("SELECT n.id, n.archive_id, a.model_id, a.status FROM memory_nodes n "
-                    "JOIN archives a ON a.id = n.archive_id")
     ready_nodes: dict[str, set[int]] = {}
     owned: dict[str, set[int]] = {}
-    for r in rows:
-        owned.setdefault(r["model_id"], set()).add(r["id"])
-        if r["status"] == "ready":
-            ready_nodes.setdefault(r["model_id"], set()).add(r["id"])
+    for node_id, model_id, status in store.node_owners():
+        owned.setdefault(model_id, set()).add(node_id)
+        if status == "ready":
+            ready_nodes.setdefault(model_id, set()).add(node_id)
     for model_id in sorted(set(vectors.model_ids()) | set(ready_nodes)):
         stored = set(vectors.ids(model_id))
         orphans = sorted(stored - owned.get(model_id, set()))
@@ -123,14 +82,14 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Pa
         if missing:
             report.missing_vectors[model_id] = missing
 
-    nodes = {r["id"]: r for r in db.query("SELECT id, archive_id, parent_id, path, depth FROM memory_nodes")}
+    nodes = store.node_links()
     for node_id, row in nodes.items():
         if row["archive_id"] in busy:
             continue
         expected = _expected_path(node_id, nodes)
         if expected is None or (row["path"], row["depth"]) != expected:
             report.bad_paths.append(node_id)
-    report.bad_settings = {archive_id: problems for archive_id, (_, problems) in _checked_settings(db).items()
+    report.bad_settings = {archive_id: problems for archive_id, (_, problems) in _checked_settings(store).items()
                            if problems}
     personal = PersonalStore(db)
     report.write_queue = personal.queue_health()
@@ -143,18 +102,17 @@ def examine(db: Database, store: ForestStore, vectors: VectorStore, data_dir: Pa
     return report
 
 
-def _checked_settings(db: Database) -> dict[int, tuple[dict[str, Any], list[str]]]:
+def _checked_settings(store: ForestStore) -> dict[int, tuple[dict[str, Any], list[str]]]:
     """Every ready archive's settings as checked on import (archive_io.checked_settings); a build
     in progress has no leaves yet."""
     checked = {}
-    for row in db.query("SELECT a.id, a.settings, (SELECT COUNT(*) FROM memory_nodes n WHERE n.archive_id = a.id "
-                        "AND n.node_type = 'LEAF_CHUNK') AS leaves FROM archives a WHERE a.status = 'ready'"):
+    for archive_id, stored, leaves in store.ready_settings():
         try:
-            settings = json.loads(row["settings"] or "{}")
+            settings = json.loads(stored or "{}")
         except ValueError:
-            checked[row["id"]] = ({}, ["the settings are not JSON"])
+            checked[archive_id] = ({}, ["the settings are not JSON"])
         else:
-            checked[row["id"]] = checked_settings(settings, row["leaves"])
+            checked[archive_id] = checked_settings(settings, leaves)
     return checked
 
 
@@ -175,20 +133,19 @@ def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | Non
 
 def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
            report: DoctorReport, data_dir: Path, mirror: GraphMirror | None = None) -> None:
-    remove_builds(db, store, vectors, report.stale_builds)
+    remove_builds(store, vectors, report.stale_builds)
     for model_id, ids in report.orphan_vectors.items():
         vectors.delete(model_id, ids)
     for model_id, ids in report.missing_vectors.items():
-        _reembed(db, vectors, embedder, model_id, ids)
+        for part_ids, part_vectors, metadatas in node_vectors(store, embedder, model_id, ids):
+            vectors.upsert(model_id, part_ids, part_vectors, metadatas)
     if report.bad_paths:
-        _rebuild_paths(db)
+        store.relink(_rebuilt_links)
     if report.loose_permissions:
         tighten(data_dir)
     if report.bad_settings:
-        fixed = _checked_settings(db)
-        with db.transaction() as conn:
-            conn.executemany("UPDATE archives SET settings = ? WHERE id = ?",
-                             [(json.dumps(fixed[i][0]), i) for i in report.bad_settings if i in fixed])
+        fixed = _checked_settings(store)
+        store.set_settings({i: fixed[i][0] for i in report.bad_settings if i in fixed})
     if mirror is not None:
         personal = PersonalStore(db)
         for user_id in report.graph_drift:
@@ -197,69 +154,31 @@ def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Emb
     report.repaired = True
 
 
-def _reembed(db: Database, vectors: VectorStore, embedder: Embedder, model_id: str, ids: list[int]) -> None:
-    for part_ids, part_vectors, metadatas in node_vectors(db, embedder, model_id, ids):
-        vectors.upsert(model_id, part_ids, part_vectors, metadatas)
+def _rebuilt_links(nodes: dict[int, dict[str, Any]]) -> list[tuple[int | None, str, int, int]]:
+    """Every path and depth recomputed from parent_id, top-down, as (parent_id, path, depth, id);
+    a parent outside the archive or a loop is cut (the node becomes a root)."""
+    for node in nodes.values():
+        parent = nodes.get(node["parent_id"]) if node["parent_id"] is not None else None
+        if node["parent_id"] is not None and (parent is None or parent["archive_id"] != node["archive_id"]):
+            node["parent_id"] = None
+    children: dict[int | None, list[int]] = {}
+    for node_id, node in nodes.items():
+        children.setdefault(node["parent_id"], []).append(node_id)
+    placed: dict[int, tuple[str, int]] = {}
 
+    def place_subtree(top: int) -> None:
+        stack = [(top, "", -1)]
+        while stack:
+            node_id, parent_path, parent_depth = stack.pop()
+            if node_id in placed:
+                continue
+            placed[node_id] = (child_path(parent_path, node_id), parent_depth + 1)
+            stack.extend((c, placed[node_id][0], parent_depth + 1) for c in children.get(node_id, []))
 
-def node_vectors(db: Database, embedder: Embedder, model_id: str, ids: list[int],
-                 progress: Callable[[int, int], None] | None = None) -> Iterator[tuple[list[int], np.ndarray, list[dict]]]:
-    """The nodes' vectors, 256 nodes at a time, exactly as the build made them: leaves from
-    content in their document's context, others from title and summary (with their metadata)."""
-    documents: dict[int, list[dict]] = {}
-    for start in range(0, len(ids), 256):
-        chunk = ids[start : start + 256]
-        rows = db.query(f"SELECT id, archive_id, node_type, depth, content, summary, title, leaf_index, heading_path "
-                        f"FROM memory_nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        for archive_id in {r["archive_id"] for r in rows} - documents.keys():
-            documents[archive_id] = _archive_documents(db, archive_id)
-        texts = [embedding_text(r["node_type"], r["content"], r["summary"], r["title"],
-                                stored_leaf_context(documents[r["archive_id"]], r["leaf_index"], r["heading_path"]))
-                 for r in rows]
-        yield ([r["id"] for r in rows], embedder.embed_passages(texts),
-               [vector_metadata(model_id, r["archive_id"], r["node_type"], r["depth"]) for r in rows])
-        if progress:
-            progress(min(start + 256, len(ids)), len(ids))
-
-
-def _archive_documents(db: Database, archive_id: int) -> list[dict]:
-    """The document entries an archive records (leaves.stored_leaf_context reads them)."""
-    row = db.query_one("SELECT settings FROM archives WHERE id = ?", (archive_id,))
-    try:
-        documents = json.loads(row["settings"] or "{}").get("documents") if row else None
-    except (ValueError, AttributeError):
-        return []
-    return documents if isinstance(documents, list) else []
-
-
-def _rebuild_paths(db: Database) -> None:
-    """Recompute every path and depth from parent_id, top-down; a parent outside the archive or a
-    loop is cut (the node becomes a root)."""
-    with db.transaction() as conn:
-        nodes = {r["id"]: dict(r) for r in conn.execute("SELECT id, archive_id, parent_id FROM memory_nodes")}
-        for node in nodes.values():
-            parent = nodes.get(node["parent_id"]) if node["parent_id"] is not None else None
-            if node["parent_id"] is not None and (parent is None or parent["archive_id"] != node["archive_id"]):
-                node["parent_id"] = None
-        children: dict[int | None, list[int]] = {}
-        for node_id, node in nodes.items():
-            children.setdefault(node["parent_id"], []).append(node_id)
-        placed: dict[int, tuple[str, int]] = {}
-
-        def place_subtree(top: int) -> None:
-            stack = [(top, "", -1)]
-            while stack:
-                node_id, parent_path, parent_depth = stack.pop()
-                if node_id in placed:
-                    continue
-                placed[node_id] = (child_path(parent_path, node_id), parent_depth + 1)
-                stack.extend((c, placed[node_id][0], parent_depth + 1) for c in children.get(node_id, []))
-
-        for root in children.get(None, []):
-            place_subtree(root)
-        for node_id, node in nodes.items():
-            if node_id not in placed:  # on a parent loop: cut the loop here
-                node["parent_id"] = None
-                place_subtree(node_id)
-        conn.executemany("UPDATE memory_nodes SET parent_id = ?, path = ?, depth = ? WHERE id = ?",
-                         [(nodes[i]["parent_id"], p, d, i) for i, (p, d) in placed.items()])
+    for root in children.get(None, []):
+        place_subtree(root)
+    for node_id, node in nodes.items():
+        if node_id not in placed:  # on a parent loop: cut the loop here
+            node["parent_id"] = None
+            place_subtree(node_id)
+    return [(nodes[i]["parent_id"], p, d, i) for i, (p, d) in placed.items()]

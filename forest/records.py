@@ -33,6 +33,10 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
+def no_progress(_: Progress) -> None:
+    """A ProgressFn for callers that show none."""
+
+
 @dataclass
 class MemoryNode:
     id: int

@@ -103,6 +103,28 @@ def check_top_k(top_k: int, limit: int) -> int:
     return top_k
 
 
+SEARCH_MODES = ("vector", "bm25", "hybrid")
+
+
+def check_search_mode(mode: str) -> str:
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"search mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
+    return mode
+
+
+def check_budget(tokens: int) -> int:
+    if tokens < 1:
+        raise InvalidInput(f"the token budget must be positive, got {tokens}")
+    return tokens
+
+
+def check_threshold(threshold: float) -> float:
+    """A 0-1 relevance score."""
+    if not 0 <= threshold <= 1:
+        raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
+    return threshold
+
+
 def check_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty")

@@ -1,4 +1,4 @@
-"""The ANSWER/EXPLORE loop (seed 000 §3.2, §5.2): stepped by hand, overridden, run to the end,
+"""The forest spec's ANSWER/EXPLORE loop: stepped by hand, overridden, run to the end,
 offline and with Claude (the real client against a local Messages API server)."""
 import json
 

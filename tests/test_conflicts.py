@@ -1,6 +1,6 @@
-"""Conflict detection between research statements and the offline side-by-side (seed
-002 §3.3): hand-written conflicting pairs, look-alikes that must not be flagged, claim extraction,
-and the comparison used for reconciliation. English and Chinese."""
+"""Conflict detection between research statements and the offline side-by-side (the DeepScholar
+spec's reconciliation): hand-written conflicting pairs, look-alikes that must not be flagged,
+claim extraction, and the comparison used for reconciliation. English and Chinese."""
 import json
 
 import pytest

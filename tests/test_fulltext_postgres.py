@@ -16,6 +16,7 @@ from eval_corpus import locomo_conversation, locomo_questions, qasper_papers, qa
 from forest.personal.memory_store import PersonalStore, SaidBefore
 from forest.records import LEAF, SUMMARY
 from forest.storage.fulltext import fts5 as fulltext, postgres as pg_text
+from forest.storage.sql.migrations import FULLTEXT_POSTGRES_V10  # the full-text tables as the migrations make them
 from forest.storage.sql.sqlite import SQLiteDatabase
 from forest.text import tokenize
 
@@ -37,7 +38,7 @@ def pg(postgres_url):
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with conn.transaction():
             conn.execute(BASE_SCHEMA)
-            conn.execute(pg_text.SCHEMA)
+            conn.execute(FULLTEXT_POSTGRES_V10)
         yield conn
 
 
@@ -188,9 +189,9 @@ class Memories:
         return self.store.lexical(user_id, query, limit, {"agent_id": agent} if agent else None)
 
     def pg_hits(self, user_id: str, query: str, limit: int, agent: str | None = None) -> list[tuple[int, float]]:
-        where, params = "user_id = %s AND deleted_at IS NULL", [user_id]
+        where, params = "user_id = ? AND deleted_at IS NULL", [user_id]
         if agent:
-            where, params = f"{where} AND agent_id = %s", params + [agent]
+            where, params = f"{where} AND agent_id = ?", params + [agent]
         with self.pg.transaction():
             return pg_text.memory_hits(self.pg, user_id, fulltext.query_phrases(query), limit, where, params)
 

@@ -26,7 +26,7 @@ LAYERS = [
     ["forest.recall"],
     ["forest.research", "forest.personal"],
     ["forest.views"],
-    ["forest.doctor", "forest.service"],
+    ["forest.doctor", "forest.engine_parts", "forest.service"],
     ["forest.compat"],   # other services' interfaces (mem0) over the service
     ["forest.serving", "forest.cli"],
 ]
@@ -116,3 +116,21 @@ def test_doctor_and_the_serving_tools_do_not_load_the_tree_builder():
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             cwd=FOREST.parent)
     assert json.loads(loaded.stdout) == []
+
+
+def test_a_lower_layer_sees_the_service_through_a_typed_protocol():
+    """The agent loop (recall) calls back into MemoryForest at run time, which no import shows: it
+    holds a ForestReader, and the service must answer each of its calls with the same parameters."""
+    import inspect
+    import typing
+
+    from forest.recall.agent import AgentLoop, ForestReader
+    from forest.service import MemoryForest
+
+    assert typing.get_type_hints(AgentLoop.__init__)["forest"] is ForestReader
+    for name, member in vars(ForestReader).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        wanted = list(inspect.signature(member).parameters)
+        assert list(inspect.signature(getattr(MemoryForest, name)).parameters) == wanted, name
+    assert isinstance(inspect.getattr_static(MemoryForest, "drill_threshold"), property)

@@ -107,3 +107,37 @@ def test_the_query_embedding_cache_is_shared_safely_by_threads(monkeypatch):
         sys.setswitchinterval(interval)
     assert errors == []
     assert len(embedder._query_cache._vectors) <= 2
+
+
+# What each released migration runs, on each database (SHA-256 of its scripts, first 20 hex digits).
+# A released migration is never edited: stores already past it would never run the new text.
+# A new migration adds its line here.
+RELEASED_MIGRATIONS = {
+    1: "deb962a36127f7d989a8",
+    2: "c1f7ae60a02f2c01717d",
+    3: "38271604edc95260021e",
+    4: "1334135c796a3e494efa",
+    5: "89b2425edaf46c520b22",
+    6: "7fda05fb82f0f8711f75",
+    7: "f9adfc6b4dd4f5f55879",
+    8: "a0b43adc2e2b920eb6d2",
+    9: "939a14ecb2e834c32c51",
+    10: "047e41ccefb651edd585",
+    11: "108aead75142db9f23c8",
+    12: "a525b820bb37726ee809",
+    13: "31be5d701a6425fd5ca8",
+}
+
+
+def test_released_migrations_run_the_text_they_were_released_with():
+    import hashlib
+
+    from forest.storage.sql.migrations import MIGRATIONS
+
+    ran = {m.version: hashlib.sha256("\0".join(m.scripts("sqlite") + ["--"] + m.scripts("postgres")).encode())
+           .hexdigest()[:20] for m in MIGRATIONS}
+    changed = [v for v, digest in RELEASED_MIGRATIONS.items() if ran.get(v) != digest]
+    assert not changed, f"released migrations {changed} changed: add a new migration instead"
+    assert sorted(ran) == list(range(1, len(ran) + 1)), "migrations are numbered 1, 2, ... with no gap"
+    unrecorded = {v: digest for v, digest in ran.items() if v not in RELEASED_MIGRATIONS}
+    assert not unrecorded, f"record the new migration's digest in RELEASED_MIGRATIONS: {unrecorded}"

@@ -1,4 +1,4 @@
-"""The personal knowledge graph (seed 003): triple extraction (offline patterns and Claude),
+"""The personal knowledge graph (NeuroMemory v2 spec): triple extraction (offline patterns and Claude),
 entity normalization and deduplication, the bounded walk and its readable paths."""
 import json
 import logging

@@ -1,6 +1,7 @@
-"""The personal memory service (seeds 003, 004) on real stores: process_memory's two paths, the
-durable write queue (retries, restarts, a killed process), the memory tool with history and
-scoping, contradictions superseding, the graph walk, clearing, isolation between users."""
+"""The personal memory service (NeuroMemory v2 and mem0 memory-tool specs) on real stores:
+process_memory's two paths, the durable write queue (retries, restarts, a killed process), the
+memory tool with history and scoping, contradictions superseding, the graph walk, clearing,
+isolation between users."""
 from __future__ import annotations
 
 import json

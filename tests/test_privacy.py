@@ -1,5 +1,6 @@
-"""The privacy filter (seed 003 §5, §7): offline accuracy on a labelled bilingual set, the seed's
-examples, the Claude path against a local Messages API server, and failures that store."""
+"""The privacy filter (NeuroMemory v2 spec: store PRIVATE, drop PUBLIC, store when unsure): offline
+accuracy on a labelled bilingual set, the spec's examples, the Claude path against a local Messages
+API server, and failures that store."""
 import json
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Research memory (seed 002) on real stores: episodic recall with decay, the briefing's budget
+"""Research memory (DeepScholar spec) on real stores: episodic recall with decay, the briefing's budget
 and folding, semantic knowledge with history, compaction, conflicts reconciled in a session, and
 the Claude paths against the local Messages API server."""
 from __future__ import annotations

@@ -82,7 +82,7 @@ def test_every_tool_over_streamable_http(served):
         results["compare"] = await call("compare_papers", {"model_id": "alice", "questions": ["Who played bebop?"]})
         results["other"] = await call("get_memory_node", {"model_id": "alice", "node_id": bob_leaf.id})
         results["bad"] = await call("retrieve_memory", {"model_id": "alice", "query": "x", "top_k": 0})
-        # Research memory (seed 002).
+        # Research memory (DeepScholar spec).
         results["note"] = await call("add_research_note", {"model_id": "alice", "session_id": "s1", "kind": "finding",
                                                            "text": "Pyroclastic flows outrun cars", "source": "p. 1"})
         results["session_ask"] = await call("ask_memory", {"model_id": "alice", "session_id": "s1",
@@ -102,7 +102,7 @@ def test_every_tool_over_streamable_http(served):
                                                                  "node_id_b": alice_leaves[-1]})
         results["reconcile_bob"] = await call("reconcile_passages", {"model_id": "alice", "node_id_a": alice_leaves[0],
                                                                      "node_id_b": bob_leaf.id})
-        # Personal memory (seeds 003, 004), per user_id.
+        # Personal memory (NeuroMemory v2 and mem0 memory-tool specs), per user_id.
         results["remember"] = await call("memory", {"user_id": "alice", "action": "add",
                                                     "text": ["灿灿是小朱的女儿", "灿灿还有一个弟弟，叫帅帅"],
                                                     "metadata": {"scene": "family"}})

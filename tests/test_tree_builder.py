@@ -10,7 +10,7 @@ from forest.tree.planner import (SEPARATOR, Segment, average_linkage, outline_se
 
 
 def seed_reference(vectors, sizes, threshold, max_chars):
-    """Seed 000 §4.2: rescan all adjacent root pairs, merge the best, repeat (O(n^2))."""
+    """The forest spec's build_memory_tree: rescan adjacent root pairs, merge the best, repeat (O(n^2))."""
     roots = [(np.asarray(v, dtype=np.float64), 1, s, i) for i, (v, s) in enumerate(zip(vectors, sizes))]
     next_index = len(sizes)
     merges = []

@@ -3,7 +3,7 @@
 Readers: Zotero data directories (zotero.py), BibTeX/BibLaTeX files (bibtex.py), folders (folders.py);
 read_library picks the reader. plan_import decides what an import adds, updates, skips and reports.
 """
-from forest.library.bibtex import bibtex_of, citation_key_of, read_bibtex
+from forest.library.bibtex import bibtex_of, bibtex_of_archives, citation_key_of, read_bibtex
 from forest.library.citation import cite_as, cited_name, short_citation
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, SourceKind, normalize_doi,
@@ -19,7 +19,7 @@ from forest.library.zotero import find_base_directory, read_zotero
 
 __all__ = [
     "ON_DUPLICATE", "Creator", "Duplicate", "ImportPlan", "KnownDocument", "LibraryEntry", "LibraryError",
-    "LibraryReading", "PaperIdentity", "PlannedDocument", "SamePaper", "SkippedItem", "SourceKind", "bibtex_of",
+    "LibraryReading", "PaperIdentity", "PlannedDocument", "SamePaper", "SkippedItem", "SourceKind", "bibtex_of", "bibtex_of_archives",
     "check_on_duplicate", "cite_as", "citation_key_of", "cited_name", "completed", "file_sha256", "find_base_directory", "find_same",
     "library_kind", "normalize_doi", "paper_entry_metadata", "plan_import", "read_bibtex",
     "read_folder", "read_library", "read_zotero", "short_citation",

@@ -13,6 +13,7 @@ Relative paths are relative to the folder of the .bib file. The first PDF of an 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path, PureWindowsPath
 from urllib.parse import unquote, urlparse
 
@@ -23,6 +24,7 @@ from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
 from forest.library.identity import normalize_arxiv_id
+from forest.records import Archive
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
@@ -324,3 +326,11 @@ def _name_to_bibtex(creator: Creator) -> str:
     if not creator.first:
         return "{" + last + "}"     # an organisation, or a one-word name: kept whole
     return f"{{{last}}}, {_text_to_latex(creator.first)}" if "," in creator.last else f"{last}, {_text_to_latex(creator.first)}"
+
+
+def bibtex_of_archives(archives: Sequence[Archive], archive_ids: Sequence[int] | None = None) -> str:
+    """The BibTeX of the archives' papers (`archive_ids` only, if given); an archive with no
+    library metadata gives none."""
+    wanted = None if archive_ids is None else set(archive_ids)
+    return "\n".join(bibtex_of(LibraryEntry.from_metadata(a.library)) for a in archives
+                     if a.library and (wanted is None or a.id in wanted))

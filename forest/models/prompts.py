@@ -1,5 +1,6 @@
-"""The LLM prompts: seed 000 §5.1 verbatim in meaning, seed 002's reconciliation and compaction
-prompts, seed 003's privacy classification and triple extraction; filled and serialized here."""
+"""The LLM prompts: the forest spec's summary and ANSWER/EXPLORE prompts, verbatim in meaning; the
+DeepScholar spec's reconciliation and compaction prompts; the NeuroMemory v2 spec's privacy
+classification and triple extraction; filled and serialized here."""
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def leaf_summary_prompt(text: str, max_chars: int) -> str:
 
 def node_summary_prompt(child_texts: list[str], max_chars: int, heading_path: str | None,
                         lead: str | None = None) -> str:
-    """Seed 000 §5.1's parent prompt over the text under each child, told where in the document
+    """The forest spec's parent-summary prompt over the text under each child, told where in the document
     the node sits (its heading path); a node without a heading is also given a short title, and
     a document node is given its abstract to start from."""
     prompt = json.loads(json.dumps(PROMPT_CREATE_PARENT_SUMMARY))
@@ -80,7 +81,7 @@ PAPERS_ASKED = ("问题针对 papers_asked 中的每一篇论文：回答须逐�
 
 def agent_loop_prompt(question: str, context_nodes: list[dict], preamble: str = "",
                       papers: list[dict] | None = None) -> str:
-    """Seed 000 §5.2's loop prompt; `papers` ({archive_id, title} of each paper the question is
+    """The forest spec's ANSWER/EXPLORE prompt; `papers` ({archive_id, title} of each paper the question is
     asked over, when several were chosen) are added with the rule that the answer covers each."""
     prompt = json.loads(json.dumps(PROMPT_AGENTIC_REASONING_LOOP))
     prompt["input_data"]["user_query"] = question
@@ -91,7 +92,7 @@ def agent_loop_prompt(question: str, context_nodes: list[dict], preamble: str = 
     return _with_preamble(preamble, prompt)
 
 
-# Seed 002 §3.3: conflicting passages are not pasted side by side into the answer prompt; a
+# The DeepScholar spec: conflicting passages are not pasted side by side into the answer prompt; a
 # reviewer compares the experimental conditions first and returns a bounded, merged conclusion.
 PROMPT_LLM_MEDIATED_RECONCILIATION = {
     "role": "You are an impartial third-party reviewer of research papers.",
@@ -111,7 +112,7 @@ PROMPT_LLM_MEDIATED_RECONCILIATION = {
         "confidence": "<high | medium | low>"}},
 }
 
-# Seed 002 §3.1: before old messages are replaced by a summary, what is worth keeping is written
+# The DeepScholar spec: before old messages are replaced by a summary, what is worth keeping is written
 # to persistent memory (the pre-compaction flush).
 PROMPT_PRE_COMPACTION_FLUSH = {
     "role": "You maintain the research notes of a long working session.",
@@ -141,12 +142,12 @@ def compaction_prompt(preamble: str, messages: list[dict], existing_findings: li
 
 
 def _with_preamble(preamble: str, prompt: dict) -> str:
-    """The research memory's directives and briefing come first in every prompt (seed 002 §3.1)."""
+    """The research memory's directives and briefing come first in every prompt (DeepScholar spec)."""
     body = json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
     return f"{preamble.strip()}\n\n{body}" if preamble.strip() else body
 
 
-# Seed 003 §5: the privacy filter's question, with the seed's four examples.
+# The NeuroMemory v2 spec's privacy filter: its question, with the spec's four examples.
 PROMPT_CLASSIFY_PRIVACY = """判断以下内容是否为用户私有数据 / Decide whether the input is the user's private data.
 - PRIVATE: 个人偏好、经历、私有实体关系（家人、朋友、同事）、个人计划、关于用户本人或其熟人的个人事实
   (personal preferences, experiences, private relations, plans, personal facts about the user or people they know)
@@ -169,7 +170,7 @@ def privacy_prompt(text: str) -> str:
     return PROMPT_CLASSIFY_PRIVACY.format(text=json.dumps(text, ensure_ascii=False)) + JSON_ONLY
 
 
-# Seed 003: the knowledge graph's triples from one memory.
+# The NeuroMemory v2 spec's per-user knowledge graph: the triples from one memory.
 PROMPT_EXTRACT_TRIPLES = {
     "role": "你是一个个人知识图谱的构建者。",
     "task": "从下面这条用户记忆中抽取关于人物、宠物、地点、组织和个人偏好的关系三元组 (source, relationship, target)。",

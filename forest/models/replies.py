@@ -24,7 +24,7 @@ def _context(info: ValidationInfo, key: str) -> Any:
 
 
 class SummaryReply(Reply):
-    """PROMPT_CREATE_LEAF_SUMMARY / PROMPT_CREATE_PARENT_SUMMARY (seed 000 §5.1)."""
+    """PROMPT_CREATE_LEAF_SUMMARY / PROMPT_CREATE_PARENT_SUMMARY: the forest spec's summary prompts."""
 
     summary: str = NonEmpty
 
@@ -51,8 +51,8 @@ class StepPayload(Reply):
 
 
 class AgentStep(Reply):
-    """PROMPT_AGENTIC_REASONING_LOOP (seed 000 §5.2). Context: `passages` (the leaf ids it may
-    cite) and `explorable` (the summary node ids it may open)."""
+    """PROMPT_AGENTIC_REASONING_LOOP, the forest spec's ANSWER or EXPLORE. Context: `passages`
+    (the leaf ids it may cite) and `explorable` (the summary node ids it may open)."""
 
     action: Literal["ANSWER", "EXPLORE"]
     payload: StepPayload
@@ -76,7 +76,7 @@ class AgentStep(Reply):
 
 
 class ReconciliationReply(Reply):
-    """PROMPT_LLM_MEDIATED_RECONCILIATION (seed 002 §3.3)."""
+    """PROMPT_LLM_MEDIATED_RECONCILIATION: the DeepScholar spec's merged conclusion with its boundaries."""
 
     merged_conclusion: str = NonEmpty
     boundary_conditions: list[str]
@@ -97,14 +97,14 @@ class Finding(Reply):
 
 
 class FlushReply(Reply):
-    """The compaction flush (seed 002 §3.1): findings worth keeping and a summary."""
+    """The DeepScholar spec's pre-compaction flush: findings worth keeping and a summary."""
 
     findings: list[Finding]
     summary: str = NonEmpty
 
 
 class PrivacyReply(Reply):
-    """The privacy classifier (seed 003): PRIVATE or PUBLIC, with a reason."""
+    """The privacy classifier (NeuroMemory v2 spec): PRIVATE or PUBLIC, with a reason."""
 
     label: Literal["PRIVATE", "PUBLIC"]
     reason: str = ""
@@ -122,6 +122,6 @@ class Triple(Reply):
 
 
 class TriplesReply(Reply):
-    """Knowledge-graph extraction (seed 004)."""
+    """Knowledge-graph extraction: the NeuroMemory v2 spec's (source, relationship, target) triples."""
 
     triples: list[Triple]

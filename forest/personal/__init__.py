@@ -1,1 +1,1 @@
-"""Personal memory service (seeds 003, 004)."""
+"""Personal memory service (the NeuroMemory v2 and mem0 memory-tool specs)."""

@@ -1,7 +1,7 @@
-"""The personal knowledge graph (seed 003): (source, relationship, target) triples extracted from
+"""The personal knowledge graph (NeuroMemory v2 spec): (source, relationship, target) triples from
 stored memories, entities normalized and deduplicated, and a bounded walk for retrieval.
 
-Triples read like the seed's graph_relations: (小朱, 女儿, 灿灿) says 灿灿 is 小朱's daughter, so a
+Triples read like the spec's graph_relations: (小朱, 女儿, 灿灿) says 灿灿 is 小朱's daughter, so a
 role word (daughter, 弟弟, dog) is always the relation from the owner to whoever holds the role.
 Counts without a name ("小朱有两个孩子", "Tom has two kids") give no triple: a target such as
 "两个" would join every family of two into one node and the walk would wander between them.
@@ -46,8 +46,8 @@ _EDGE = " \t\r\n\"'“”‘’「」『』《》()（）[]【】<>.,;:!?，。�
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’]s$|(?<=.)的$")
 _FIRST_PERSON = frozenset(["i", "me", "my", "mine", "myself", "我", "我自己", "我家"])  # 我家的狗: the user's
-# Pronouns and group words name nobody in particular: without coreference (seed 003 §11.1) they
-# would merge everyone called "he" into one node.
+# Pronouns and group words name nobody in particular: without coreference (left for later by the
+# spec) they would merge everyone called "he" into one node.
 _NOT_ENTITIES = frozenset(
     "he she it they them him her his hers its their theirs we us our you your yours this that these "
     "those who whom what which where when there here someone somebody everyone everybody anyone anybody "

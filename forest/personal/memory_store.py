@@ -3,7 +3,7 @@ user never reads or changes another's memories, history, graph or queue."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -13,17 +13,14 @@ import numpy as np
 from forest.storage.sql.database import WAL, Connection, Database, mark_erased
 from forest.errors import ForestError
 from forest.records import iso
-from forest.storage.fulltext.fts5 import phrase_match, query_phrases
+from forest.storage.fulltext import fulltext_for, memory_text_row
+from forest.storage.fulltext.fts5 import query_phrases
 from forest.storage.graphs.base import GraphEdge
-from forest.storage.sql.postgres import pyformat
-from forest.text import tokenize
 
 if TYPE_CHECKING:
     from forest.personal.graph_mirror import GraphMirror
 
 SCOPE_KEYS = ("agent_id", "run_id")
-# BM25: a word of what was said just before a memory counts half a word of the memory itself.
-CONTEXT_WEIGHT = 0.5
 MEMORY_INDEX = "personal_memory_text"
 # A claim of `limit` items takes the input of at most limit / 8 users (4 for the worker's batch of
 # 32): enough for one embedding call to batch, few enough that other workers find users to write for.
@@ -100,8 +97,7 @@ class EmbedderMismatch(ForestError):
 class PersonalStore:
     def __init__(self, db: Database) -> None:
         self.db = db
-        # The full-text row of a memory: FTS5's rowid is the memory's id; PostgreSQL's table names it.
-        self._text_id = "memory_id" if db.dialect == "postgres" else "rowid"
+        self._fulltext = fulltext_for(db)
         # The Cypher store the graph is mirrored in (graph_url), told of every fact a write changes.
         self.mirror: GraphMirror | None = None
 
@@ -222,33 +218,32 @@ class PersonalStore:
         if not phrases:
             return []
         sql, params = self._filtered(user_id, scope, metadata)
-        if self.db.dialect == "postgres":
-            from forest.storage.fulltext import postgres as fulltext_postgres
-
-            with self.db.snapshot() as conn:
-                return fulltext_postgres.memory_hits(conn.raw, user_id, phrases, limit,
-                                                     pyformat(sql.removeprefix(_MEMORIES)), params)
-        match = phrase_match(phrases)
-        # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
-        # (rowid IN ...) SQLite ran the MATCH once per memory of the user.
-        rows = self.db.query(
-            f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text, 1.0, "
-            f"{CONTEXT_WEIGHT}) AS score "
-            f"FROM personal_memory_text WHERE personal_memory_text MATCH ?) "
-            f"SELECT id, score FROM matched WHERE id IN (SELECT id {sql}) ORDER BY score LIMIT ?",
-            (match, *params, limit))
-        return [(r[0], -r[1]) for r in rows]
+        with self.db.snapshot() as conn:
+            return self._fulltext.memory_hits(getattr(conn, "raw", conn), user_id, phrases, limit,
+                                              sql.removeprefix(_MEMORIES), params)
 
     def index_missing(self) -> int:
         """Index live memories that have no BM25 row (those written before migration 8, and those
         whose context migration 11 took away)."""
         with self.db.transaction() as conn:
             rows = conn.execute("SELECT id, user_id, memory, context FROM personal_memories m WHERE deleted_at IS NULL "
-                                f"AND NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.{self._text_id} = m.id)"
+                                f"AND NOT EXISTS (SELECT 1 FROM personal_memory_text t WHERE t.{self._fulltext.MEMORY_TEXT_ID} = m.id)"
                                 ).fetchall()
             self._index_many(conn, [(memory_id, user_id, memory, context)
                                     for memory_id, user_id, memory, context in rows])
         return len(rows)
+
+    def live_texts(self, user_id: str | None = None) -> list[tuple[int, str]]:
+        """(id, text) of every live memory, of one user or all, in id order."""
+        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
+        return [(r[0], r[1]) for r in self.db.query_tuples(
+            sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id", (user_id,) if user_id else ())]
+
+    def set_embeddings(self, embedder: str, vectors: Sequence[tuple[int, bytes]]) -> None:
+        """Replace memories' vectors ((id, float32 bytes)) with `embedder`'s, in one transaction."""
+        with self.db.transaction() as conn:
+            conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
+                             [(vector, embedder, memory_id) for memory_id, vector in vectors])
 
     def tag_untagged(self, embedder: str) -> None:
         """Vectors written before migration 8 carry no embedder: they were made by the one configured then."""
@@ -275,7 +270,7 @@ class PersonalStore:
         Database.finish_erasures after committing."""
         count = conn.execute("SELECT count(*) FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
                              (user_id,)).fetchone()[0]
-        conn.execute(f"DELETE FROM personal_memory_text WHERE {self._text_id} IN (SELECT id FROM personal_memories "
+        conn.execute(f"DELETE FROM personal_memory_text WHERE {self._fulltext.MEMORY_TEXT_ID} IN (SELECT id FROM personal_memories "
                      "WHERE user_id = ?)", (user_id,))
         conn.execute("DELETE FROM personal_triple_sources WHERE triple_id IN (SELECT id FROM personal_triples "
                      "WHERE user_id = ?)", (user_id,))
@@ -621,18 +616,10 @@ class PersonalStore:
     def _index_many(self, conn: Connection, memories: list[tuple[int, str, str, str | None]]) -> None:
         """BM25 rows of (memory id, user_id, memory, context): the memory's tokens, and those of
         what was said before it. In one call: PostgreSQL keeps each user's statistics per call."""
-        rows = [(memory_id, user_id, " ".join(tokenize(memory)), " ".join(tokenize(context or "")))
-                for memory_id, user_id, memory, context in memories]
-        if self.db.dialect == "postgres":
-            from forest.storage.fulltext import postgres as fulltext_postgres
-
-            fulltext_postgres.write_memory_text(conn.raw, rows)
-        else:
-            conn.executemany("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
-                             [(memory_id, body, said) for memory_id, _, body, said in rows])
+        self._fulltext.write_memory_text(getattr(conn, "raw", conn), [memory_text_row(*m) for m in memories])
 
     def _unindex(self, conn: Connection, memory_id: int) -> None:
-        conn.execute(f"DELETE FROM personal_memory_text WHERE {self._text_id} = ?", (memory_id,))
+        self._fulltext.delete_memory_text(getattr(conn, "raw", conn), [memory_id])
 
 
 _COLUMNS = "id, user_id, agent_id, run_id, memory, metadata, created_at, updated_at"

@@ -1,15 +1,15 @@
-"""Privacy filter (seed 003 §5, §7): PRIVATE input is stored, PUBLIC input is dropped.
+"""Privacy filter (NeuroMemory v2 spec): PRIVATE input is stored, PUBLIC input is dropped.
 
 PRIVATE is what only the user can tell us: their preferences, experiences, plans, health, work,
 opinions and the people in their life. PUBLIC is what the main model already knows (general
 knowledge, encyclopedic facts, public information) and questions or requests that assert nothing
 new about the user. Such a question ("What did I eat yesterday?") is about the user but gives the
-store nothing to keep, so it is PUBLIC, i.e. not stored, as in the seed's debug example.
+store nothing to keep, so it is PUBLIC, i.e. not stored, as in the spec's debug example.
 
 With a Claude client the decision is Claude's. Offline, hand-written rules settle first-person
 statements, relations between people the user knows, questions and encyclopedic statements;
-whatever they leave open goes to the nearest built-in prototype sentences under the embedder. Every failure answers PRIVATE (seed 003
-§7: rather store too much than lose something).
+whatever they leave open goes to the nearest built-in prototype sentences under the embedder.
+Every failure answers PRIVATE (as the spec asks: rather store too much than lose something).
 """
 from __future__ import annotations
 
@@ -284,7 +284,8 @@ _ENCYCLOPEDIC = re.compile(
 # Questions and requests: they ask, they do not tell (unless they ask us to remember something).
 _ZH_QUESTION_WORD = "什么|怎么|怎样|如何|哪|多少|谁|为什么|是否|能不能|可不可以|要不要|有没有|是不是"
 _QUESTION_END = re.compile(r"[?？][\"'”’)）]*$|吗[。.!！]?$")
-# Chinese often asks without a mark: "小朱的儿子叫什么" ends on its interrogative word (seed 003 §3.3).
+# Chinese often asks without a mark: "小朱的儿子叫什么" (the spec's debug example) ends on its
+# interrogative word.
 _ZH_QUESTION_TAIL = re.compile(r"(?:什么|谁|哪里|哪儿|哪个|多少|几个|几岁|几点|怎么样|为什么|怎么办)[呢啊呀]?[。.!！]?$")
 # 呢 also ends plain statements ("我还在上班呢"); it asks only beside a question word before it
 # (looked for in two passes: "word.*呢$" would rescan the rest from every question word).

@@ -33,7 +33,7 @@ class PersonalRecall:
     def passage_vector(self, text: str) -> np.ndarray:
         """The one vector of an input: the passage the memory will be stored as, which also finds
         its context; a query embedding would be a second. What was said before it is not embedded
-        (it would triple the cost of a write): BM25 reads it (memory_store.CONTEXT_WEIGHT)."""
+        (it would triple the cost of a write): BM25 reads it (storage.fulltext.fts5.CONTEXT_WEIGHT)."""
         return self.embedder.embed_passages([text])[0]
 
     def context(self, user_id: str, text: str,

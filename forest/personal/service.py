@@ -1,16 +1,17 @@
-"""PersonalMemory: memory as a service for agents (seed 003 NeuroMemory v2, seed 004 memory tools).
+"""PersonalMemory: memory as a service for agents (the NeuroMemory v2 and mem0 memory-tool specs).
 
-process_memory is Y-shaped (seed 003 §2.2): the sync path retrieves at once (vector top k and the
-knowledge graph around the entities the input names) and returns; the async path puts the input
-in a durable SQLite queue first and a worker thread classifies its privacy and writes it. A
-write that fails is logged and retried with backoff; it never turns into a failed retrieval
-(seed 003 §7), and queued input survives a crash or restart (the worker resumes it). Input that
-could not even be queued would be lost: that reply says so (status fallback, queued false).
+process_memory is Y-shaped, as NeuroMemory v2 asks: the sync path retrieves at once (vector top k
+and the knowledge graph around the entities the input names) and returns; the async path puts the
+input in a durable queue first (a table of the store, SQLite or PostgreSQL) and a worker thread
+classifies its privacy and writes it. A write that fails is logged and retried with backoff; it
+never turns into a failed retrieval (silent degradation), and queued input survives a crash or
+restart (the worker resumes it). Input that could not even be queued would be lost: that reply says
+so (status fallback, queued false).
 
 Secrets are redacted (forest.personal.redact) from every text and metadata value before anything
 is stored or searched; an id holding one is refused. Deleting erases: the text leaves the files.
 
-The memory access tool (seed 004) adds, searches, updates, deletes and shows history, scoped by
+The memory access tool (mem0 memory-tool spec) adds, searches, updates, deletes and shows history, scoped by
 user_id, agent_id, run_id and metadata; every change is in the history. A new memory that
 contradicts an old one about the same subject supersedes it (an UPDATE with history).
 
@@ -100,7 +101,7 @@ class PersonalMemory:
             vector = self.recall.passage_vector(text)
             chunks, relations = self.recall.context(user_id, text, vector)
             status = "success"
-        except Exception:  # seed 003 §7: a failed retrieval is an empty context, never an error
+        except Exception:  # as the spec asks, a failed retrieval is an empty context, never an error
             log.exception("retrieval failed for user %s", user_id)
             chunks, relations, status = [], [], "fallback"
         elapsed = (time.perf_counter() - started) * 1000
@@ -114,7 +115,7 @@ class PersonalMemory:
         return _context(status, chunks, relations, elapsed)
 
     def debug_process_memory(self, user_id: str, text: str) -> str:
-        """seed 003 §3.3: the whole flow in words, run synchronously: retrieval with scores, graph
+        """The spec's debug mode: the whole flow in words, run synchronously: retrieval with scores, graph
         paths, the storage decision and its reason, time per stage, the raw data."""
         user_id, text = checked_user_id(user_id), checked_text(text, "input")
         if not self.enabled:
@@ -174,16 +175,12 @@ class PersonalMemory:
                 progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed live memories (of one user, or all) with the configured embedder: the way out
         of an embedder mismatch. Returns how many were re-embedded."""
-        sql = "SELECT id, memory FROM personal_memories WHERE deleted_at IS NULL"
-        rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") + " ORDER BY id",
-                             (checked_user_id(user_id),) if user_id else ())
+        rows = self.store.live_texts(checked_user_id(user_id) if user_id else None)
         for start in range(0, len(rows), batch):
             part = rows[start:start + batch]
-            vectors = self.embedder.embed_passages([r["memory"] for r in part])
-            with self.db.transaction() as conn:
-                conn.executemany("UPDATE personal_memories SET embedding = ?, embedder = ? WHERE id = ?",
-                                 [(np.asarray(v, dtype=np.float32).tobytes(), self.embedder.name, r["id"])
-                                  for r, v in zip(part, vectors)])
+            vectors = self.embedder.embed_passages([text for _, text in part])
+            self.store.set_embeddings(self.embedder.name, [(memory_id, np.asarray(v, dtype=np.float32).tobytes())
+                                                           for (memory_id, _), v in zip(part, vectors)])
             if progress:
                 progress(start + len(part), len(rows))
         return len(rows)

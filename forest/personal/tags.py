@@ -1,4 +1,4 @@
-"""Preference and topic tags from a user's memories (seed 004's preference tag extraction).
+"""Preference and topic tags from a user's memories (the mem0 memory-tool spec's preference tags).
 
 Offline and deterministic: preference tags come from the knowledge graph's like/dislike relations
 of the user (weight grows with the memories that mention the thing), topic tags from what recurs

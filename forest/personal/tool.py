@@ -1,9 +1,10 @@
-"""The memory access tool (seed 004): add, search, update, delete and history of a user's
+"""The memory access tool (mem0 memory-tool spec): add, search, update, delete and history of a user's
 memories, scoped by user_id, agent_id, run_id and metadata. Every change is in the history; an
 explicit add skips the privacy filter but may supersede a memory it contradicts."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from forest.config import Settings
@@ -24,9 +25,30 @@ from forest.personal.recall import PersonalRecall
 from forest.storage.sql.database import Database
 from forest.validation import check_top_k, in_id_range
 
-ACTIONS = ("add", "search", "update", "delete", "history")
 MAX_BATCH = 100
 MAX_TOP_K = 100
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of the tool, its ids and scope checked."""
+    action: str
+    user_id: str
+    text: str | list[str] | None
+    query: str | None
+    memory_id: int | None
+    agent_id: str | None
+    run_id: str | None
+    scope: dict[str, str | None]
+    metadata: dict[str, Any]
+    filters: dict[str, Any] | None
+    top_k: int
+    actor: str
+
+    def named_memory(self) -> int:
+        if self.memory_id is None:
+            raise InvalidInput(f"{self.action} needs a memory_id")
+        return self.memory_id
 
 
 class MemoryTool:
@@ -44,12 +66,13 @@ class MemoryTool:
         self.clock = clock
 
     def run(self, action: str, user_id: str, *, text: str | list[str] | None = None,
-                 query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
-                 run_id: str | None = None, metadata: dict[str, Any] | None = None,
-                 filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
+            query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
+            run_id: str | None = None, metadata: dict[str, Any] | None = None,
+            filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
         """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
         give status fallback with the reason, never an exception."""
-        if action not in ACTIONS:
+        handler = _HANDLERS.get(action)
+        if handler is None:
             return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
         if not self.settings.memory_enabled:
             return _reply(action, "disabled", {"reason": "MEMORY_ENABLED=false: memory is switched off; nothing "
@@ -58,30 +81,34 @@ class MemoryTool:
             user_id = checked_user_id(user_id)
             if memory_id is not None and not in_id_range(memory_id):
                 raise NotFound(f"memory {memory_id} not found for this user")
-            scope = checked_scope(agent_id, run_id)
-            metadata = checked_metadata(metadata)
-            who = actor or agent_id or "memory_tool"
-            if action == "add":
-                return _reply(action, "success", {"results": self.add(user_id, text, scope, metadata, who)})
-            if action == "search":
-                filters = dict(filters or {})
-                scope_filter = checked_scope(filters.pop("agent_id", agent_id), filters.pop("run_id", run_id))
-                found = self.search(user_id, query or "", top_k, scope_filter, checked_metadata(filters))
-                return _reply(action, "success", {"results": [{**r.to_dict(), "score": round(s, 4)}
-                                                              for r, s in found]})
-            if action == "history":
-                entries = self.store.history(user_id, memory_id)
-                return _reply(action, "success", {"history": [e.to_dict() for e in entries]})
-            if memory_id is None:
-                raise InvalidInput(f"{action} needs a memory_id")
-            if action == "update":
-                self.update(user_id, memory_id, text if isinstance(text, str) else "", who, metadata)
-            else:
-                self.delete(user_id, memory_id, who)
-            return _reply(action, "success", {"memory_id": memory_id, "history": [
-                e.to_dict() for e in self.store.history(user_id, memory_id)]})
+            call = ToolCall(action, user_id, text, query, memory_id, agent_id, run_id,
+                            checked_scope(agent_id, run_id), checked_metadata(metadata), filters, top_k,
+                            actor or agent_id or "memory_tool")
+            return _reply(action, "success", handler(self, call))
         except ForestError as exc:
             return _reply(action, "fallback", {"error": str(exc)})
+
+    def _add(self, call: ToolCall) -> dict[str, Any]:
+        return {"results": self.add(call.user_id, call.text, call.scope, call.metadata, call.actor)}
+
+    def _search(self, call: ToolCall) -> dict[str, Any]:
+        filters = dict(call.filters or {})  # scope ids may come in the filters, as mem0 sends them
+        scope = checked_scope(filters.pop("agent_id", call.agent_id), filters.pop("run_id", call.run_id))
+        found = self.search(call.user_id, call.query or "", call.top_k, scope, checked_metadata(filters))
+        return {"results": [{**r.to_dict(), "score": round(s, 4)} for r, s in found]}
+
+    def _history(self, call: ToolCall) -> dict[str, Any]:
+        return {"history": [e.to_dict() for e in self.store.history(call.user_id, call.memory_id)]}
+
+    def _update(self, call: ToolCall) -> dict[str, Any]:
+        memory_id = call.named_memory()
+        self.update(call.user_id, memory_id, call.text if isinstance(call.text, str) else "", call.actor, call.metadata)
+        return {"memory_id": memory_id, **self._history(call)}
+
+    def _delete(self, call: ToolCall) -> dict[str, Any]:
+        memory_id = call.named_memory()
+        self.delete(call.user_id, memory_id, call.actor)
+        return {"memory_id": memory_id, **self._history(call)}
 
     def search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
                metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
@@ -144,3 +171,11 @@ MEM0_EVENTS = {"superseded": "UPDATE", "repeated": "NONE"}
 
 def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {"operation": operation, "status": status, "payload": payload}
+
+
+# The tool's actions: each a method taking the checked call and giving the reply's payload.
+_HANDLERS: dict[str, Callable[[MemoryTool, ToolCall], dict[str, Any]]] = {
+    "add": MemoryTool._add, "search": MemoryTool._search, "update": MemoryTool._update,
+    "delete": MemoryTool._delete, "history": MemoryTool._history}
+ACTIONS = tuple(_HANDLERS)
+

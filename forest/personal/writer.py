@@ -1,5 +1,5 @@
-"""The write worker: a thread that takes process_memory's input from the durable SQLite queue and
-writes it (WritePolicy plans and applies each write). A write that fails is logged and retried
+"""The write worker: a thread that takes process_memory's input from the durable queue (a table of
+the store) and writes it (WritePolicy plans and applies each write). A write that fails is logged and retried
 with backoff; the worker never ends on an exception. Claims are leased, so input a dead process
 held is taken over; each write commits together with its "done" mark, exactly once."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ANSWER/EXPLORE loop of seed 000 §3.2 and §5.2 as a step-wise state machine.
+"""The spec's reasoning loop (ANSWER, or EXPLORE one summary node) as a step-wise state machine.
 
 `start` retrieves the representative nodes; each `step` asks the policy for a decision and, on
 EXPLORE, replaces the explored node in the context by its children that clear the threshold
@@ -34,14 +34,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise, zip_longest
-from typing import Any
+from typing import Any, Protocol
 
 from forest.errors import InvalidInput
 from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import agent_loop_prompt
 from forest.models.replies import AgentStep
 from forest.storage.paths import path_ids
-from forest.records import MemoryNode, Representative, ScoredNode
+from forest.records import Archive, ContextResult, MemoryNode, Representative, ScoredNode
 from forest.references import is_reference_node, looks_like_citations
 from forest.text import (STOPWORDS, content_terms, display_title, s_stem, split_sentences, term_coverage, tokenize,
                          truncate)
@@ -112,7 +112,7 @@ class Decision:
     cited_ids: list[int] = field(default_factory=list)   # ANSWER: the passages the answer rests on
 
     def to_seed_json(self) -> dict[str, Any]:
-        """The decision as the seed's output format (§5.2.1), with the passages cited."""
+        """The decision in the spec's loop-prompt format ({action, payload}), with the passages cited."""
         if self.action == ANSWER:
             return {"action": ANSWER, "payload": {"final_answer": self.final_answer, "cited_node_ids": self.cited_ids}}
         return {"action": EXPLORE, "payload": {"node_id_to_explore": self.node_id,
@@ -143,7 +143,7 @@ class AgentState:
     answer: str | None = None
     answered_by: str | None = None
     cited: list[ContextNode] = field(default_factory=list)
-    # A research session's directives, knowledge and briefing: first in every prompt (seed 002).
+    # A research session's directives, knowledge and briefing: first in every prompt (DeepScholar spec).
     preamble: str = ""
     guides: list[ScoredNode] = field(default_factory=list)   # passages to read toward, best first
     archive_ids: tuple[int, ...] | None = None   # the archives asked over; None: all of the model_id's
@@ -283,10 +283,34 @@ class LLMPolicy(Policy):
                         reasoning=payload.reasoning_for_exploration)
 
 
-class AgentLoop:
-    """Drives the loop over a MemoryForest's retrieve, context and explore; holds no state of its own."""
+class ForestReader(Protocol):
+    """What the loop reads of a model_id's forest (MemoryForest is one): searches, a node's
+    children, whole trees, and the threshold a drill-down keeps children by."""
 
-    def __init__(self, forest, policy: Policy, max_steps: int = 8) -> None:
+    drill_threshold: float
+
+    def retrieve(self, model_id: str, query: str, top_k: int | None = None, mode: str | None = None,
+                 archive_ids: Sequence[int] | None = None) -> list[Representative]: ...
+
+    def context(self, model_id: str, question: str, budget_tokens: int | None = None, top_k: int | None = None,
+                mode: str | None = None, archive_ids: Sequence[int] | None = None) -> ContextResult: ...
+
+    def search(self, model_id: str, query: str, top_k: int | None = None, mode: str = "vector",
+               archive_ids: Sequence[int] | None = None) -> list[ScoredNode]: ...
+
+    def explore(self, model_id: str, node_id: int, query: str, threshold: float | None = None) -> list[ScoredNode]: ...
+
+    def archives(self, model_id: str) -> list[Archive]: ...
+
+    def tree(self, model_id: str, archive_id: int) -> list[MemoryNode]: ...
+
+    def node(self, model_id: str, node_id: int, full_text: bool = False) -> MemoryNode: ...
+
+
+class AgentLoop:
+    """Drives the loop over a forest's retrieve, context and explore; holds no state of its own."""
+
+    def __init__(self, forest: ForestReader, policy: Policy, max_steps: int = 8) -> None:
         self.forest = forest
         self.policy = policy
         self.max_steps = max_steps
@@ -297,7 +321,7 @@ class AgentLoop:
         """Retrieve over the model_id's archives (`archive_ids` only, if given) and pick the guides;
         over several chosen papers, paper by paper (each its share of the guides), so that one
         paper's better matches do not crowd the others out."""
-        threshold = self.forest.settings.drill_threshold if threshold is None else threshold
+        threshold = self.forest.drill_threshold if threshold is None else threshold
         papers = self._paper_names(model_id, archive_ids)
         scopes = [(archive_id,) for archive_id in papers] or [archive_ids]
         found = [self._representatives(model_id, question, top_k, scope) for scope in scopes]
@@ -392,7 +416,10 @@ class AgentLoop:
     def run(self, model_id: str, question: str, top_k: int | None = None,
             threshold: float | None = None, preamble: str = "",
             archive_ids: tuple[int, ...] | None = None) -> AgentState:
-        state = self.start(model_id, question, top_k, threshold, preamble, archive_ids)
+        return self.finish(self.start(model_id, question, top_k, threshold, preamble, archive_ids))
+
+    def finish(self, state: AgentState) -> AgentState:
+        """The loop's steps from where `state` is to its answer."""
         while not state.done:
             self.step(state)
         return state

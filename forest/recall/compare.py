@@ -29,6 +29,7 @@ from forest.recall.agent import (AgentLoop, AgentState, ContextNode, answer_sent
                                  guides_under, overview_sentences)
 from forest.recall.retrieval import Retriever
 from forest.records import Archive, Representative, cite
+from forest.storage.archives import ForestStore
 from forest.references import is_reference_node
 from forest.validation import check_query
 
@@ -123,6 +124,16 @@ def check_table(archives: Sequence[Archive], questions: Sequence[str]) -> None:
     if cells > MAX_CELLS:
         raise InvalidInput(f"{len(archives)} papers × {len(questions)} questions is {cells} cells, over the limit "
                            f"of {MAX_CELLS}: choose fewer papers or questions")
+
+
+def compare_archives(loop: AgentLoop, retriever: Retriever, store: ForestStore, model_id: str,
+                     questions: Sequence[str], chosen: tuple[int, ...] | None, top_k: int,
+                     threshold: float) -> Comparison:
+    """Every question (checked: check_questions) asked of the model_id's ready archives (`chosen`
+    only, if given)."""
+    papers = [a for a in store.archives(model_id) if a.status == "ready" and (chosen is None or a.id in chosen)]
+    check_table(papers, questions)
+    return compare_papers(loop, retriever, model_id, questions, papers, top_k, threshold)
 
 
 def compare_papers(loop: AgentLoop, retriever: Retriever, model_id: str, questions: Sequence[str],

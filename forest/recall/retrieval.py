@@ -1,5 +1,6 @@
-"""Recall over a model_id's forest (seed 000 §4.3): global vector search, hits collapsed to their
-lowest common ancestor per tree, one-level drill-down with a reranker, and a budgeted context."""
+"""Recall over a model_id's forest, as the spec's retrieve_from_memory and drill-down ask: global
+vector search, hits collapsed to their lowest common ancestor per tree, one-level drill-down with a
+reranker, and a budgeted context."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -157,7 +158,7 @@ class Retriever:
     def drill_down(self, model_id: str, node_id: int, query: str, threshold: float) -> list[ScoredNode]:
         """Direct children of `node_id` reranked against `query`, those scoring >= threshold.
 
-        A leaf has no children: it returns itself with score 1.0 (seed 000 §4.3).
+        A leaf has no children: it returns itself with score 1.0, as the spec's drill-down asks.
         """
         node = self.store.node(model_id, node_id)
         children = self.store.children(model_id, node_id)

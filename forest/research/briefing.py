@@ -1,4 +1,4 @@
-"""The dynamic briefing (seed 002 §3.3): the workspace as a prompt section with [Current Focus],
+"""The DeepScholar spec's dynamic briefing: the workspace as a prompt section with [Current Focus],
 [Known Constraints] and [Key Findings], under a hard line budget.
 
 When the items do not fit, the oldest fold away first (findings before constraints: constraints

@@ -1,4 +1,4 @@
-"""Compaction (seed 002 §3.1): when a session's live messages pass a share of the token limit,
+"""Compaction (DeepScholar spec): when a session's live messages pass a share of the token limit,
 the oldest are replaced by a short summary, after the pre-compaction flush has written their
 high-value findings to the workspace. Nothing is lost: every message is also an episodic event.
 

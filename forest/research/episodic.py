@@ -1,7 +1,7 @@
-"""Episodic recall with forgetting (seed 002 §3.4): score = similarity x retention, where the
-retention follows Ebbinghaus' curve exp(-dt / S). dt runs from the last time the memory was laid
-down or recalled, and S (stability, in days) grows each time it is recalled, so what keeps being
-useful keeps being found while untouched notes fade."""
+"""Episodic recall with forgetting, the DeepScholar spec's Ebbinghaus time decay: score =
+similarity x retention, where the retention follows Ebbinghaus' curve exp(-dt / S). dt runs from
+the last time the memory was laid down or recalled, and S (stability, in days) grows each time it
+is recalled, so what keeps being useful keeps being found while untouched notes fade."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,4 @@
-"""ResearchMemory: the layered memory of seed 002 §3.1 behind one object.
+"""ResearchMemory: the DeepScholar spec's layered memory (working, episodic, semantic) behind one object.
 
 - Semantic directives: the core file (CORE.md beside the data directory; the default directives
   until one is written), injected first into every prompt,

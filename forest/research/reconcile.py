@@ -1,4 +1,4 @@
-"""Reconciliation of conflicting passages (seed 002 §3.3): the configured LLM reviews both sides as
+"""Reconciliation of conflicting passages (DeepScholar spec): the configured LLM reviews both sides as
 a third party with PROMPT_LLM_MEDIATED_RECONCILIATION and returns a merged conclusion with its
 boundary conditions. Offline (or when its answers are unusable) the result is the rule-based
 side-by-side of forest.research.claims, labelled as not reviewed by an LLM."""

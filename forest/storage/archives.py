@@ -6,12 +6,13 @@ import json
 import os
 import socket
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from forest.storage.sql.database import Connection, Database, mark_erased
 from forest.errors import ForestError, NotFound
+from forest.storage.fulltext import fulltext_for
 from forest.storage.fulltext.fts5 import VISIBLE_ARCHIVE, VISIBLE_NODES, indexed_text
 from forest.records import Archive, MemoryNode, MergeStep
 from forest.records import SEPARATOR
@@ -62,16 +63,22 @@ def _insert_merges(conn, archive_id: int, merges: Sequence[dict[str, Any]], base
           None if m["node_offset"] is None else base + m["node_offset"]) for m in merges))
 
 
+def _documents(settings: str | None) -> list:
+    """The document entries an archive's settings record ([] when they are not a list: an archive
+    imported before imports were checked)."""
+    try:
+        documents = json.loads(settings or "{}").get("documents")
+    except (ValueError, AttributeError):
+        return []
+    return documents if isinstance(documents, list) else []
+
+
 class ForestStore:
     def __init__(self, db: Database) -> None:
         self.db = db
         # Nodes looked up by id, the archive joined after (see nodes()).
         self._visible_by_id = f"{db.cross_join} {VISIBLE_ARCHIVE}"
-        if db.dialect == "postgres":
-            from forest.storage.fulltext import postgres as fulltext
-        else:
-            from forest.storage.fulltext import fts5 as fulltext
-        self._fulltext = fulltext
+        self._fulltext = fulltext_for(db)
         self._building: dict[int, Any] = {}   # archive id -> what tells other processes its build is alive
 
     def _insert_rows(self, conn: Connection, archive_id: int, rows: Sequence[dict[str, Any]], base: int) -> None:
@@ -164,12 +171,7 @@ class ForestStore:
         Entries that are not objects (an archive imported before imports were checked) name none."""
         kept = set()
         for (settings,) in self.db.query_tuples("SELECT settings FROM archives"):
-            try:
-                documents = json.loads(settings or "{}").get("documents")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(documents, list):
-                kept |= {d["file"] for d in documents if isinstance(d, dict) and isinstance(d.get("file"), str)}
+            kept |= {d["file"] for d in _documents(settings) if isinstance(d, dict) and isinstance(d.get("file"), str)}
         return kept
 
     def model_ids(self) -> list[str]:
@@ -346,8 +348,8 @@ class ForestStore:
         return [MemoryNode.from_row(r) for r in rows]
 
     def with_text(self, model_id: str, node: MemoryNode) -> MemoryNode:
-        """A summary node with its content read in: its leaves' text joined (seed 000 §2.1),
-        derived here rather than stored again in every ancestor."""
+        """A summary node with its content read in: its leaves' text joined (the spec's summary-node
+        content), derived here rather than stored again in every ancestor."""
         if node.is_leaf:
             return node
         leaves = self.leaves_between(model_id, node.archive_id, node.first_leaf, node.last_leaf)
@@ -369,3 +371,56 @@ class ForestStore:
 
     def archive_node_ids(self, archive_id: int) -> list[int]:
         return [r[0] for r in self.db.query("SELECT id FROM memory_nodes WHERE archive_id = ?", (archive_id,))]
+
+    # --- upkeep: what doctor and reembed read and mend ------------------------------------
+    def archive_model_id(self, archive_id: int) -> str | None:
+        """The model_id of an archive of any status, or None."""
+        row = self.db.query_one("SELECT model_id FROM archives WHERE id = ?", (archive_id,))
+        return row["model_id"] if row else None
+
+    def node_owners(self) -> list[tuple[int, str, str]]:
+        """(node id, model_id, archive status) of every node of every archive."""
+        return [(r[0], r[1], r[2]) for r in self.db.query_tuples(
+            "SELECT n.id, a.model_id, a.status FROM memory_nodes n JOIN archives a ON a.id = n.archive_id")]
+
+    def node_links(self) -> dict[int, dict[str, Any]]:
+        """Every node's archive_id, parent_id, path and depth, by id."""
+        return {r["id"]: dict(r) for r in self.db.query(
+            "SELECT id, archive_id, parent_id, path, depth FROM memory_nodes")}
+
+    def relink(self, plan: Callable[[dict[int, dict[str, Any]]], list[tuple[int | None, str, int, int]]]) -> None:
+        """Rewrite parents, paths and depths in one transaction: `plan` reads every node's
+        archive_id and parent_id and returns (parent_id, path, depth, node id) rows."""
+        with self.db.transaction() as conn:
+            nodes = {r["id"]: dict(r) for r in conn.execute("SELECT id, archive_id, parent_id FROM memory_nodes")}
+            conn.executemany("UPDATE memory_nodes SET parent_id = ?, path = ?, depth = ? WHERE id = ?", plan(nodes))
+
+    def ready_settings(self) -> list[tuple[int, str | None, int]]:
+        """(archive id, its settings as stored, its number of leaves) of every ready archive."""
+        return [(r[0], r[1], r[2]) for r in self.db.query_tuples(
+            "SELECT a.id, a.settings, (SELECT COUNT(*) FROM memory_nodes n WHERE n.archive_id = a.id "
+            "AND n.node_type = 'LEAF_CHUNK') FROM archives a WHERE a.status = 'ready'")]
+
+    def set_settings(self, settings: dict[int, dict[str, Any]]) -> None:
+        """Replace archives' settings (archive id -> settings), in one transaction."""
+        with self.db.transaction() as conn:
+            conn.executemany("UPDATE archives SET settings = ? WHERE id = ?",
+                             [(json.dumps(value), archive_id) for archive_id, value in settings.items()])
+
+    def archive_documents(self, archive_id: int) -> list:
+        """The document entries an archive records (leaves.stored_leaf_context reads them)."""
+        row = self.db.query_one("SELECT settings FROM archives WHERE id = ?", (archive_id,))
+        return _documents(row["settings"]) if row else []
+
+    def node_ids_of(self, model_id: str) -> list[int]:
+        """Every node of the model_id's archives, of any status, in id order."""
+        return [r[0] for r in self.db.query_tuples(
+            "SELECT n.id FROM memory_nodes n JOIN archives a ON a.id = n.archive_id WHERE a.model_id = ? "
+            "ORDER BY n.id", (model_id,))]
+
+    def embedding_rows(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """What a node's vector is made from (forest.tree.leaves.embedding_text), for the ids given."""
+        return [dict(r) for r in self.db.query(
+            "SELECT id, archive_id, node_type, depth, content, summary, title, leaf_index, heading_path "
+            f"FROM memory_nodes WHERE id IN ({','.join('?' * len(ids))})", list(ids))] if ids else []
+

@@ -1,15 +1,21 @@
 """A whole store copied into another, both ways between the embedded default and the server stack
 (SQLite + Chroma <-> PostgreSQL + pgvector or Qdrant): every row with its id, every vector as it
 was made (nothing is embedded again), the full-text indexes rebuilt in the target's own form.
-The target must be empty; forest.service.MemoryForest.copy_store checks the copy afterwards."""
+The target must be empty; compare_stores checks the copy afterwards."""
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from forest.errors import ForestError
 from forest.records import Progress, ProgressFn, vector_metadata
+from forest.storage.fulltext import fulltext_for, memory_text_row
 from forest.storage.fulltext.fts5 import indexed_text
+from forest.storage.private_files import tighten
 from forest.storage.sql.database import Database
 from forest.storage.vectors.base import VectorStore
 
@@ -53,6 +59,8 @@ def copy_rows(source: Database, target: Database, progress: ProgressFn) -> dict[
                 conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
                 if table == "memory_nodes" and target.dialect == "postgres":
                     _index_nodes(conn, columns, rows)
+                if table == "personal_memories":
+                    _index_memories(target, conn, columns, rows)
             done += len(rows)
             progress(Progress(f"copy {table}", done, total, "rows"))
         copied[table] = done
@@ -82,6 +90,26 @@ def _index_nodes(conn: Any, columns: list[str], rows: list[tuple]) -> None:
     fulltext_postgres.write_node_text(conn.raw, [
         (r[at["id"]], model_of[r[at["archive_id"]]],
          indexed_text(r[at["node_type"]], r[at["title"]], r[at["summary"]], r[at["content"]])) for r in rows])
+
+
+def _index_memories(target: Database, conn: Any, columns: list[str], rows: list[tuple]) -> None:
+    """The full-text rows of copied live memories (the tokenizer is Python: no trigger makes them)."""
+    at = {name: i for i, name in enumerate(columns)}
+    fulltext_for(target).write_memory_text(getattr(conn, "raw", conn), [
+        memory_text_row(r[at["id"]], r[at["user_id"]], r[at["memory"]], r[at["context"]])
+        for r in rows if r[at["deleted_at"]] is None])
+
+
+def copy_store(source: Database, source_vectors: VectorStore, source_files: Path, target: Database,
+               target_vectors: VectorStore, target_files: Path, target_data_dir: Path,
+               progress: ProgressFn) -> dict[str, Any]:
+    """Every row, every vector and the kept PDFs; the caller holds the source's writer lock."""
+    rows = copy_rows(source, target, progress)
+    vectors = copy_vectors(source, source_vectors, target_vectors, progress)
+    if Path(target_files).resolve() != Path(source_files).resolve() and Path(source_files).is_dir():
+        shutil.copytree(source_files, target_files, dirs_exist_ok=True)
+        tighten(target_data_dir)
+    return {"rows": rows, "vectors": vectors}
 
 
 def _continue_sequences(target: Database) -> None:
@@ -125,4 +153,40 @@ def _stack(rows: list[Any]) -> Any:
     import numpy as np
 
     return np.stack(rows).astype(np.float32)
+
+
+def compare_stores(source: Database, source_vectors: VectorStore, target: Database, target_vectors: VectorStore,
+                   model_ids: list[str]) -> dict[str, Any]:
+    """What a copy is checked for (a ForestError when it differs): the same rows per table, the same
+    vectors per model_id (a sample compared value for value), and the copy's search finding
+    sampled nodes by their own vectors."""
+    problems = []
+    if row_counts(source) != row_counts(target):
+        problems.append(f"rows per table differ: {row_counts(source)} vs {row_counts(target)}")
+    searched = found = 0
+    for model_id in model_ids:
+        ids = sorted(source_vectors.ids(model_id))
+        if ids != sorted(target_vectors.ids(model_id)):
+            problems.append(f"the vectors of model_id {model_id!r} differ in number or ids")
+            continue
+        sample = ids[:: max(1, len(ids) // 20)]
+        mine, theirs = source_vectors.get_vectors(model_id, sample), target_vectors.get_vectors(model_id, sample)
+        # Equal to float32's last bits: a store may normalise a cosine vector again on write.
+        if any(not np.allclose(mine[i], theirs[i], rtol=0, atol=1e-6) for i in sample):
+            problems.append(f"the vectors of model_id {model_id!r} differ in value")
+        # The copy's index answers under the model_id with the right ids: a node's own vector
+        # finds it first (or another node of the same vector: the same text embedded twice).
+        # Not a question's top hit compared between the stores: Chroma's and pgvector's HNSW
+        # are approximate, each may miss a different nearest neighbour, and a right copy would
+        # be refused for the source's miss.
+        for node_id in sample[:5]:
+            searched += 1
+            top = [i for i, _ in target_vectors.query(model_id, mine[node_id], 1)]
+            found += top == [node_id] or bool(top) and np.allclose(
+                target_vectors.get_vectors(model_id, top)[top[0]], mine[node_id], rtol=0, atol=1e-6)
+    if found < searched:
+        problems.append(f"the copy's search misses {searched - found} of {searched} sampled nodes by their own vectors")
+    if problems:
+        raise ForestError("the copy differs from its source: " + "; ".join(problems))
+    return {"rows_equal": True, "vectors_equal": True, "nodes_searched": searched, "found_by_own_vector": found}
 

@@ -6,8 +6,8 @@ vectors, stored in Chroma, so nothing old is embedded again). A stored root can 
 parent, so every existing node keeps its id and its place; only its path gets the new
 ancestors in front and its depth grows.
 
-Join (seed 000 §7): archives of one model_id whose roots are similar hang under a new super-root
-in one archive.
+Join (the archive merging the spec leaves for later): archives of one model_id whose roots are
+similar hang under a new super-root in one archive.
 
 Rebuild: an archive's tree re-planned over its stored leaves and vectors (stores made before
 trees followed the outline, or after a change of the planning rule).

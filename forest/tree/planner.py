@@ -1,12 +1,12 @@
-"""Plans the merges of seed 000 §4.2 build_memory_tree, without touching any store.
+"""Plans the merges of the spec's build_memory_tree, without touching any store.
 
 Roots sit in document order. Repeatedly the most similar ADJACENT pair of roots is merged under a
 new parent while similarity > threshold and len(content_a) + len(content_b) <= max_chars.
 
-The seed rescans every adjacent pair after each merge (O(n^2) similarity computations with
+The spec rescans every adjacent pair after each merge (O(n^2) similarity computations with
 database round trips). Here candidate pairs live in a heap with lazy invalidation: a pair only
 changes when one of its two roots is merged, so each merge pushes at most two new pairs and the
-whole build costs O(n log n). Ties go to the leftmost pair, as in the seed's scan.
+whole build costs O(n log n). Ties go to the leftmost pair, as in the spec's scan.
 
 Similarity between two roots is average linkage: the mean cosine between the leaves under one
 and the leaves under the other, computed in O(dim) from the sums of their unit leaf vectors

@@ -12,13 +12,45 @@ import re
 import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from forest.records import Archive, MemoryNode, cite
 from forest.text import truncate
 
+if TYPE_CHECKING:
+    from forest.research.memory import ResearchMemory
+    from forest.storage.archives import ForestStore
+
 PASSAGE_CHARS = 600
 _UNSAFE = re.compile(r"[^\w\-]+")
+
+
+def markdown_notes(store: ForestStore, research: ResearchMemory, model_id: str, sessions: Sequence[str] | None = None,
+                   archive_ids: Sequence[int] | None = None) -> dict[str, str]:
+    """The model_id's papers (`archive_ids` only, if given) and research sessions (all, if not
+    named) as notes: {path in the folder: text}, the links between them relative to the folder."""
+    archives = [a for a in store.archives(model_id) if archive_ids is None or a.id in set(archive_ids)]
+    sessions = list(research.sessions(model_id) if sessions is None else sessions)
+    notes = {a.id: note_name(a) for a in archives}
+    files = {f"papers/{notes[a.id]}": paper_note(a, store.archive_nodes(model_id, a.id)) for a in archives}
+    for session_id in sessions:
+        asked = research.questions(model_id, session_id)
+        cited_ids = [c.get("node_id") for e in asked for c in e.get("cited", []) if isinstance(c.get("node_id"), int)]
+        works = {node_id: node.archive_id for node_id, node in store.nodes(model_id, cited_ids).items()}
+        files[f"sessions/{session_file(session_id)}"] = session_note(
+            session_id, research.workspace(model_id, session_id), asked, notes, works)
+    files["index.md"] = index_note(model_id, archives, notes, sessions)
+    return files
+
+
+def write_notes(files: Mapping[str, str], folder: str | Path) -> list[str]:
+    """Notes written under `folder`; the files written, relative to it."""
+    root = Path(folder)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return sorted(files)
 
 
 def note_name(archive: Archive) -> str:

@@ -1,5 +1,6 @@
 """Claims in research statements and the likely conflicts between them, and the offline
-side-by-side used to reconcile two statements (seed 002 §3.3 and §4 step 4).
+side-by-side used to reconcile two statements (the DeepScholar spec: a new passage that conflicts
+with the session's conclusions is reconciled before the answer, never pasted in beside them).
 
 A statement is a retrieved passage or a recorded finding. Two statements from different sources are
 compared only when they are on the same topic (cosine of their vectors, else the overlap of their

@@ -9,12 +9,15 @@ ever parsed as FTS5 syntax.
 
 The top hits are FTS5's own BM25 ranking, pruned: when the rarest phrases decide the answer, the
 rows holding only common phrases are never scored (top_hits).
+
+Personal memories have an index of their own (personal_memory_text: the memory, and the
+conversation said before it), with the functions forest.storage.fulltext.postgres has for it.
 """
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Sequence
 
 from forest.records import LEAF
 from forest.text import STOPWORDS, tokenize
@@ -271,3 +274,36 @@ def _id_spans(conn, model_id: str, half: int) -> list[tuple[int, int]] | None:
         i = min(range(len(spans) - 1), key=lambda k: spans[k + 1][0] - spans[k][1])
         spans[i : i + 2] = [[spans[i][0], spans[i + 1][1]]]
     return [(low, high) for low, high in spans]
+
+
+# --- personal memories ------------------------------------------------------------------------
+# A word of the memory's conversation context weighs half a word of the memory (chosen on LoCoMo's
+# dev conversations against context and text weighed alike: docs/benchmarks.md).
+CONTEXT_WEIGHT = 0.5
+MEMORY_TEXT_ID = "rowid"   # the column of personal_memory_text naming its memory
+
+
+def write_memory_text(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, str, str]]) -> None:
+    """Index memories: (memory id, user_id, body, context) each, body and context our tokens joined
+    by spaces."""
+    conn.executemany("INSERT INTO personal_memory_text (rowid, body, context) VALUES (?, ?, ?)",
+                     [(memory_id, body, said) for memory_id, _, body, said in rows])
+
+
+def delete_memory_text(conn: sqlite3.Connection, memory_ids: Collection[int]) -> None:
+    conn.executemany("DELETE FROM personal_memory_text WHERE rowid = ?", [(i,) for i in memory_ids])
+
+
+def memory_hits(conn: sqlite3.Connection, user_id: str, phrases: list[str], limit: int, where: str,
+                params: Sequence) -> list[tuple[int, float]]:
+    """(memory id, -bm25 with context weighing CONTEXT_WEIGHT) of the `limit` best matches among the
+    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best first."""
+    # The MATCH runs once, materialized, then the user's filter applies: with the filter inside
+    # (rowid IN ...) SQLite ran the MATCH once per memory of the user.
+    rows = conn.execute(
+        f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25(personal_memory_text, 1.0, {CONTEXT_WEIGHT}) "
+        "AS score FROM personal_memory_text WHERE personal_memory_text MATCH ?) "
+        f"SELECT id, score FROM matched WHERE id IN (SELECT id FROM personal_memories WHERE {where}) "
+        "ORDER BY score LIMIT ?", (phrase_match(phrases), *params, limit)).fetchall()
+    return [(r[0], -r[1]) for r in rows]
+

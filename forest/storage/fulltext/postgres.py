@@ -29,116 +29,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from forest.storage.fulltext.fts5 import CONTEXT_WEIGHT
 from forest.storage.fulltext.lexemes import lexemes
+from forest.storage.sql.postgres import pyformat
 
 if TYPE_CHECKING:
     from psycopg import Connection
-
-SCHEMA = """
-CREATE TABLE node_text (
-    node_id  BIGINT PRIMARY KEY REFERENCES memory_nodes (id) ON DELETE CASCADE,
-    model_id TEXT COLLATE "C" NOT NULL,
-    body     tsvector NOT NULL,
-    length   INTEGER NOT NULL           -- FTS5's column size: the row's number of tokens
-);
-CREATE INDEX node_text_words ON node_text USING gin (body);
-
-CREATE TABLE personal_memory_text (
-    memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id) ON DELETE CASCADE,
-    user_id   TEXT COLLATE "C" NOT NULL,
-    body      tsvector NOT NULL,
-    context   tsvector NOT NULL,
-    length    INTEGER NOT NULL          -- tokens of body and context
-);
-CREATE INDEX personal_memory_text_words ON personal_memory_text USING gin (body, context);
-
--- Rows a tsvector cannot hold exactly: each lexeme's positions (0-based) in each column.
-CREATE TABLE node_text_overflow (
-    node_id   BIGINT NOT NULL REFERENCES node_text (node_id) ON DELETE CASCADE,
-    col       SMALLINT NOT NULL,
-    lexeme    TEXT COLLATE "C" NOT NULL,
-    positions INTEGER[] NOT NULL,
-    PRIMARY KEY (lexeme, node_id, col)
-);
-CREATE INDEX node_text_overflow_node ON node_text_overflow (node_id);
-CREATE TABLE personal_memory_text_overflow (
-    memory_id BIGINT NOT NULL REFERENCES personal_memory_text (memory_id) ON DELETE CASCADE,
-    col       SMALLINT NOT NULL,
-    lexeme    TEXT COLLATE "C" NOT NULL,
-    positions INTEGER[] NOT NULL,
-    PRIMARY KEY (lexeme, memory_id, col)
-);
-CREATE INDEX personal_memory_text_overflow_memory ON personal_memory_text_overflow (memory_id);
-
--- BM25's statistics per tenant: rows and tokens (N and avgdl), and the rows holding each lexeme
--- (n of a one-lexeme phrase), kept by fulltext_statistics on every write.
-CREATE TABLE node_text_totals (
-    model_id TEXT COLLATE "C" PRIMARY KEY,
-    rows     BIGINT NOT NULL,
-    tokens   BIGINT NOT NULL
-);
-CREATE TABLE node_text_lexemes (
-    model_id TEXT COLLATE "C" NOT NULL,
-    lexeme   TEXT COLLATE "C" NOT NULL,
-    rows     BIGINT NOT NULL,
-    PRIMARY KEY (model_id, lexeme)
-);
-CREATE TABLE personal_memory_text_totals (
-    user_id TEXT COLLATE "C" PRIMARY KEY,
-    rows    BIGINT NOT NULL,
-    tokens  BIGINT NOT NULL
-);
-CREATE TABLE personal_memory_text_lexemes (
-    user_id TEXT COLLATE "C" NOT NULL,
-    lexeme  TEXT COLLATE "C" NOT NULL,
-    rows    BIGINT NOT NULL,
-    PRIMARY KEY (user_id, lexeme)
-);
-
--- TG_ARGV: the index table, its tenant column, its tsvector of all columns.
-CREATE FUNCTION fulltext_statistics() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    changed text := CASE TG_OP
-        WHEN 'INSERT' THEN 'SELECT 1 AS sign, * FROM new_rows'
-        WHEN 'DELETE' THEN 'SELECT -1 AS sign, * FROM old_rows'
-        ELSE 'SELECT 1 AS sign, * FROM new_rows UNION ALL SELECT -1, * FROM old_rows' END;
-BEGIN
-    -- The tenant's totals row first: a second writer of the tenant waits there before it locks
-    -- any lexeme row, so two writers never lock lexeme rows in opposite orders.
-    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, sum(sign), sum(sign * length) FROM (%3$s) c '
-                   'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
-                   'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
-                   TG_ARGV[0] || '_totals', TG_ARGV[1], changed);
-    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, lexeme, sum(sign) '
-                   'FROM (%3$s) c, unnest(tsvector_to_array(%4$s)) AS lexeme '
-                   'GROUP BY 1, 2 ORDER BY 1, 2 ON CONFLICT (%2$I, lexeme) DO UPDATE SET rows = t.rows + excluded.rows',
-                   TG_ARGV[0] || '_lexemes', TG_ARGV[1], changed, TG_ARGV[2]);
-    IF TG_OP <> 'INSERT' THEN  -- a deleted row's words and tenant leave no trace here
-        EXECUTE format('DELETE FROM %1$I t USING (SELECT DISTINCT %2$I AS tenant, lexeme FROM old_rows, '
-                       'unnest(tsvector_to_array(%3$s)) AS lexeme) g '
-                       'WHERE t.%2$I = g.tenant AND t.lexeme = g.lexeme AND t.rows = 0',
-                       TG_ARGV[0] || '_lexemes', TG_ARGV[1], TG_ARGV[2]);
-        EXECUTE format('DELETE FROM %1$I t WHERE t.%2$I IN (SELECT %2$I FROM old_rows) AND t.rows = 0',
-                       TG_ARGV[0] || '_totals', TG_ARGV[1]);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE TRIGGER node_text_inserted AFTER INSERT ON node_text REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
-CREATE TRIGGER node_text_updated AFTER UPDATE ON node_text REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
-CREATE TRIGGER node_text_deleted AFTER DELETE ON node_text REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
-CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
-CREATE TRIGGER personal_memory_text_updated AFTER UPDATE ON personal_memory_text
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
-CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
-"""
 
 # fts5Bm25Function's constants, combined as C combines them (k1 + 1.0, 1 - b).
 BM25_K1 = 1.2
@@ -185,7 +81,8 @@ class _Index:
 
 
 NODE_TEXT = _Index("node_text", "node_id", "model_id", ("body",), (1.0,), porter=False)
-MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "context"), (1.0, 0.5), porter=True)
+MEMORY_TEXT = _Index("personal_memory_text", "memory_id", "user_id", ("body", "context"), (1.0, CONTEXT_WEIGHT),
+                     porter=True)
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -209,6 +106,9 @@ def write_memory_text(conn: Connection, rows: Iterable[tuple[int, str, str, str]
 
 def delete_node_text(conn: Connection, node_ids: Collection[int]) -> None:
     conn.execute("DELETE FROM node_text WHERE node_id = ANY(%s)", (list(node_ids),))
+
+
+MEMORY_TEXT_ID = "memory_id"   # the column of personal_memory_text naming its memory
 
 
 def delete_memory_text(conn: Connection, memory_ids: Collection[int]) -> None:
@@ -295,10 +195,10 @@ def top_hits(conn: Connection, model_id: str, phrases: list[str], limit: int,
 
 def memory_hits(conn: Connection, user_id: str, phrases: list[str], limit: int, where: str,
                 params: Sequence) -> list[tuple[int, float]]:
-    """(memory id, -bm25 with context weighing 0.5) of the user's `limit` best matches among the
-    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`) selects, best
-    first, ties by id. Call it inside a transaction (REPEATABLE READ)."""
-    scope = (f"SELECT id FROM personal_memories WHERE {where}", tuple(params))
+    """(memory id, -bm25 with context weighing CONTEXT_WEIGHT) of the user's `limit` best matches among the
+    memories `SELECT id FROM personal_memories WHERE {where}` (with `params`; `?` placeholders)
+    selects, best first, ties by id. Call it inside a transaction (REPEATABLE READ)."""
+    scope = (f"SELECT id FROM personal_memories WHERE {pyformat(where)}", tuple(params))
     return _Search(conn, MEMORY_TEXT, user_id, phrases).top(limit, scope, depth=False)
 
 

@@ -2,20 +2,20 @@
 the database records the last (SQLite: PRAGMA user_version; PostgreSQL: the forest_schema table).
 
 Never edit a released migration: add the next number, so stores made by older versions upgrade.
+Each is frozen text (no live schema string imported): tests/test_migrations_and_threads.py
+holds each released migration's digest.
 
 A migration is a list of steps run in order. A `both` step is written in SQLite's SQL and runs on
 both: on PostgreSQL its CREATE TABLE and ALTER TABLE statements take PostgreSQL's types for
 SQLite's (postgres_ddl: 64-bit integers and floats, bytea, byte-ordered text, identity ids).
 What only one database has is a step of its own: FTS5 and its triggers on SQLite, tsvector
-tables on PostgreSQL (forest.storage.fulltext.postgres), and the fixes of rows that SQLite stores
+tables on PostgreSQL (read and written by forest.storage.fulltext.postgres), and the fixes of rows that SQLite stores
 made by older versions hold (a PostgreSQL store starts at version 0 with no rows).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from forest.storage.fulltext.postgres import SCHEMA as FULLTEXT_POSTGRES
 
 SQLITE, POSTGRES = "sqlite", "postgres"
 
@@ -76,6 +76,114 @@ def postgres_ddl(script: str) -> str:
         out.append(statement)
     return ";\n".join(out)
 
+
+# Migration 10's PostgreSQL full-text tables, written out here so the released migration never
+# changes with forest.storage.fulltext.postgres (which reads and writes them).
+FULLTEXT_POSTGRES_V10 = """
+CREATE TABLE node_text (
+    node_id  BIGINT PRIMARY KEY REFERENCES memory_nodes (id) ON DELETE CASCADE,
+    model_id TEXT COLLATE "C" NOT NULL,
+    body     tsvector NOT NULL,
+    length   INTEGER NOT NULL           -- FTS5's column size: the row's number of tokens
+);
+CREATE INDEX node_text_words ON node_text USING gin (body);
+
+CREATE TABLE personal_memory_text (
+    memory_id BIGINT PRIMARY KEY REFERENCES personal_memories (id) ON DELETE CASCADE,
+    user_id   TEXT COLLATE "C" NOT NULL,
+    body      tsvector NOT NULL,
+    context   tsvector NOT NULL,
+    length    INTEGER NOT NULL          -- tokens of body and context
+);
+CREATE INDEX personal_memory_text_words ON personal_memory_text USING gin (body, context);
+
+-- Rows a tsvector cannot hold exactly: each lexeme's positions (0-based) in each column.
+CREATE TABLE node_text_overflow (
+    node_id   BIGINT NOT NULL REFERENCES node_text (node_id) ON DELETE CASCADE,
+    col       SMALLINT NOT NULL,
+    lexeme    TEXT COLLATE "C" NOT NULL,
+    positions INTEGER[] NOT NULL,
+    PRIMARY KEY (lexeme, node_id, col)
+);
+CREATE INDEX node_text_overflow_node ON node_text_overflow (node_id);
+CREATE TABLE personal_memory_text_overflow (
+    memory_id BIGINT NOT NULL REFERENCES personal_memory_text (memory_id) ON DELETE CASCADE,
+    col       SMALLINT NOT NULL,
+    lexeme    TEXT COLLATE "C" NOT NULL,
+    positions INTEGER[] NOT NULL,
+    PRIMARY KEY (lexeme, memory_id, col)
+);
+CREATE INDEX personal_memory_text_overflow_memory ON personal_memory_text_overflow (memory_id);
+
+-- BM25's statistics per tenant: rows and tokens (N and avgdl), and the rows holding each lexeme
+-- (n of a one-lexeme phrase), kept by fulltext_statistics on every write.
+CREATE TABLE node_text_totals (
+    model_id TEXT COLLATE "C" PRIMARY KEY,
+    rows     BIGINT NOT NULL,
+    tokens   BIGINT NOT NULL
+);
+CREATE TABLE node_text_lexemes (
+    model_id TEXT COLLATE "C" NOT NULL,
+    lexeme   TEXT COLLATE "C" NOT NULL,
+    rows     BIGINT NOT NULL,
+    PRIMARY KEY (model_id, lexeme)
+);
+CREATE TABLE personal_memory_text_totals (
+    user_id TEXT COLLATE "C" PRIMARY KEY,
+    rows    BIGINT NOT NULL,
+    tokens  BIGINT NOT NULL
+);
+CREATE TABLE personal_memory_text_lexemes (
+    user_id TEXT COLLATE "C" NOT NULL,
+    lexeme  TEXT COLLATE "C" NOT NULL,
+    rows    BIGINT NOT NULL,
+    PRIMARY KEY (user_id, lexeme)
+);
+
+-- TG_ARGV: the index table, its tenant column, its tsvector of all columns.
+CREATE FUNCTION fulltext_statistics() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed text := CASE TG_OP
+        WHEN 'INSERT' THEN 'SELECT 1 AS sign, * FROM new_rows'
+        WHEN 'DELETE' THEN 'SELECT -1 AS sign, * FROM old_rows'
+        ELSE 'SELECT 1 AS sign, * FROM new_rows UNION ALL SELECT -1, * FROM old_rows' END;
+BEGIN
+    -- The tenant's totals row first: a second writer of the tenant waits there before it locks
+    -- any lexeme row, so two writers never lock lexeme rows in opposite orders.
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, sum(sign), sum(sign * length) FROM (%3$s) c '
+                   'GROUP BY 1 ORDER BY 1 ON CONFLICT (%2$I) DO UPDATE '
+                   'SET rows = t.rows + excluded.rows, tokens = t.tokens + excluded.tokens',
+                   TG_ARGV[0] || '_totals', TG_ARGV[1], changed);
+    EXECUTE format('INSERT INTO %1$I AS t SELECT %2$I, lexeme, sum(sign) '
+                   'FROM (%3$s) c, unnest(tsvector_to_array(%4$s)) AS lexeme '
+                   'GROUP BY 1, 2 ORDER BY 1, 2 ON CONFLICT (%2$I, lexeme) DO UPDATE SET rows = t.rows + excluded.rows',
+                   TG_ARGV[0] || '_lexemes', TG_ARGV[1], changed, TG_ARGV[2]);
+    IF TG_OP <> 'INSERT' THEN  -- a deleted row's words and tenant leave no trace here
+        EXECUTE format('DELETE FROM %1$I t USING (SELECT DISTINCT %2$I AS tenant, lexeme FROM old_rows, '
+                       'unnest(tsvector_to_array(%3$s)) AS lexeme) g '
+                       'WHERE t.%2$I = g.tenant AND t.lexeme = g.lexeme AND t.rows = 0',
+                       TG_ARGV[0] || '_lexemes', TG_ARGV[1], TG_ARGV[2]);
+        EXECUTE format('DELETE FROM %1$I t WHERE t.%2$I IN (SELECT %2$I FROM old_rows) AND t.rows = 0',
+                       TG_ARGV[0] || '_totals', TG_ARGV[1]);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER node_text_inserted AFTER INSERT ON node_text REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
+CREATE TRIGGER node_text_updated AFTER UPDATE ON node_text REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
+CREATE TRIGGER node_text_deleted AFTER DELETE ON node_text REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('node_text', 'model_id', 'body');
+CREATE TRIGGER personal_memory_text_inserted AFTER INSERT ON personal_memory_text
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
+CREATE TRIGGER personal_memory_text_updated AFTER UPDATE ON personal_memory_text
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
+CREATE TRIGGER personal_memory_text_deleted AFTER DELETE ON personal_memory_text
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION fulltext_statistics('personal_memory_text', 'user_id', 'body || context');
+"""
 
 MIGRATIONS: list[Migration] = [
     Migration(1, both("""
@@ -358,7 +466,7 @@ MIGRATIONS: list[Migration] = [
     DROP TABLE personal_memory_text;
     CREATE VIRTUAL TABLE personal_memory_text USING fts5(body, context,
         tokenize = 'porter unicode61 remove_diacritics 2');
-    """), postgres_only(FULLTEXT_POSTGRES)),
+    """), postgres_only(FULLTEXT_POSTGRES_V10)),
     # 11: deleted text leaves the files. A memory's context is the memory kept of what was said
     # before it (context_id), never queued input the privacy filter discarded; written queue items
     # keep their decision only; deleted memories keep no text, vector or metadata, nor does their

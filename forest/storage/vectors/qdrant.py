@@ -1,4 +1,4 @@
-"""Qdrant vector store (seed 000 §2.2-2.3): one collection per embedder, a point per memory node.
+"""Qdrant, the spec's vector store: one collection per embedder, a point per memory node.
 
 A point's id is the node id and its payload is the node's vector metadata (model_id, archive_id,
 node_type, depth). Every model_id shares the embedder's collection, so every call is filtered by
