@@ -697,31 +697,29 @@ class MemoryForest:
         """The model_id's papers (`archive_ids` only, if given) and research sessions (all, if not
         named) as Markdown notes for Obsidian or any Markdown editor (forest.views.markdown_notes):
         {path in the folder: text}, the links between them relative to the folder."""
-        from forest.views.markdown_notes import index_note, note_name, paper_note, session_file, session_note
+        from forest.views.markdown_notes import index_note, note_name, paper_note, session_files, session_note
 
         model_id = check_model_id(model_id)
         archives = [a for a in self.store.archives(model_id) if archive_ids is None or a.id in set(archive_ids)]
-        sessions = list(self.research.sessions(model_id) if sessions is None else sessions)
+        session_notes = session_files(self.research.sessions(model_id) if sessions is None else sessions)
         notes = {a.id: note_name(a) for a in archives}
         files = {f"papers/{notes[a.id]}": paper_note(a, self.tree(model_id, a.id)) for a in archives}
-        for session_id in sessions:
+        for session_id, session_note_name in session_notes.items():
             asked = self.research.questions(model_id, session_id)
             cited_ids = [c.get("node_id") for e in asked for c in e.get("cited", []) if isinstance(c.get("node_id"), int)]
             works = {node_id: node.archive_id for node_id, node in self.store.nodes(model_id, cited_ids).items()}
-            files[f"sessions/{session_file(session_id)}"] = session_note(
+            files[f"sessions/{session_note_name}"] = session_note(
                 session_id, self.research.workspace(model_id, session_id), asked, notes, works)
-        files["index.md"] = index_note(model_id, archives, notes, sessions)
+        files["index.md"] = index_note(model_id, archives, notes, session_notes)
         return files
 
     def export_markdown(self, model_id: str, folder: str | Path, sessions: Sequence[str] | None = None,
                         archive_ids: Sequence[int] | None = None) -> list[str]:
-        """markdown_notes written under `folder`; returns the files written, relative to it."""
-        files = self.markdown_notes(model_id, sessions, archive_ids)
-        root = Path(folder)
-        for name, text in files.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text(text, encoding="utf-8")
-        return sorted(files)
+        """markdown_notes written under `folder` and nowhere else (forest.storage.confined_files:
+        files 0600, no link followed, all or nothing); returns the files written, relative to it."""
+        from forest.storage.confined_files import write_confined
+
+        return write_confined(folder, self.markdown_notes(model_id, sessions, archive_ids))
 
     def reembed(self, model_id: str, progress: ProgressFn | None = None) -> dict[str, Any]:
         """Re-embed the model_id with the configured embedder after a change of embedder: every
