@@ -2,7 +2,8 @@
 else (issue 36, item 4): a symbolic link planted in FOLDER is not written through, sessions whose
 ids make one name stay separate notes, names are bounded in bytes (a title of 100 four-byte
 characters exports), a failed export leaves FOLDER as it was, and files are 0600. Through the
-real CLI, as the failures were found."""
+real CLI, as the failures were found. With FOREST_EXPORT_TABLE=<file> the CLI's answers are written
+there as JSON (bench/bad_input_table.py prints them as rows of docs/security.md's table)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,23 @@ FOREST = str(Path(sys.executable).parent / "forest")
 WIDE = "\U00020000" * 100   # a CJK letter of four UTF-8 bytes: 400 bytes, over any file system's 255
 
 
-def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([FOREST, *args], capture_output=True, text=True, timeout=300, env=forest_env(data_dir))
+OBSERVED: dict[str, dict[str, dict[str, str]]] = {}
+
+
+def cli(data_dir: Path, *args: str, row: str) -> subprocess.CompletedProcess:
+    """The CLI's answer, kept as `row` of the bad-input table."""
+    done = subprocess.run([FOREST, *args], capture_output=True, text=True, timeout=300, env=forest_env(data_dir))
+    said = (done.stderr if done.returncode else done.stdout).strip().splitlines()
+    OBSERVED[row] = {"CLI": {"how": f"exit {done.returncode}", "message": said[-1] if said else ""}}
+    return done
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_observed() -> Iterator[None]:
+    yield
+    if target := os.environ.get("FOREST_EXPORT_TABLE"):
+        Path(target).write_text(json.dumps({"faces": ["CLI"], "rows": OBSERVED}, ensure_ascii=False, indent=1),
+                                encoding="utf-8")
 
 
 @pytest.fixture
@@ -46,9 +63,11 @@ def usual_umask():
 
 def test_sessions_that_make_one_name_are_three_notes_and_wide_titles_export(store, tmp_path):
     folder = tmp_path / "vault"
-    done = cli(store, "library", "markdown", str(folder), "--model-id", "m", "--json")
+    done = cli(store, "library", "markdown", str(folder), "--model-id", "m",
+               row="markdown export: sessions a/b, a b, a-b and a 100 four-byte-character title")
     assert done.returncode == 0, done.stderr
-    files = json.loads(done.stdout)["files"]
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.md"))
+    assert done.stdout.startswith(f"wrote {len(files)} notes under")
     sessions = sorted(f for f in files if f.startswith("sessions/"))
     assert len(sessions) == 4
     assert sessions[:3] == ["sessions/a-b-2.md", "sessions/a-b-3.md", "sessions/a-b.md"]
@@ -70,7 +89,8 @@ def test_a_symlink_planted_in_the_folder_is_replaced_not_written_through(store, 
     precious = tmp_path / "precious.txt"
     precious.write_text("keep me", encoding="utf-8")
     (folder / "index.md").symlink_to(precious)
-    done = cli(store, "library", "markdown", str(folder), "--model-id", "m")
+    done = cli(store, "library", "markdown", str(folder), "--model-id", "m",
+               row="markdown export: FOLDER/index.md a symlink to another file")
     assert done.returncode == 0, done.stderr
     assert precious.read_text(encoding="utf-8") == "keep me"
     assert not (folder / "index.md").is_symlink() and (folder / "index.md").read_text().startswith("# m")
@@ -81,7 +101,8 @@ def test_a_symlinked_subfolder_is_refused_and_nothing_is_written(store, tmp_path
     folder.mkdir()
     elsewhere.mkdir()
     (folder / "sessions").symlink_to(elsewhere, target_is_directory=True)
-    done = cli(store, "library", "markdown", str(folder), "--model-id", "m")
+    done = cli(store, "library", "markdown", str(folder), "--model-id", "m",
+               row="markdown export: FOLDER/sessions a symlink to another folder")
     assert done.returncode != 0 and "Traceback" not in done.stderr and "internal error" not in done.stderr
     assert "symbolic link" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert list(elsewhere.iterdir()) == []
@@ -92,13 +113,14 @@ def test_a_failed_export_leaves_the_folder_as_it_was(store, tmp_path):
     """A note whose place is taken by a folder: refused before anything is moved in."""
     folder = tmp_path / "vault"
     (folder / "index.md").mkdir(parents=True)
-    done = cli(store, "library", "markdown", str(folder), "--model-id", "m")
+    done = cli(store, "library", "markdown", str(folder), "--model-id", "m",
+               row="markdown export: a note's place taken by a folder")
     assert done.returncode != 0 and "internal error" not in done.stderr and "index.md" in done.stderr
     assert [str(p.relative_to(folder)) for p in folder.rglob("*")] == ["index.md"]
 
 
 def test_an_archive_exported_to_a_file_is_private(store, tmp_path):
     out = tmp_path / "archive.json"
-    done = cli(store, "export", "1", "--model-id", "m", "-o", str(out))
+    done = cli(store, "export", "1", "--model-id", "m", "-o", str(out), row="forest export -o FILE (umask 022)")
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600 and json.loads(out.read_text())["nodes"]
