@@ -121,6 +121,8 @@ def test_a_failed_export_leaves_the_folder_as_it_was(store, tmp_path):
 
 def test_an_archive_exported_to_a_file_is_private(store, tmp_path):
     out = tmp_path / "archive.json"
+    out.write_text("an older export")
+    out.chmod(0o644)
     done = cli(store, "export", "1", "--model-id", "m", "-o", str(out), row="forest export -o FILE (umask 022)")
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600 and json.loads(out.read_text())["nodes"]
