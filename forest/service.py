@@ -234,10 +234,10 @@ class MemoryForest(EngineParts):
 
     def export_markdown(self, model_id: str, folder: str | Path, sessions: Sequence[str] | None = None,
                         archive_ids: Sequence[int] | None = None) -> list[str]:
-        """markdown_notes written under `folder`; returns the files written, relative to it."""
-        from forest.views.markdown_notes import write_notes
+        """markdown_notes written under `folder` and nowhere else (forest.storage.confined_files)."""
+        from forest.storage.confined_files import write_confined
 
-        return write_notes(self.markdown_notes(model_id, sessions, archive_ids), folder)
+        return write_confined(folder, self.markdown_notes(model_id, sessions, archive_ids))
 
     # --- upkeep -------------------------------------------------------------------------------
     def resume_pending_writes(self) -> None:

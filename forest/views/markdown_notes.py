@@ -12,7 +12,6 @@ import re
 import unicodedata
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forest.records import Archive, MemoryNode, cite
@@ -23,6 +22,9 @@ if TYPE_CHECKING:
     from forest.storage.archives import ForestStore
 
 PASSAGE_CHARS = 600
+# A note's name before its suffix, in UTF-8 bytes: file systems count a name's bytes (255 at most),
+# and 80 four-byte characters would already be too many.
+SLUG_BYTES = 100
 _UNSAFE = re.compile(r"[^\w\-]+")
 
 
@@ -31,33 +33,30 @@ def markdown_notes(store: ForestStore, research: ResearchMemory, model_id: str, 
     """The model_id's papers (`archive_ids` only, if given) and research sessions (all, if not
     named) as notes: {path in the folder: text}, the links between them relative to the folder."""
     archives = [a for a in store.archives(model_id) if archive_ids is None or a.id in set(archive_ids)]
-    sessions = list(research.sessions(model_id) if sessions is None else sessions)
+    session_notes = session_files(research.sessions(model_id) if sessions is None else sessions)
     notes = {a.id: note_name(a) for a in archives}
     files = {f"papers/{notes[a.id]}": paper_note(a, store.archive_nodes(model_id, a.id)) for a in archives}
-    for session_id in sessions:
+    for session_id, session_note_name in session_notes.items():
         asked = research.questions(model_id, session_id)
         cited_ids = [c.get("node_id") for e in asked for c in e.get("cited", []) if isinstance(c.get("node_id"), int)]
         works = {node_id: node.archive_id for node_id, node in store.nodes(model_id, cited_ids).items()}
-        files[f"sessions/{session_file(session_id)}"] = session_note(
+        files[f"sessions/{session_note_name}"] = session_note(
             session_id, research.workspace(model_id, session_id), asked, notes, works)
-    files["index.md"] = index_note(model_id, archives, notes, sessions)
+    files["index.md"] = index_note(model_id, archives, notes, session_notes)
     return files
 
 
-def write_notes(files: Mapping[str, str], folder: str | Path) -> list[str]:
-    """Notes written under `folder`; the files written, relative to it."""
-    root = Path(folder)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return sorted(files)
+def _slug(label: str, fallback: str) -> str:
+    """'Buck et al. 2018' -> 'buck-et-al-2018', cut to SLUG_BYTES at a character boundary."""
+    slug = _UNSAFE.sub("-", unicodedata.normalize("NFKC", label).lower()).strip("-")
+    return slug.encode()[:SLUG_BYTES].decode("utf-8", "ignore").strip("-") or fallback
 
 
 def note_name(archive: Archive) -> str:
-    """A file name a paper's note keeps whatever the file system: 'buck-et-al-2018-jazz-and-its-origins-12.md'."""
-    label = f"{archive.cite_as or ''} {archive.name}".strip()
-    slug = _UNSAFE.sub("-", unicodedata.normalize("NFKC", label).lower()).strip("-")[:80].strip("-")
-    return f"{slug or 'archive'}-{archive.id}.md"
+    """A file name a paper's note keeps whatever the file system: 'buck-et-al-2018-jazz-and-its-origins-12.md'
+    (the archive id makes it unique)."""
+    label = f"{archive.cite_as or ''} {archive.name}"
+    return f"{_slug(label, 'archive')}-{archive.id}.md"
 
 
 def zipped(notes: Mapping[str, str], folder: str) -> bytes:
@@ -116,12 +115,14 @@ def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mappi
     return "\n".join(lines).rstrip() + "\n"
 
 
-def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str], sessions: Sequence[str]) -> str:
+def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str],
+               sessions: Mapping[str, str]) -> str:
+    """`sessions`: session id -> its note's file name (session_files)."""
     lines = [f"# {model_id}", "", "## Papers", ""]
     lines += [f"- [{_cited_name(a)}](papers/{notes[a.id]})" for a in archives]
     if sessions:
         lines += ["", "## Research sessions", ""]
-        lines += [f"- [{s}](sessions/{session_file(s)})" for s in sessions]
+        lines += [f"- [{s}](sessions/{name})" for s, name in sessions.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -131,8 +132,20 @@ def _cited_name(archive: Archive) -> str:
     return f"{cited}: {archive.name}" if cited else archive.name
 
 
-def session_file(session_id: str) -> str:
-    return f"{_UNSAFE.sub('-', session_id).strip('-') or 'session'}.md"
+def session_files(session_ids: Iterable[str]) -> dict[str, str]:
+    """Each session's note file name, one per session: ids that make one name ('a/b', 'a b' and
+    'a-b'; 'A' and 'a' on a file system that ignores case) get a suffix (-2, -3, ...)."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for session_id in session_ids:
+        stem = name = _slug(session_id, "session")
+        suffix = 1
+        while name.casefold() in taken:
+            suffix += 1
+            name = f"{stem}-{suffix}"
+        taken.add(name.casefold())
+        names[session_id] = f"{name}.md"
+    return names
 
 
 def _front_matter(archive: Archive) -> list[str]:

@@ -45,7 +45,18 @@ class LocalPostgres:
             if not (isinstance(exc, subprocess.TimeoutExpired) and self._ready_within(START_SECONDS)):
                 raise ForestError(f"PostgreSQL did not start in {self.directory}: {exc}; "
                                   f"its log is {self.directory / 'log'}") from None
+        self._configure_for_erasure()
         return self.url()
+
+    def _configure_for_erasure(self) -> None:
+        """WAL segments the server no longer needs are removed, not renamed for reuse with their old
+        bytes inside, so deleted text leaves the WAL (PostgresDatabase.finish_erasures)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            if conn.execute("SHOW wal_recycle").fetchone()[0] == "on":
+                conn.execute("ALTER SYSTEM SET wal_recycle = off")
+                conn.execute("SELECT pg_reload_conf()")
 
     def _ready_within(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds

@@ -33,15 +33,27 @@ POOL_SIZE = 10
 CONNECT_TIMEOUT_SECONDS = 10
 # How long a call waits for a free connection before it is refused.
 POOL_WAIT_SECONDS = 30.0
-# What finish_erasures vacuums for each kind of deleted text (PostgreSQL keeps a deleted row's
-# bytes until VACUUM frees its page space).
+# What finish_erasures rewrites for each kind of deleted text: PostgreSQL keeps a deleted row's
+# bytes in its page (and plain VACUUM only marks the space free), in TOAST and in index pages.
 _ERASURE_TABLES = {
-    "node_text": ("node_text", "memory_nodes", "archive_merges", "archives"),
-    "personal_memory_text": ("personal_memory_text", "personal_memories", "personal_memory_history",
+    "node_text": ("node_text", "node_text_overflow", "node_text_lexemes", "memory_nodes", "archive_merges",
+                  "archives"),
+    "personal_memory_text": ("personal_memory_text", "personal_memory_text_overflow",
+                             "personal_memory_text_lexemes", "personal_memories", "personal_memory_history",
                              "personal_triples", "personal_triple_sources"),
     "WAL": ("personal_write_queue",),
 }
 _ERASURE_TABLES["VACUUM"] = tuple(t for tables in _ERASURE_TABLES.values() for t in tables)
+# How long an erasure's table rewrite waits for readers and writers of the table to let go: while it
+# waits, later queries of the table queue behind it. Past it, the mark stays for the next erasure
+# or the next open of the store.
+ERASURE_LOCK_TIMEOUT_MS = 2000
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    """Said once per process: a deployer's setting, not each call's news."""
+    log.warning(message)
 
 
 def check_closed(conn: Any) -> None:
@@ -294,20 +306,53 @@ class PostgresDatabase(Database):
                 conn.execute("UPDATE forest_schema SET version = ?", (version,))
 
     def finish_erasures(self) -> bool:
-        """Deleted rows stay in their table's pages until VACUUM frees them: the tables that held
-        the marked text are vacuumed, then the marks removed. What PostgreSQL wrote to its WAL,
-        replicas and backups is theirs to expire (docs/server-stack.md)."""
+        """Deleted text leaves the server's files: the tables that held the marked text are
+        rewritten (VACUUM FULL: a new heap, TOAST and indexes without the dead rows; the old files
+        are removed), then the WAL that recorded the text is ended and, at the next checkpoint,
+        removed (with wal_recycle = off; docs/server-stack.md). False, the marks kept for the next
+        erasure or open, when a table stayed busy past ERASURE_LOCK_TIMEOUT_MS. Replicas and
+        backups are the deployer's to expire."""
+        import psycopg
+
         marks = self.query("SELECT id, target FROM pending_erasures")
         if not marks:
             return True
         last = max(m["id"] for m in marks)
         tables = sorted({t for m in marks for t in _ERASURE_TABLES.get(m["target"], ())})
         with self._borrowed() as conn:
-            for table in tables:
-                conn.raw.execute(f"VACUUM {table}")  # autocommit: VACUUM runs outside a transaction
+            try:
+                conn.raw.execute(f"SET lock_timeout = {ERASURE_LOCK_TIMEOUT_MS}")
+                for table in tables:
+                    conn.raw.execute(f"VACUUM (FULL) {table}")  # autocommit: VACUUM runs outside a transaction
+            except psycopg.errors.LockNotAvailable:
+                log.warning("deleted text stays in PostgreSQL's files until the next erasure: a table was busy")
+                return False
+            finally:
+                conn.raw.execute("RESET lock_timeout")
         with self.transaction() as conn:
             conn.execute("DELETE FROM pending_erasures WHERE id <= ?", (last,))
+        self._end_wal()
         return True
+
+    def _end_wal(self) -> None:
+        """A checkpoint writes the rewritten tables out; pg_switch_wal ends the WAL segment that
+        recorded the deleted text; the second checkpoint makes that segment unneeded, and the
+        server removes it (or, with wal_recycle on, renames it for reuse with the text inside)."""
+        import psycopg
+
+        with self._borrowed() as conn:
+            try:
+                for statement in ("CHECKPOINT", "SELECT pg_switch_wal()", "CHECKPOINT"):
+                    conn.raw.execute(statement)
+                recycled = conn.raw.execute("SHOW wal_recycle").fetchone()[0] == "on"
+            except psycopg.errors.InsufficientPrivilege as exc:
+                _warn_once("deleted text stays in PostgreSQL's WAL until the server recycles it: the database "
+                           f"role may not end the WAL ({one_line(exc)}); grant it pg_checkpoint and EXECUTE "
+                           "on pg_switch_wal (docs/server-stack.md)")
+                return
+        if recycled:
+            _warn_once("deleted text stays in PostgreSQL's WAL segments kept for reuse: set wal_recycle = off "
+                       "on the server (docs/server-stack.md)")
 
     def close(self) -> None:
         self._pool.close()
