@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from forest.cli.common import ProgressBar, add_command, add_on_duplicate, emit
 from forest.errors import AlreadyInLibrary, ForestError
+from forest.storage.private_files import open_private
 from forest.text import counted
 
 if TYPE_CHECKING:
@@ -143,7 +144,8 @@ def export_archive(forest: MemoryForest, args: argparse.Namespace) -> int:
     if not args.output:
         sys.stdout.write(text + "\n")
         return 0
-    Path(args.output).write_text(text, encoding="utf-8")
+    with open_private(args.output) as out:   # an archive holds the documents' text: 0600, as the store
+        out.write(text.encode("utf-8"))
     return emit(args, {"archive_id": args.archive_id, "file": args.output, "nodes": len(document["nodes"])},
                 lambda d: f"exported archive {d['archive_id']} ({d['nodes']} nodes) to {d['file']}\n")
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forest.config import Settings
-from forest.errors import ForestError, InvalidInput, NotFound
+from forest.errors import ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
@@ -48,7 +48,8 @@ class MemoryTool:
                  run_id: str | None = None, metadata: dict[str, Any] | None = None,
                  filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
         """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
-        give status fallback with the reason, never an exception."""
+        give status fallback with the reason. A database or model server that cannot be reached
+        raises ServiceUnavailable: the call was not done, and every face reports it as 503."""
         if action not in ACTIONS:
             return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
         if not self.settings.memory_enabled:
@@ -80,6 +81,8 @@ class MemoryTool:
                 self.delete(user_id, memory_id, who)
             return _reply(action, "success", {"memory_id": memory_id, "history": [
                 e.to_dict() for e in self.store.history(user_id, memory_id)]})
+        except ServiceUnavailable:
+            raise
         except ForestError as exc:
             return _reply(action, "fallback", {"error": str(exc)})
 

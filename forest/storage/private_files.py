@@ -50,6 +50,7 @@ def create_private_file(path: Path | str) -> None:
 def open_private(path: Path | str, mode: str = "wb"):
     """open() for writing a new file that is 0600 from its first byte."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, PRIVATE_FILE)
+    os.fchmod(fd, PRIVATE_FILE)   # a file that was there keeps its mode through O_CREAT (a 0644 one)
     return os.fdopen(fd, mode)
 
 
