@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from forest.records import Archive, MemoryNode, cite
-from forest.text import truncate
+from forest.text import images_as_links, truncate
 
 PASSAGE_CHARS = 600
 _UNSAFE = re.compile(r"[^\w\-]+")
@@ -41,7 +41,7 @@ def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
     by_parent: dict[int | None, list[MemoryNode]] = {}
     for node in nodes:
         by_parent.setdefault(node.parent_id, []).append(node)
-    lines = _front_matter(archive) + [f"# {_cited_name(archive)}", ""]
+    lines = [f"# {_cited_name(archive)}", ""]
     meta = archive.library or {}
     if meta.get("abstract"):
         lines += [f"> {' '.join(meta['abstract'].split())}", ""]
@@ -60,7 +60,7 @@ def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
 
     for root in by_parent.get(None, []):
         walk(root, 2)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(_front_matter(archive)) + "\n" + _linked_images(lines)
 
 
 def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mapping[str, Any]],
@@ -81,7 +81,7 @@ def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mappi
             else:
                 lines.append(f"- {label}")
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return _linked_images(lines)
 
 
 def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str], sessions: Sequence[str]) -> str:
@@ -90,7 +90,13 @@ def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, s
     if sessions:
         lines += ["", "## Research sessions", ""]
         lines += [f"- [{s}](sessions/{session_file(s)})" for s in sessions]
-    return "\n".join(lines) + "\n"
+    return _linked_images(lines)
+
+
+def _linked_images(lines: list[str]) -> str:
+    """A note's Markdown with the documents', models' and agents' images as links: an editor
+    opening the note loads nothing from elsewhere by itself."""
+    return images_as_links("\n".join(lines).rstrip() + "\n")
 
 
 def _cited_name(archive: Archive) -> str:
