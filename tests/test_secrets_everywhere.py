@@ -175,6 +175,8 @@ def test_a_database_outage_is_a_503_on_every_face_the_memory_tool_included(postg
     search = {"user_id": "ann", "action": "search", "query": "where do I live"}
     try:
         forest.embedder.embed_query("loaded before the outage")
+        # personal memory open (as in any running server): its tool answered 200 "fallback" to an outage
+        assert httpx.post(f"{server.url}/tools/memory", json=add, timeout=60).json()["status"] == "success"
         postgres.stop(mode="immediate")
         try:
             rest = [httpx.post(f"{server.url}/tools/memory", json=arguments, timeout=60) for arguments in (add, search)]
