@@ -12,7 +12,9 @@ phone number look like account numbers):
   base64 or hex runs, measured by its Shannon entropy limits);
 - a value named as a secret just before it: "PIN", "password", "密码", "account number",
   "routing number", "passport number", "CVV" ... followed by "is", "'s", ":" or "=" and the value,
-  also with a short phrase between ("the password at my home is ...").
+  also with a short phrase between ("the password at my home is ..."); after a password cue and an
+  explicit link, a passphrase of several words in any case ("is correct horse battery staple").
+Metadata values of every type are redacted, a key that names a secret ("pin") making its value one.
 Everything else is kept: order and tracking numbers, years, dates, amounts, phone numbers, UUIDs.
 Measured on a labelled set of secrets and look-alikes, with a held-out part, by bench/eval_redaction.py.
 
