@@ -355,11 +355,12 @@ class ForestTools:
                ) -> dict[str, Any]:
         """Read and write the user's memories directly. Returns {operation, status, payload};
         status is success, fallback (the reason is in payload.error) or disabled (memory is
-        switched off); an unreachable database is an error (HTTP 503), the call not done. Every change is kept in the history (old value, new value, event ADD,
-        UPDATE or DELETE, who, when); delete erases the memory's words from the store, its history
-        keeping only that it was added, changed and deleted. A new memory that contradicts an old
-        one about the same subject replaces it (an UPDATE in the history). Secrets in the text and
-        metadata are stored as their type ("[PIN]")."""
+        switched off); an unreachable database is an error (HTTP 503), the call not done. Every
+        change is kept in the history (old value, new value, event ADD, UPDATE or DELETE, who,
+        when); delete erases the memory's words from the store, its history keeping only that it
+        was added, changed and deleted. A new memory that contradicts an old one about the same
+        subject replaces it (an UPDATE in the history). Secrets in the text and metadata are
+        stored as their type ("[PIN]")."""
         with _tool_errors():   # an outage (ServiceUnavailable) is a 503, as on every tool
             return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
                                                     agent_id=agent_id, run_id=run_id, metadata=metadata,
