@@ -1,7 +1,9 @@
 """Secret redaction (forest/personal/redact.py) on a labelled set of secrets and look-alikes
 (tests/data/redaction_cases.json: credentials, card/account numbers, government ids, PINs and
 passwords, provider keys, tokens and passwords in URLs, in English and Chinese; order and tracking
-numbers, years, dates, phone numbers, hashes, UUIDs and ids the user wants remembered).
+numbers, years, dates, phone numbers, hashes, UUIDs and ids the user wants remembered; passphrases
+of several words; metadata objects, whose values of any type are redacted, their keys naming a
+secret as a cue does; keys a model server echoes back in an error).
 
 The set has two parts: dev (the cases the rules were written and checked against) and held_out
 (written before the rules were last changed, never used to tune them). A secret counts as caught
@@ -20,7 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from forest.personal.redact import redact
+from forest.personal.redact import redact, redact_metadata
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "redaction_cases.json"
 SPLITS = ("dev", "held_out")
@@ -37,24 +39,37 @@ def survives(secret: str, text: str) -> bool:
     return any(secret[i:i + size] in text for i in range(len(secret) - size + 1))
 
 
-def outcomes(cases: list[dict], redactor: Callable[[str], str] = lambda t: redact(t).text
+def forest_redaction(case: dict) -> str:
+    """A case as forest keeps it: its text redacted, or its metadata (as the JSON it is stored as)."""
+    if "metadata" in case:
+        return json.dumps(redact_metadata(case["metadata"]))
+    return redact(case["text"]).text
+
+
+def as_text(redactor: Callable[[str], str]) -> Callable[[dict], str]:
+    """A text redactor over a case: a metadata case is given as its JSON."""
+    return lambda case: redactor(case["text"] if "text" in case else json.dumps(case["metadata"]))
+
+
+def outcomes(cases: list[dict], redactor: Callable[[dict], str] = forest_redaction
              ) -> tuple[list[bool], list[bool], list[str]]:
     """Per secret: caught; per look-alike: kept whole; and what went wrong, in words."""
     caught, kept, problems = [], [], []
     for case in cases:
-        text = redactor(case["text"])
+        text = redactor(case)
+        shown = case.get("text", case.get("metadata"))
         for secret in case["secrets"]:
             caught.append(not survives(secret, text))
             if not caught[-1]:
-                problems.append(f"missed {secret!r} in {case['text']!r} -> {text!r}")
+                problems.append(f"missed {secret!r} in {shown!r} -> {text!r}")
         for value in case["keep"]:
             kept.append(value in text)
             if not kept[-1]:
-                problems.append(f"removed look-alike {value!r} in {case['text']!r} -> {text!r}")
+                problems.append(f"removed look-alike {value!r} in {shown!r} -> {text!r}")
     return caught, kept, problems
 
 
-def evaluate(cases: list[dict], redactor: Callable[[str], str] = lambda t: redact(t).text) -> dict[str, object]:
+def evaluate(cases: list[dict], redactor: Callable[[dict], str] = forest_redaction) -> dict[str, object]:
     caught, kept, problems = outcomes(cases, redactor)
     hits, removed = sum(caught), kept.count(False)
     return {"texts": len(cases), "secrets": len(caught), "look_alikes": len(kept),
@@ -109,7 +124,7 @@ def mcnemar(ours: list[bool], theirs: list[bool]) -> tuple[int, int, float]:
 
 
 def main() -> None:
-    methods = {"forest redaction": lambda t: redact(t).text, "detect-secrets alone": detect_secrets_alone}
+    methods = {"forest redaction": forest_redaction, "detect-secrets alone": as_text(detect_secrets_alone)}
     for split in SPLITS:
         cases = load(split)
         seen = {}

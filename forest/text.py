@@ -16,6 +16,8 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
 # something or link away, found without backtracking (each pattern matches in linear time).
 _IMAGE_START = re.compile(r"!\[")                     # every image, inline or by reference
 _REMOTE_LINK = re.compile(r"\]\((?=\s*(?:<\s*)?(?:[A-Za-z][A-Za-z0-9+.\-]{0,31}:|[/\\]{2}))")
+# An inline image "![alt](address)", its parts bounded (a longer one is escaped as any other image).
+_INLINE_IMAGE = re.compile(r"!\[([^\[\]\n]{0,200})\]\(\s{0,8}<?([^\s()<>]{1,2048})>?\s{0,8}\)")
 _REFERENCE_DEFINITION = re.compile(r"\]:")              # "[label]: url" gives any "[text][label]" a target
 _TAG_OR_AUTOLINK = re.compile(r"<(?=[A-Za-z/!?])")      # raw HTML, and "<https://...>" autolinks
 # GFM makes links of these in the rendered text, after escapes are read: a word joiner (U+2060,
@@ -223,4 +225,13 @@ def safe_markdown(text: str) -> str:
     text = _REMOTE_LINK.sub(r"]\\(", text)
     text = _REFERENCE_DEFINITION.sub(r"]\\:", text)
     text = _BARE_ADDRESS.sub(lambda m: m.group(0) + WORD_JOINER, text)
+    return _TAG_OR_AUTOLINK.sub(r"\\<", text)
+
+
+def images_as_links(text: str) -> str:
+    """Untrusted Markdown written out for another editor (the notes export, opened in Obsidian): an
+    inline image becomes a link to its address, followed on a click and never loaded by itself;
+    any other image syntax and raw HTML are escaped as safe_markdown escapes them."""
+    text = _INLINE_IMAGE.sub(r"[\1](\2)", text)
+    text = _IMAGE_START.sub(r"!\\[", text)
     return _TAG_OR_AUTOLINK.sub(r"\\<", text)

@@ -7,7 +7,7 @@ import re
 from datetime import date, datetime, time, timezone
 from typing import Any
 
-from forest.errors import InvalidInput
+from forest.errors import InvalidInput, looks_like_key, mask_keys
 
 MAX_MODEL_ID = 200
 # Letters and digits of any script, and . _ - : @ (no space, slash or markup).
@@ -44,6 +44,7 @@ def in_id_range(value: int) -> bool:
 def check_model_id(model_id: str) -> str:
     """A tenant's name: an identifier that reads the same in a URL, a command line and a log."""
     _check_name(model_id, "model_id", MAX_MODEL_ID)
+    check_not_key(model_id, "model_id")
     if not _MODEL_ID.fullmatch(model_id):
         raise InvalidInput(f"model_id {model_id[:60]!r} is not a name: it may hold {MODEL_ID_RULE}")
     return model_id
@@ -79,6 +80,14 @@ def _scope_id(value: str, what: str) -> str:
     # fullmatch: a trailing line break is not part of an id
     if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
         raise InvalidInput(f"{what} must be {SCOPE_ID_RULE}")
+    return check_not_key(value, what)
+
+
+def check_not_key(value: str, what: str) -> str:
+    """Ids are stored, logged and shown in clear, so one shaped like a key (a provider's prefix, a
+    40-character AWS secret) is refused, and the message does not repeat it."""
+    if looks_like_key(value):
+        raise InvalidInput(f"{what} looks like a secret key: ids are stored in clear, never put a secret in one")
     return value
 
 
@@ -91,10 +100,15 @@ def check_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     for key, value in metadata.items():
         if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key) \
                 or not isinstance(value, (str, int, float, bool)):
-            raise InvalidInput(f"metadata key {key!r}: keys are identifiers, values strings, numbers or booleans")
+            raise InvalidInput(f"metadata key {_shown(key)}: keys are identifiers, values strings, numbers or booleans")
         if isinstance(value, str):
-            check_unicode(value, f"metadata key {key!r}")
+            check_unicode(value, f"metadata key {_shown(key)}")
     return metadata
+
+
+def _shown(key: Any) -> str:
+    """A metadata key as a message may repeat it: cut, and never a key-shaped secret."""
+    return repr(mask_keys(str(key)[:64]) if isinstance(key, str) else key)
 
 
 def check_top_k(top_k: int, limit: int) -> int:

@@ -302,6 +302,8 @@ HUGE_INT = b"9" * 5000   # past the interpreter's own limit of 4,300 digits
 HUGE_INT_EXPORT = _export([{**_LEAF, "content": "Bebop is fast jazz."}]).replace(b'"leaf_index": 0', b'"leaf_index": ' + HUGE_INT)
 SURROGATE_EXPORT = _export([{**_LEAF, "content": "Bebop is fast jazz."}]).replace(b"fast jazz", b"fast \\ud800 jazz")
 LONE_SURROGATE = "x\udcff"   # a byte that is not UTF-8 in argv, as Python reads it
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"   # a 40-character AWS secret access key
+KEY_AS_NAME = "sk_proj_Zq8mW2xR7tY4uI9oP3aS6dF1gH5jK0lL"   # an identifier that is a key
 
 # Rows: input classes; columns: faces. A face without a way to give that input has no cell.
 CELLS: dict[str, dict[str, Cell]] = {
@@ -487,6 +489,20 @@ CELLS: dict[str, dict[str, Cell]] = {
         "REST": Http("/tools/ask_memory", "session_id is required",
                      json={"model_id": "alice", "question": "Who played bebop?", "session_id": ""}),
     },
+    # ids are stored, logged and shown in clear: one shaped like a key is refused, and not repeated
+    "model_id shaped like a key (an AWS secret)": _bad_model_id(AWS_SECRET, "model_id looks like a secret key"),
+    "personal memory: user_id or agent_id shaped like a key (an AWS secret)": {
+        "CLI": Cli(("personal", "process", "I like jazz", "--user-id", AWS_SECRET), "user_id looks like a secret"),
+        "MCP": Mcp("process_memory", {"user_id": AWS_SECRET, "input": "I like jazz"}, "user_id looks like a secret"),
+        "REST": Http("/tools/process_memory", "agent_id looks like a secret",
+                     json={"user_id": "ann", "agent_id": AWS_SECRET, "input": "I like jazz"}),
+    },
+    "personal memory: a metadata key that is a provider key": {
+        "MCP": Mcp("process_memory", {"user_id": "ann", "input": "I like jazz", "metadata": {KEY_AS_NAME: 1}},
+                   "a metadata key looks like a secret"),
+        "REST": Http("/tools/process_memory", "a metadata key looks like a secret",
+                     json={"user_id": "ann", "input": "I like jazz", "metadata": {KEY_AS_NAME: 1}}),
+    },
 }
 
 
@@ -601,6 +617,7 @@ def test_bad_input_gives_a_clear_error_and_writes_nothing(row: str, face: str, r
     before = snapshot(target.data_dir)
     seen = cell.run(target)
     assert_clear(seen, cell.expect)
+    assert AWS_SECRET[8:24] not in seen.message and KEY_AS_NAME[8:24] not in seen.message, seen  # never echoed
     if row == OTHER_TENANT:  # exactly what an id that exists nowhere gets, and nothing of bob's
         assert not any(word in seen.message.lower() for word in BOB_WORDS), seen
         missing = CELLS[NONEXISTENT][face].run(target)

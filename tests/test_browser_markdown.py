@@ -55,6 +55,16 @@ class Beacon(http.server.ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
+    def control(self, driver) -> list[str]:
+        """The paths requested once the page is given an image of this server itself and its request
+        came (10 s at most): the control that makes silence before it mean no request."""
+        driver.execute_script(f"const i = new Image(); i.src = '{self.url}/control.png';"
+                              "document.body.appendChild(i);")
+        deadline = time.monotonic() + 10
+        while "/control.png" not in self.paths and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.paths
+
 
 def button(driver, label: str):
     return wait(driver, lambda d: next((b for b in d.find_elements(By.XPATH, f"//button[.//p[text()='{label}']]")
@@ -109,13 +119,7 @@ def test_document_and_answer_markdown_load_nothing_from_elsewhere(tmp_path):
                 assert not driver.find_elements(By.CSS_SELECTOR, f"img[src^='{beacon.url}']")
                 links = [a.get_attribute("href") for a in driver.find_elements(By.TAG_NAME, "a")]
                 assert [link for link in links if link and not link.startswith(url)] == []
-                # Control: an image this page is given does reach the server, so silence above means no request.
-                driver.execute_script(f"const i = new Image(); i.src = '{beacon.url}/control.png';"
-                                      "document.body.appendChild(i);")
-                deadline = time.monotonic() + 10
-                while not beacon.paths and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                assert beacon.paths == ["/control.png"]
+                assert beacon.control(driver) == ["/control.png"]
             finally:
                 driver.quit()
     finally:

@@ -194,6 +194,13 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_valkey.py::test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when",
     "test_valkey.py::test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume",
     "test_valkey.py::test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_loads",
+    # issue 36, secrets in every shape: subprocesses, a served forest, a PostgreSQL outage
+    "test_bad_input_faces.py::test_bad_input_gives_a_clear_error_and_writes_nothing[model_id shaped like a key (an AWS secret)-CLI]",
+    "test_bad_input_faces.py::test_bad_input_gives_a_clear_error_and_writes_nothing[personal memory: user_id or agent_id shaped like a key (an AWS secret)-CLI]",
+    "test_secrets_everywhere.py::test_a_database_outage_is_a_503_on_every_face_the_memory_tool_included",
+    "test_secrets_everywhere.py::test_forest_export_writes_the_archive_0600_even_over_a_0644_file",
+    "test_secrets_everywhere.py::test_a_key_a_model_server_echoes_is_masked_in_the_reply_and_the_logs",
+    "test_secrets_everywhere.py::test_an_id_shaped_like_a_key_is_refused_on_every_face_and_echoed_nowhere",
 })
 
 

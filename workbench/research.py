@@ -58,7 +58,7 @@ def cited(text: str) -> str:
 def note_source(source: str) -> str:
     """A note's source as a link when it names a node ("node 42, p. 7"), else as written."""
     linked = cited(f"[{source}]")
-    return linked if linked != f"[{source}]" else source
+    return safe_markdown(linked if linked != f"[{source}]" else source)
 
 
 citation_clicks(key="research_cite", on_cited_change=open_cited)
@@ -89,7 +89,9 @@ with workspace_tab:
         st.info("No notes in this session yet.")
     for item in reversed(items):
         left, right = st.columns([6, 1])
-        left.markdown(f"**{item.kind}** · {cited(item.text)}" + (f"  \n_{note_source(item.source)}_" if item.source else ""))
+        # notes come from any agent (MCP add_research_note): rendered through the sanitizer
+        left.markdown(f"**{item.kind}** · {safe_markdown(cited(item.text))}"
+                      + (f"  \n_{note_source(item.source)}_" if item.source else ""))
         with right:
             if confirmed("Remove", f"This {item.kind} leaves the workspace of session {session!r}.",
                          key=f"remove-{item.id}"):

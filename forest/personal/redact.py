@@ -12,7 +12,9 @@ phone number look like account numbers):
   base64 or hex runs, measured by its Shannon entropy limits);
 - a value named as a secret just before it: "PIN", "password", "密码", "account number",
   "routing number", "passport number", "CVV" ... followed by "is", "'s", ":" or "=" and the value,
-  also with a short phrase between ("the password at my home is ...").
+  also with a short phrase between ("the password at my home is ..."); after a password cue and an
+  explicit link, a passphrase of several words in any case ("is correct horse battery staple").
+Metadata values of every type are redacted, a key that names a secret ("pin") making its value one.
 Everything else is kept: order and tracking numbers, years, dates, amounts, phone numbers, UUIDs.
 Measured on a labelled set of secrets and look-alikes, with a held-out part, by bench/eval_redaction.py.
 
@@ -27,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from forest.errors import PROVIDER_KEY, looks_like_key
 
 # Keywords naming a secret; the group's name is the placeholder's type. Longer names first, so
 # "account number" wins over "account".
@@ -58,8 +62,7 @@ _VALUE = r"(?P<value>\d(?:[\d -]{2,30}\d)|[^\s,;，。；]{3,128})"
 _TAIL = re.compile(rf"(?:(?P<explicit>{_PHRASE}?{_EXPLICIT_LINK})|\s{{1,3}}){_VALUE}", re.I)
 
 _FORMATS = (
-    ("API_KEY", re.compile(r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|"
-                           r"xox[abpr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,})")),
+    ("API_KEY", PROVIDER_KEY),
     ("GOVERNMENT_ID", re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")),
     ("GOVERNMENT_ID", re.compile(r"(?<!\d)\d{17}[\dXx](?!\d)")),
     ("ACCOUNT_NUMBER", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,4})?\b", re.I)),
@@ -81,6 +84,17 @@ _NOT_A_VALUE = re.compile(r"(?:a|an|the|my|on|in|at|not|no|same|different|writte
                           r"secure|insecure|simple|complex|complicated|random|unique|temporary|default|"
                           r"compromised|leaked|stolen|encrypted|invalid|incorrect|case|also|still|now|again|"
                           r"something|nothing|everything|what|which|that|this|it|one)", re.I)
+# A passphrase: two to six words after an explicit link that end their clause ("my password is
+# correct horse battery staple"). Prose after the link has function words, or words that describe
+# the secret past the first ("is too long to remember", "is wrong again", "was changed last week").
+_PASSPHRASE = re.compile(r"[A-Za-z]{2,24}(?:[ \t]{1,3}[A-Za-z]{2,24}){1,7}")
+_PASSPHRASE_WORDS = (2, 6)
+_CONJUNCTION = frozenset({"and", "but", "so", "because", "since", "then", "which", "or", "ok", "okay"})
+_PROSE_WORD = re.compile(r"(?:a|an|the|to|of|in|on|at|for|with|by|as|than|from|into|about|over|under|like|"
+                         r"my|your|his|her|our|their|its|me|you|he|she|we|they|is|are|was|were|be|been|being|"
+                         r"will|would|can|could|should|must|do|does|did|has|have|had|get|got|set|due|enough|"
+                         r"quite|pretty|kind|sort|just|only|always|never|here|there|today|tomorrow|yesterday|"
+                         r"day|days|week|weeks|month|months|year|years|ago|last|next|soon|later|anymore)", re.I)
 # A lower-case word after an explicit link is a value unless it describes the secret (these
 # endings make adjectives and participles: "is encrypted", "is changing", "is unbreakable").
 _DESCRIPTIVE_ENDING = ("ed", "ing", "able", "ible", "ous", "ful", "less", "ive", "ly")
@@ -134,14 +148,34 @@ def redact(text: str) -> Redaction:
 
 
 def redact_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Free-text metadata values redacted like the text they describe (keys are identifiers)."""
-    return {key: redact(value).text if isinstance(value, str) else value for key, value in metadata.items()}
+    """Metadata values redacted whatever their type: a key naming a secret ("pin", "api_key",
+    "card_number") makes its whole value one; a text is redacted as text; a number that is a
+    secret by its format (a card number) becomes its placeholder. Booleans say nothing secret."""
+    return {key: _redacted_value(value, _named_kind(key)) for key, value in metadata.items()}
+
+
+def _named_kind(key: str) -> str | None:
+    named = _KEYWORD.fullmatch(key.replace("_", " "))
+    return named.lastgroup if named else None
+
+
+def _redacted_value(value: Any, named: str | None) -> Any:
+    if isinstance(value, bool):
+        return value
+    if named:
+        return f"[{named}]"
+    if isinstance(value, str):
+        return redact(value).text
+    found = redact(str(value)).kinds
+    return f"[{found[0]}]" if found else value
 
 
 def secret_format(value: str) -> str | None:
     """The type of a secret a value holds by its format alone (a provider key, a token, a password
     in a URL, a card, ...), else None. For identifiers: a named rule or entropy would refuse a
     hashed user id."""
+    if looks_like_key(value):
+        return "API_KEY"
     spans = [*_format_spans(value), *_scanner_spans(value, entropy=False)]
     return spans[0][2] if spans else None
 
@@ -165,10 +199,34 @@ def _named_spans(text: str) -> Iterator[tuple[int, int, str]]:
         tail = _TAIL.match(text, keyword.end())
         if tail is None:
             continue
-        value = tail.group("value").rstrip(".!?)\"'")
-        start = tail.start("value")
-        if _is_value(value, bool(tail.group("explicit")), text, start + len(value)):
-            yield start, start + len(value), keyword.lastgroup or "SECRET"
+        kind, explicit, start = keyword.lastgroup or "SECRET", bool(tail.group("explicit")), tail.start("value")
+        if kind == "PASSWORD" and explicit and (end := _passphrase_end(text, start)):
+            yield start, end, kind
+            continue
+        value = tail.group("value").rstrip(".!?)\"':")
+        if _is_value(value, explicit, text, start + len(value)):
+            yield start, start + len(value), kind
+
+
+def _passphrase_end(text: str, start: int) -> int | None:
+    """Where a passphrase of several words starting at `start` ends, if one does (any case)."""
+    run = _PASSPHRASE.match(text, start)
+    if run is None:
+        return None
+    words = run.group(0).split()
+    for n, word in enumerate(words):
+        if word.lower() in _CONJUNCTION:
+            words = words[:n]
+            break
+    low, high = _PASSPHRASE_WORDS
+    if not low <= len(words) <= high or _PROSE_WORD.fullmatch(words[0]) or words[0].lower().endswith(
+            _DESCRIPTIVE_ENDING) or any(_NOT_A_VALUE.fullmatch(w) or _PROSE_WORD.fullmatch(w)
+                                        or w.lower().endswith(_DESCRIPTIVE_ENDING) for w in words[1:]):
+        return None
+    end = start   # the end of the last word kept, as written (its spacing kept)
+    for word in words:
+        end = text.index(word, end) + len(word)
+    return end if _CLAUSE_END.match(text, end) else None
 
 
 def _is_value(value: str, explicit: bool, text: str, end: int) -> bool:

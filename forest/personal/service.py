@@ -153,7 +153,8 @@ class PersonalMemory:
         return "\n".join(lines)
 
     def memory_tool(self, action: str, user_id: str, **arguments: Any) -> dict[str, Any]:
-        """The memory access tool (MemoryTool.run): {operation, status, payload}, never an exception."""
+        """The memory access tool (MemoryTool.run): {operation, status, payload}; only an outage
+        (ServiceUnavailable) raises."""
         return self.tool.run(action, user_id, **arguments)
 
     # --- the write worker -------------------------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forest.config import Settings
-from forest.errors import ForestError, InvalidInput, NotFound
+from forest.errors import ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
@@ -70,7 +70,8 @@ class MemoryTool:
             run_id: str | None = None, metadata: dict[str, Any] | None = None,
             filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
         """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
-        give status fallback with the reason, never an exception."""
+        give status fallback with the reason. A database or model server that cannot be reached
+        raises ServiceUnavailable: the call was not done, and every face reports it as 503."""
         handler = _HANDLERS.get(action)
         if handler is None:
             return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
@@ -85,6 +86,8 @@ class MemoryTool:
                             checked_scope(agent_id, run_id), checked_metadata(metadata), filters, top_k,
                             actor or agent_id or "memory_tool")
             return _reply(action, "success", handler(self, call))
+        except ServiceUnavailable:
+            raise
         except ForestError as exc:
             return _reply(action, "fallback", {"error": str(exc)})
 

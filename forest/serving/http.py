@@ -38,6 +38,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from forest.errors import ConfigError, ForestError
+from forest.personal.redact import redact, secret_format
 from forest.service import MemoryForest
 from forest.serving.limits import RateLimit
 from forest.serving.mem0_routes import mem0_routes
@@ -76,6 +77,11 @@ class CallLog:
         self._lock = threading.Lock()
 
     def add(self, **call: Any) -> None:
+        # GET /calls shows what callers sent: an id or message holding a secret is kept masked
+        if isinstance(call.get("model_id"), str) and secret_format(call["model_id"]):
+            call["model_id"] = "[SECRET]"
+        if call.get("error"):
+            call["error"] = redact(call["error"]).text
         with self._lock:
             self._calls.appendleft({"at": time.strftime("%H:%M:%S"), **call})
 

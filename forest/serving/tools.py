@@ -358,14 +358,16 @@ class ForestTools:
                ) -> dict[str, Any]:
         """Read and write the user's memories directly. Returns {operation, status, payload};
         status is success, fallback (the reason is in payload.error) or disabled (memory is
-        switched off). Every change is kept in the history (old value, new value, event ADD,
-        UPDATE or DELETE, who, when); delete erases the memory's words from the store, its history
-        keeping only that it was added, changed and deleted. A new memory that contradicts an old
-        one about the same subject replaces it (an UPDATE in the history). Secrets in the text and
-        metadata are stored as their type ("[PIN]")."""
-        return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
-                                                agent_id=agent_id, run_id=run_id, metadata=metadata,
-                                                filters=filters, top_k=top_k)
+        switched off); an unreachable database is an error (HTTP 503), the call not done. Every
+        change is kept in the history (old value, new value, event ADD, UPDATE or DELETE, who,
+        when); delete erases the memory's words from the store, its history keeping only that it
+        was added, changed and deleted. A new memory that contradicts an old one about the same
+        subject replaces it (an UPDATE in the history). Secrets in the text and metadata are
+        stored as their type ("[PIN]")."""
+        with _tool_errors():   # an outage (ServiceUnavailable) is a 503, as on every tool
+            return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
+                                                    agent_id=agent_id, run_id=run_id, metadata=metadata,
+                                                    filters=filters, top_k=top_k)
 
     def clear_user_memory(self, user_id: UserId) -> dict[str, Any]:
         """Delete everything remembered about the user: memories, history, graph, tags and queued

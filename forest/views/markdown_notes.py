@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from forest.records import Archive, MemoryNode, cite
-from forest.text import truncate
+from forest.text import images_as_links, truncate
 
 if TYPE_CHECKING:
     from forest.research.memory import ResearchMemory
@@ -72,7 +72,7 @@ def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
     by_parent: dict[int | None, list[MemoryNode]] = {}
     for node in nodes:
         by_parent.setdefault(node.parent_id, []).append(node)
-    lines = _front_matter(archive) + [f"# {_cited_name(archive)}", ""]
+    lines = [f"# {_cited_name(archive)}", ""]
     meta = archive.library or {}
     if meta.get("abstract"):
         lines += [f"> {' '.join(meta['abstract'].split())}", ""]
@@ -91,7 +91,7 @@ def paper_note(archive: Archive, nodes: Sequence[MemoryNode]) -> str:
 
     for root in by_parent.get(None, []):
         walk(root, 2)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(_front_matter(archive)) + "\n" + _linked_images(lines)
 
 
 def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mapping[str, Any]],
@@ -112,7 +112,7 @@ def session_note(session_id: str, findings: Iterable[Any], asked: Iterable[Mappi
             else:
                 lines.append(f"- {label}")
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return _linked_images(lines)
 
 
 def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, str],
@@ -123,7 +123,13 @@ def index_note(model_id: str, archives: Sequence[Archive], notes: Mapping[int, s
     if sessions:
         lines += ["", "## Research sessions", ""]
         lines += [f"- [{s}](sessions/{name})" for s, name in sessions.items()]
-    return "\n".join(lines) + "\n"
+    return _linked_images(lines)
+
+
+def _linked_images(lines: list[str]) -> str:
+    """A note's Markdown with the documents', models' and agents' images as links: an editor
+    opening the note loads nothing from elsewhere by itself."""
+    return images_as_links("\n".join(lines).rstrip() + "\n")
 
 
 def _cited_name(archive: Archive) -> str:
