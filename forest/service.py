@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -185,7 +185,8 @@ class MemoryForest:
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None,
-                        on_duplicate: str = "skip", library: dict[str, Any] | None = None) -> Archive:
+                        on_duplicate: str = "skip", library: dict[str, Any] | None = None,
+                        planned_against: Collection[int] | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the paper's title, else the document's, else its file name.
         `library`: what a researcher's library knows of the paper (LibraryEntry.metadata()), completed
@@ -195,7 +196,10 @@ class MemoryForest:
         DOI, arXiv id, or title with first author and year: forest.library.identity): "skip" raises
         AlreadyInLibrary naming its archive, before anything is paid for and again under the writer
         lock (a call sent again after its reply was lost adds nothing); "replace" builds this one,
-        then removes the archive held; "keep" builds it beside it."""
+        then removes the archive held; "keep" builds it beside it.
+        `planned_against`: the archives an import planned this document against (import_library),
+        whose fate the plan decided; only archives made since (a concurrent import's) are checked,
+        and one holding the same file is never built beside."""
         from forest.library import PaperIdentity, check_on_duplicate, cite_as, completed
         from forest.tree.build import all_or_nothing
 
@@ -209,7 +213,7 @@ class MemoryForest:
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
             kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
             paper = PaperIdentity.of(metadata, (kept or "").removesuffix(".pdf"), [_fingerprint(document)])
-            held = self._held_paper(model_id, paper, on_duplicate)   # before the summaries are paid for
+            held = self._held_paper(model_id, paper, on_duplicate, planned_against=planned_against)
             progress = progress or _no_progress
             chunks = self._chunks(document, run, progress)
             params = _build_params(run)
@@ -228,21 +232,25 @@ class MemoryForest:
             with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
                 growth = builder.plan_document(chunks, _outline(document, chunks), params, progress)
                 with self._build_lock:
-                    held = self._held_paper(model_id, paper, on_duplicate, building=archive_id) or held
+                    held = self._held_paper(model_id, paper, on_duplicate, archive_id, planned_against) or held
                     keep()
                     builder.write(archive_id, model_id, growth, written_ids, progress)
         if on_duplicate == "replace" and held is not None:
             self.delete_archive(model_id, int(held.archive_id))
         return self.store.archive(model_id, archive_id)
 
-    def _held_paper(self, model_id: str, paper: PaperIdentity, on_duplicate: str,
-                    building: int | None = None) -> SamePaper | None:
-        """The model_id's archive holding `paper` (not the one `building`), if any; AlreadyInLibrary
-        when the caller asked to skip it."""
+    def _held_paper(self, model_id: str, paper: PaperIdentity, on_duplicate: str, building: int | None = None,
+                    planned_against: Collection[int] | None = None) -> SamePaper | None:
+        """The model_id's archive holding `paper` (not the one `building`, nor one of
+        `planned_against`), if any; AlreadyInLibrary when the caller asked to skip it, or when an
+        import's plan meets the same file built since (two imports of one folder at once)."""
         from forest.library import KnownDocument, find_same
 
-        same = find_same(paper, [KnownDocument.of(a) for a in self.store.archives(model_id) if a.id != building])
-        if same is not None and on_duplicate == "skip":
+        decided = set(planned_against or ())
+        same = find_same(paper, [KnownDocument.of(a) for a in self.store.archives(model_id)
+                                 if a.id != building and a.id not in decided])
+        if same is not None and (on_duplicate == "skip" or (planned_against is not None
+                                                             and same.reason == "the same file")):
             raise AlreadyInLibrary(same.said(), int(same.archive_id))
         return same
 
@@ -639,14 +647,20 @@ class MemoryForest:
             remove_builds(self.db, self.store, self.vectors,
                           stale_builds(self.db, [a for a in self.store.all_archives() if a["model_id"] == model_id]))
         archives = self.store.archives(model_id)
-        plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate)
+        plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate,
+                           max_bytes=int(self.settings.max_file_mb * 1_000_000))
         names = {a.id: a.name for a in archives}
-        imported, updated, replaced, failed = [], [], [], []
+        imported, updated, replaced, failed, built_since = [], [], [], [], []
         for done, planned in enumerate(plan.to_build):
             progress(Progress("import", done, len(plan.to_build), planned.title))
-            try:
-                archive = self.ingest_file(planned.entry.path, model_id, name=planned.title, on_duplicate="keep",
+            try:  # planned again under the writer lock: what a concurrent import built since is not built twice
+                archive = self.ingest_file(planned.entry.path, model_id, name=planned.title,
+                                           on_duplicate=on_duplicate, planned_against=set(names),
                                            library={**planned.metadata, "file_sha256": planned.sha256})
+            except AlreadyInLibrary as exc:
+                built_since.append({"title": planned.title, "path": str(planned.entry.path),
+                                    "archive_id": exc.archive_id, "reason": str(exc)})
+                continue
             except ServiceUnavailable:
                 raise
             except ForestError as exc:  # this document cannot be read or built: the others go on
@@ -670,11 +684,12 @@ class MemoryForest:
         return {
             "model_id": model_id, "source": str(reading.source), "kind": reading.kind, "on_duplicate": on_duplicate,
             "counts": {"imported": len(imported), "updated": len(updated), "unchanged": len(plan.unchanged),
-                       "already": len(plan.already), "replaced": len(replaced), "missing": len(plan.missing),
+                       "already": len(plan.already) + len(built_since), "replaced": len(replaced),
+                       "missing": len(plan.missing),
                        "duplicates": len(plan.duplicates), "skipped": len(reading.skipped), "failed": len(failed)},
             "imported": imported, "updated": updated, "replaced": replaced, "failed": failed,
             "already": [{"title": p.title, "path": str(p.entry.path), "archive_id": p.archive_id,
-                         "reason": p.same.said()} for p in plan.already],
+                         "reason": p.same.said()} for p in plan.already] + built_since,
             "missing": [{"title": e.title, "path": str(e.path) if e.path else None, "reason": e.missing_reason}
                         for e in plan.missing],
             "duplicates": [{"title": d.entry.title, "path": str(d.entry.path), "same_as": d.same_as.title,

@@ -498,7 +498,7 @@ def test_unreadable_path_is_missing_with_the_reason(tmp_path):
     folder_not_file = tmp_path / "looks.pdf"
     folder_not_file.mkdir()
     plan = plan_import([LibraryEntry(path=folder_not_file, title="x", source_kind="bibtex")], [])
-    assert plan.missing[0].missing_reason.startswith(f"cannot read {folder_not_file}")
+    assert plan.missing[0].missing_reason == f"{folder_not_file} is a directory, not a file"
 
 
 # ---------------------------------------------------------------- citations and BibTeX export
