@@ -642,13 +642,13 @@ class MemoryForest:
 
         model_id = check_model_id(model_id)
         progress = progress or _no_progress
-        reading = read_library(path)
+        max_bytes = int(self.settings.max_file_mb * 1_000_000)
+        reading = read_library(path, max_bytes)
         with self._build_lock:  # what an interrupted import was building goes, before it is built again
             remove_builds(self.db, self.store, self.vectors,
                           stale_builds(self.db, [a for a in self.store.all_archives() if a["model_id"] == model_id]))
         archives = self.store.archives(model_id)
-        plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate,
-                           max_bytes=int(self.settings.max_file_mb * 1_000_000))
+        plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate, max_bytes)
         names = {a.id: a.name for a in archives}
         imported, updated, replaced, failed, built_since = [], [], [], [], []
         for done, planned in enumerate(plan.to_build):
@@ -695,6 +695,7 @@ class MemoryForest:
             "duplicates": [{"title": d.entry.title, "path": str(d.entry.path), "same_as": d.same_as.title,
                             "reason": d.reason} for d in plan.duplicates],
             "skipped": [{"title": s.title, "key": s.source_key, "reason": s.reason} for s in reading.skipped],
+            "notes": [{"title": e.title, "key": e.source_key, "note": note} for e in reading.entries for note in e.notes],
         }
 
     def bibtex(self, model_id: str, archive_ids: Sequence[int] | None = None) -> str:

@@ -1,8 +1,10 @@
 """`forest library import` of a hostile or clumsy library, along the CLI as a person runs it: a file
 the library names that is a FIFO or a device never hangs the import, a Zotero library reads nothing
 outside its storage/<key>/ folders, a relative linked path is a clear refusal, each refusal is
-reported per item while the rest is imported, and two imports of one folder at once give each
-document once."""
+reported per item while the rest is imported, a .bib field of megabytes is cut with a note, and
+two imports of one folder at once give each document once.
+
+With FOREST_LIBRARY_TABLE=<file> the refusals are written there as JSON for bench/bad_input_table.py."""
 from __future__ import annotations
 
 import json
@@ -10,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +22,26 @@ from zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
 
 FOREST = str(Path(sys.executable).parent / "forest")
 TIMEOUT = 240   # a hanging import is a failure, not a stuck suite
+# With FOREST_LIBRARY_TABLE=<file>, what each refusal said is written there as JSON;
+# bench/bad_input_table.py prints it beside the other bad input.
+OBSERVED: dict[str, dict[str, dict[str, str]]] = {}
 
 
-def run_import(library: Path, data_dir: Path) -> dict:
+@pytest.fixture(scope="module", autouse=True)
+def write_observed() -> Iterator[None]:
+    yield
+    if target := os.environ.get("FOREST_LIBRARY_TABLE"):
+        Path(target).write_text(json.dumps({"rows": OBSERVED}, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def observe(row: str, report: dict, title: str) -> None:
+    OBSERVED[row] = {"CLI": {"how": "refused, the rest imported", "message": missing_reasons(report)[title]}}
+
+
+def run_import(library: Path, data_dir: Path, cwd: Path | None = None) -> dict:
     done = subprocess.run([FOREST, "library", "import", str(library), "--model-id", "lab", "--json"],
                           env=forest_env(data_dir, FOREST_CHUNK_SIZE="300"), capture_output=True, text=True,
-                          timeout=TIMEOUT)
+                          timeout=TIMEOUT, cwd=cwd)
     assert done.returncode == 0, done.stderr
     assert "internal error" not in done.stdout + done.stderr
     return json.loads(done.stdout)
@@ -59,6 +76,8 @@ def test_a_bib_naming_a_fifo_and_a_device_imports_the_rest_without_hanging(tmp_p
     reasons = missing_reasons(report)
     assert reasons["Pipe"] == f"{fifo} is a named pipe (FIFO), not a file"
     assert reasons["Zeros"] == "/dev/zero is a character device, not a file"
+    observe(".bib file field naming a FIFO", report, "Pipe")
+    observe(".bib file field naming /dev/zero", report, "Zeros")
 
 
 def zotero_with(tmp_path: Path, *attachments: tuple[str, int, str]) -> Path:
@@ -89,6 +108,7 @@ def test_a_zotero_stored_file_named_outside_its_folder_is_refused(tmp_path):
     report = run_import(data_dir, tmp_path / "store")
     assert report["counts"]["imported"] == 1
     assert "is outside storage/ESCAPDF1/" in missing_reasons(report)["Item ESCAPE01"]
+    observe("Zotero stored file storage:../../../out/secret.pdf", report, "Item ESCAPE01")
     assert b"SECRETMARKER" not in stored_bytes(tmp_path / "store")
 
 
@@ -101,17 +121,40 @@ def test_a_symlink_in_zotero_storage_to_a_file_outside_is_refused(tmp_path):
     report = run_import(data_dir, tmp_path / "store")
     assert report["counts"]["imported"] == 1
     assert "is outside storage/LINKPDF1/" in missing_reasons(report)["Item LINKED01"]
+    observe("Zotero storage/ symlink to a file outside", report, "Item LINKED01")
     assert b"SECRETMARKER" not in stored_bytes(tmp_path / "store")
 
 
-def test_a_zotero_linked_fifo_and_a_relative_linked_path_are_refused_per_item(tmp_path, fifo):
-    data_dir = zotero_with(tmp_path, ("PIPEITEM", LINKED_FILE, str(fifo)),
-                           ("RELATIVE", LINKED_FILE, "papers/relative.pdf"))
+def test_a_zotero_linked_fifo_is_refused_without_hanging(tmp_path, fifo):
+    data_dir = zotero_with(tmp_path, ("PIPEITEM", LINKED_FILE, str(fifo)))
     report = run_import(data_dir, tmp_path / "store")
+    assert report["counts"]["imported"] == 1
+    assert missing_reasons(report)["Item PIPEITEM"] == f"linked file {fifo} is a named pipe (FIFO), not a file"
+    observe("Zotero linked file that is a FIFO", report, "Item PIPEITEM")
+
+
+def test_a_relative_zotero_linked_path_is_a_clear_refusal_of_its_item(tmp_path):
+    data_dir = zotero_with(tmp_path, ("RELATIVE", LINKED_FILE, "papers/relative.pdf"))
+    paper(tmp_path / "papers" / "relative.pdf", "volcanoes")   # there from where the CLI runs
+    report = run_import(data_dir, tmp_path / "store", cwd=tmp_path)
     assert report["counts"]["imported"] == 1 and report["counts"]["failed"] == 0
-    reasons = missing_reasons(report)
-    assert reasons["Item PIPEITEM"] == f"linked file {fifo} is a named pipe (FIFO), not a file"
-    assert reasons["Item RELATIVE"] == "linked file 'papers/relative.pdf' is a relative path, which Zotero never stores"
+    assert missing_reasons(report)["Item RELATIVE"] == \
+        "linked file 'papers/relative.pdf' is a relative path, which Zotero never stores"
+    observe("Zotero linked file with a relative path", report, "Item RELATIVE")
+
+
+def test_a_bib_with_megabytes_in_one_field_reads_in_seconds_and_says_it_was_cut(tmp_path):
+    paper(tmp_path / "papers" / "jazz.pdf", "jazz")
+    bib = tmp_path / "refs.bib"
+    abstract = "caf{\\'e} -- " * 300_000          # 3.6 MB of LaTeX: minutes before the cut
+    bib.write_text(f"@article{{buck2018, author = {{Buck, Ann}}, title = {{Jazz}}, year = {{2018}}, "
+                   f"abstract = {{{abstract}}}, file = {{papers/jazz.pdf}}}}", encoding="utf-8")
+    report = run_import(bib, tmp_path / "store")
+    assert report["counts"]["imported"] == 1
+    assert report["notes"] == [{"title": "Jazz", "key": "buck2018",
+                                "note": f"field abstract cut from {len(abstract):,} to 10,000 characters"}]
+    OBSERVED[".bib with a 3.6 MB LaTeX field"] = {"CLI": {"how": "imported, with a note",
+                                                          "message": report["notes"][0]["note"]}}
 
 
 def test_two_concurrent_imports_of_one_folder_give_each_document_once(tmp_path):

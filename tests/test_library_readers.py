@@ -419,6 +419,39 @@ def test_bibtex_that_is_not_a_file_is_a_clear_error(tmp_path):
         read_bibtex(tmp_path / "absent.bib")
 
 
+def test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_time(tmp_path):
+    """Long LaTeX values, author lists and file fields once took time growing faster than their
+    length (1 MB: 22 s); each is now cut to MAX_FIELD_CHARS before decoding, and the entry says so."""
+    import time
+
+    from forest.library.bibtex import MAX_FIELD_CHARS, parse_file_field
+
+    make_pdf(tmp_path / "p.pdf", "a paper")
+    long_abstract = "caf{\\'e} and {\\\"u}ber -- " * 200_000                         # 4.2 MB of LaTeX
+    authors = " and ".join(["Smith, John"] * 200_000)                        # 3 MB of names
+    bib = tmp_path / "huge.bib"
+    bib.write_text(f"@article{{huge, title = {{Huge}}, abstract = {{{long_abstract}}}, author = {{{authors}}}, "
+                   "file = {p.pdf}}", encoding="utf-8")
+    started = time.thread_time()
+    entry = read_bibtex(bib).entries[0]
+    assert time.thread_time() - started < 20       # cut: ~1 s; whole: minutes
+    assert entry.notes == (f"field abstract cut from {len(long_abstract):,} to {MAX_FIELD_CHARS:,} characters",
+                           f"field author cut from {len(authors):,} to {MAX_FIELD_CHARS:,} characters")
+    assert entry.abstract.startswith("café and über – café") and len(entry.abstract) < MAX_FIELD_CHARS
+    assert entry.creators[0] == Creator("Smith", "John") and entry.path == tmp_path / "p.pdf"
+
+    started = time.thread_time()
+    assert parse_file_field(":" + "a" * 2_000_000 + ".pdf:PDF") == [("a" * 2_000_000 + ".pdf", "PDF")]
+    assert time.thread_time() - started < 10       # joined once per part, not a character at a time
+
+
+def test_a_bib_over_the_file_size_limit_is_a_clear_error(tmp_path):
+    bib = tmp_path / "big.bib"
+    bib.write_text("@misc{k, title = {" + "x" * 2_000 + "}}", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="big.bib is over the limit of 0.0 MB"):
+        read_library(bib, max_bytes=1_000)
+
+
 # ---------------------------------------------------------------- folders
 
 def test_folder_is_walked_recursively_skipping_hidden_folders_and_symlink_loops(tmp_path):

@@ -26,14 +26,13 @@ from typing import Any
 from forest.errors import InvalidInput
 from forest.ingest.files import open_regular
 from forest.ingest.metadata import read_paper_metadata
-from forest.library.entries import LibraryEntry
+from forest.library.entries import DEFAULT_MAX_BYTES, LibraryEntry
 from forest.library.identity import KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, find_same
 from forest.library.paper import completed
 
 # Sources whose metadata comes from a reference manager; a folder only gives a file name, so
 # importing a folder never overwrites the metadata a reference manager gave the same file.
 _CURATED_SOURCES = ("zotero", "bibtex")
-DEFAULT_MAX_BYTES = 100_000_000   # Settings.max_file_mb's default; the service passes the setting
 
 
 @dataclass(frozen=True)
