@@ -1,7 +1,8 @@
 """Print the bad-input table of docs/security.md: runs tests/test_bad_input_faces.py (every face x every class of
 bad input, "nothing written" checked in each cell) and renders the error each cell showed; then the
 adversarial-regex rows of tests/test_regex_time.py (input that made a backtracking regex stall the
-service: each face must answer it as fast as an ordinary message of the same length).
+service: each face must answer it as fast as an ordinary message of the same length); then the
+library rows of tests/test_library_hostile.py (`forest library import` of hostile libraries).
 
     python bench/bad_input_table.py            # runs the tests (~5-10 min), then prints the table
     python bench/bad_input_table.py --from observed.json   # renders an earlier run's observations
@@ -22,7 +23,9 @@ MAX_CELL = 72
 
 # (test file and selection, the variable it writes its observations to)
 SOURCES = ((["tests/test_bad_input_faces.py"], "FOREST_BAD_INPUT_TABLE"),
-           (["tests/test_regex_time.py", "-k", "ordinary_message"], "FOREST_ADVERSARIAL_TABLE"))
+           (["tests/test_regex_time.py", "-k", "ordinary_message"], "FOREST_ADVERSARIAL_TABLE"),
+           # libraries naming FIFOs, devices, files outside Zotero's storage; .bib fields of megabytes
+           (["tests/test_library_hostile.py"], "FOREST_LIBRARY_TABLE"))
 
 
 def observe() -> dict:

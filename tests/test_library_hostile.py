@@ -34,8 +34,9 @@ def write_observed() -> Iterator[None]:
         Path(target).write_text(json.dumps({"rows": OBSERVED}, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
-def observe(row: str, report: dict, title: str) -> None:
-    OBSERVED[row] = {"CLI": {"how": "refused, the rest imported", "message": missing_reasons(report)[title]}}
+def observe(row: str, report: dict, title: str, scratch: Path) -> None:
+    """The refusal of the item `title`, its scratch folder shown as "…"."""
+    OBSERVED[row] = {"CLI": {"how": "refused", "message": missing_reasons(report)[title].replace(str(scratch), "…")}}
 
 
 def run_import(library: Path, data_dir: Path, cwd: Path | None = None) -> dict:
@@ -76,8 +77,8 @@ def test_a_bib_naming_a_fifo_and_a_device_imports_the_rest_without_hanging(tmp_p
     reasons = missing_reasons(report)
     assert reasons["Pipe"] == f"{fifo} is a named pipe (FIFO), not a file"
     assert reasons["Zeros"] == "/dev/zero is a character device, not a file"
-    observe(".bib file field naming a FIFO", report, "Pipe")
-    observe(".bib file field naming /dev/zero", report, "Zeros")
+    observe(".bib file field naming a FIFO", report, "Pipe", tmp_path)
+    observe(".bib file field naming /dev/zero", report, "Zeros", tmp_path)
 
 
 def zotero_with(tmp_path: Path, *attachments: tuple[str, int, str]) -> Path:
@@ -108,7 +109,7 @@ def test_a_zotero_stored_file_named_outside_its_folder_is_refused(tmp_path):
     report = run_import(data_dir, tmp_path / "store")
     assert report["counts"]["imported"] == 1
     assert "is outside storage/ESCAPDF1/" in missing_reasons(report)["Item ESCAPE01"]
-    observe("Zotero stored file storage:../../../out/secret.pdf", report, "Item ESCAPE01")
+    observe("Zotero stored file storage:../../../out/secret.pdf", report, "Item ESCAPE01", tmp_path)
     assert b"SECRETMARKER" not in stored_bytes(tmp_path / "store")
 
 
@@ -121,7 +122,7 @@ def test_a_symlink_in_zotero_storage_to_a_file_outside_is_refused(tmp_path):
     report = run_import(data_dir, tmp_path / "store")
     assert report["counts"]["imported"] == 1
     assert "is outside storage/LINKPDF1/" in missing_reasons(report)["Item LINKED01"]
-    observe("Zotero storage/ symlink to a file outside", report, "Item LINKED01")
+    observe("Zotero storage/ symlink to a file outside", report, "Item LINKED01", tmp_path)
     assert b"SECRETMARKER" not in stored_bytes(tmp_path / "store")
 
 
@@ -130,7 +131,7 @@ def test_a_zotero_linked_fifo_is_refused_without_hanging(tmp_path, fifo):
     report = run_import(data_dir, tmp_path / "store")
     assert report["counts"]["imported"] == 1
     assert missing_reasons(report)["Item PIPEITEM"] == f"linked file {fifo} is a named pipe (FIFO), not a file"
-    observe("Zotero linked file that is a FIFO", report, "Item PIPEITEM")
+    observe("Zotero linked file that is a FIFO", report, "Item PIPEITEM", tmp_path)
 
 
 def test_a_relative_zotero_linked_path_is_a_clear_refusal_of_its_item(tmp_path):
@@ -140,7 +141,7 @@ def test_a_relative_zotero_linked_path_is_a_clear_refusal_of_its_item(tmp_path):
     assert report["counts"]["imported"] == 1 and report["counts"]["failed"] == 0
     assert missing_reasons(report)["Item RELATIVE"] == \
         "linked file 'papers/relative.pdf' is a relative path, which Zotero never stores"
-    observe("Zotero linked file with a relative path", report, "Item RELATIVE")
+    observe("Zotero linked file with a relative path", report, "Item RELATIVE", tmp_path)
 
 
 def test_a_bib_with_megabytes_in_one_field_reads_in_seconds_and_says_it_was_cut(tmp_path):
@@ -153,7 +154,7 @@ def test_a_bib_with_megabytes_in_one_field_reads_in_seconds_and_says_it_was_cut(
     assert report["counts"]["imported"] == 1
     assert report["notes"] == [{"title": "Jazz", "key": "buck2018",
                                 "note": f"field abstract cut from {len(abstract):,} to 10,000 characters"}]
-    OBSERVED[".bib with a 3.6 MB LaTeX field"] = {"CLI": {"how": "imported, with a note",
+    OBSERVED[".bib with a 3.6 MB LaTeX field"] = {"CLI": {"how": "imported, noted",
                                                           "message": report["notes"][0]["note"]}}
 
 

@@ -23,6 +23,7 @@ SLOW_MODULES = frozenset({
     "test_packaging.py",
     "test_private_files.py",
     "test_reconcile_page.py",
+    "test_library_hostile.py",    # a `forest library import` process in each test
 })
 SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_agent.py::test_a_question_over_two_chosen_papers_reads_and_speaks_of_each",
@@ -190,6 +191,7 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_valkey.py::test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when",
     "test_valkey.py::test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume",
     "test_valkey.py::test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_loads",
+    "test_library_readers.py::test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_time",
 })
 
 
