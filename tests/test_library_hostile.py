@@ -39,10 +39,10 @@ def observe(row: str, report: dict, title: str, scratch: Path) -> None:
     OBSERVED[row] = {"CLI": {"how": "refused", "message": missing_reasons(report)[title].replace(str(scratch), "…")}}
 
 
-def run_import(library: Path, data_dir: Path, cwd: Path | None = None) -> dict:
+def run_import(library: Path, data_dir: Path, cwd: Path | None = None, **settings: str) -> dict:
     done = subprocess.run([FOREST, "library", "import", str(library), "--model-id", "lab", "--json"],
-                          env=forest_env(data_dir, FOREST_CHUNK_SIZE="300"), capture_output=True, text=True,
-                          timeout=TIMEOUT, cwd=cwd)
+                          env=forest_env(data_dir, FOREST_CHUNK_SIZE="300", **settings), capture_output=True,
+                          text=True, timeout=TIMEOUT, cwd=cwd)
     assert done.returncode == 0, done.stderr
     assert "internal error" not in done.stdout + done.stderr
     return json.loads(done.stdout)
@@ -158,19 +158,23 @@ def test_a_bib_with_megabytes_in_one_field_reads_in_seconds_and_says_it_was_cut(
                                                           "message": report["notes"][0]["note"]}}
 
 
-def test_two_concurrent_imports_of_one_folder_give_each_document_once(tmp_path):
+@pytest.mark.parametrize("database", ["embedded", "postgres"])
+def test_two_concurrent_imports_of_one_folder_give_each_document_once(tmp_path, request, database):
     folder = tmp_path / "papers"
     paper(folder / "jazz.pdf", "jazz")
     paper(folder / "lava.pdf", "volcanoes")
     data_dir = tmp_path / "store"
+    settings = {} if database == "embedded" else {"FOREST_DATABASE_URL": request.getfixturevalue("postgres_url"),
+                                                   "FOREST_VECTOR_STORE": "pgvector"}
     reports: list[dict] = []
-    runs = [threading.Thread(target=lambda: reports.append(run_import(folder, data_dir))) for _ in range(2)]
+    runs = [threading.Thread(target=lambda: reports.append(run_import(folder, data_dir, **settings)))
+            for _ in range(2)]
     for run in runs:
         run.start()
     for run in runs:
         run.join()
     assert len(reports) == 2
-    listed = subprocess.run([FOREST, "archives", "--model-id", "lab", "--json"], env=forest_env(data_dir),
+    listed = subprocess.run([FOREST, "archives", "--model-id", "lab", "--json"], env=forest_env(data_dir, **settings),
                             capture_output=True, text=True, timeout=TIMEOUT)
     assert sorted(a["name"] for a in json.loads(listed.stdout)) == ["jazz", "lava"]
     counts = [r["counts"] for r in reports]
