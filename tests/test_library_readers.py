@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -525,6 +526,21 @@ def test_folder_import_never_overwrites_reference_manager_metadata(tmp_path):
     plan = plan_import([from_folder], known)
     assert [p.archive_id for p in plan.unchanged] == ["arch-1"]
     assert plan.unchanged[0].metadata["title"] == "Ask the Right Questions"
+
+
+def test_a_fifo_in_a_folder_is_missing_as_what_it_is_and_never_opened(tmp_path):
+    folder = tmp_path / "papers"
+    make_pdf(folder / "real.pdf", "a real paper")
+    os.mkfifo(folder / "pipe.pdf")
+    planned: list = []     # planned in a thread: code that opens the FIFO waits forever, and fails here
+    thread = threading.Thread(target=lambda: planned.append(plan_import(read_library(folder).entries, [])),
+                              daemon=True)
+    thread.start()
+    thread.join(60)
+    assert planned, "planning waited on the FIFO"
+    plan = planned[0]
+    assert [p.entry.source_key for p in plan.new] == ["real.pdf"]
+    assert [m.missing_reason for m in plan.missing] == [f"{folder / 'pipe.pdf'} is a named pipe (FIFO), not a file"]
 
 
 def test_unreadable_path_is_missing_with_the_reason(tmp_path):
