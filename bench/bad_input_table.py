@@ -2,7 +2,8 @@
 bad input, "nothing written" checked in each cell) and renders the error each cell showed; then the
 adversarial-regex rows of tests/test_regex_time.py (input that made a backtracking regex stall the
 service: each face must answer it as fast as an ordinary message of the same length); then the
-Markdown export's rows of tests/test_export_confined.py (the CLI).
+Markdown export's rows of tests/test_export_confined.py (the CLI); then the library rows of
+tests/test_library_hostile.py (`forest library import` of hostile libraries).
 
     python bench/bad_input_table.py            # runs the tests (~5-10 min), then prints the table
     python bench/bad_input_table.py --from observed.json   # renders an earlier run's observations
@@ -24,7 +25,9 @@ MAX_CELL = 72
 # (test file and selection, the variable it writes its observations to)
 SOURCES = ((["tests/test_bad_input_faces.py"], "FOREST_BAD_INPUT_TABLE"),
            (["tests/test_regex_time.py", "-k", "ordinary_message"], "FOREST_ADVERSARIAL_TABLE"),
-           (["tests/test_export_confined.py"], "FOREST_EXPORT_TABLE"))
+           (["tests/test_export_confined.py"], "FOREST_EXPORT_TABLE"),
+           # libraries naming FIFOs, devices, files outside Zotero's storage; .bib fields of megabytes
+           (["tests/test_library_hostile.py"], "FOREST_LIBRARY_TABLE"))
 
 
 def observe() -> dict:

@@ -1,10 +1,13 @@
 """Hostile input against real processes, timed: what `forest import` does with /dev/zero, a 9 MB
 single-leaf export and a 3,000-deep chain (and `forest tree` on it); what the HTTP server answers to
 JSON nested 1,000 deep, to HEAD on a tool that writes, and to a text/plain POST; how long
-`forest delete` and `forest doctor` wait while another process's Claude summary hangs.
+`forest delete` and `forest doctor` wait while another process's Claude summary hangs; and what
+`forest library import` does with a library naming a FIFO, a Zotero item reaching outside its
+storage folder, .bib fields of growing size, and two imports of one folder at once.
 
     python bench/bench_hostile_input.py     # ~2-4 min; run it with PYTHONPATH set to another
                                             # checkout to print that code's row for each case
+    python bench/bench_hostile_input.py libraries   # only these parts (libraries, imports, http, slow_writer)
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import forest_env, free_port, topic_text  # noqa: E402
 from fake_anthropic import FakeAnthropic  # noqa: E402
+from test_library_import import paper  # noqa: E402
+from zotero_factory import IMPORTED_FILE, ZoteroLibrary  # noqa: E402
 
 FOREST = str(Path(sys.executable).parent / "forest")
 ROW = "{:<44} {:>7}  {:>8}  {}"
@@ -144,13 +149,75 @@ def slow_writer(folder: Path) -> None:
         slow.wait(timeout=600)
 
 
+def library_import(library: Path, data_dir: Path, timeout: float = 120) -> tuple[str, float, dict]:
+    """(outcome, seconds, the --json report or {}) of one `forest library import`."""
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([FOREST, "library", "import", str(library), "--model-id", "m", "--json"],
+                              env=forest_env(data_dir), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"still running after {timeout:.0f} s", time.perf_counter() - started, {}
+    report = json.loads(done.stdout) if done.returncode == 0 else {}
+    return f"exit {done.returncode}", time.perf_counter() - started, report
+
+
+def refusal(report: dict) -> str:
+    return "; ".join(m["reason"] for m in report.get("missing", []))[:90] or \
+        f"imported {report.get('counts', {}).get('imported', '?')}"
+
+
+def libraries(folder: Path) -> None:
+    folder = folder / "libraries"
+    paper(folder / "papers" / "jazz.pdf", "jazz")
+    os.mkfifo(folder / "pipe.pdf")
+    (folder / "fifo.bib").write_text(f"@misc{{p, title = {{Pipe}}, file = {{{folder / 'pipe.pdf'}}}}}\n"
+                                     "@misc{j, title = {Jazz}, file = {papers/jazz.pdf}}", encoding="utf-8")
+    how, seconds, report = library_import(folder / "fifo.bib", folder / "store1", 60)
+    print(ROW.format("library import: .bib naming a FIFO", how, f"{seconds:.1f} s", refusal(report)), flush=True)
+
+    paper(folder / "out" / "secret.pdf", "volcanoes", marker="SECRETMARKER")
+    zotero = ZoteroLibrary(folder / "Zotero")
+    item = zotero.item("journalArticle", "ESCAPE01", {"title": "Escape"})
+    zotero.attachment("ESCAPDF1", item, IMPORTED_FILE, "storage:../../../out/secret.pdf", "PDF")
+    zotero.close()
+    (folder / "Zotero" / "storage" / "ESCAPDF1").mkdir(parents=True)   # Zotero makes one for each attachment
+    how, seconds, report = library_import(folder / "Zotero", folder / "store2")
+    leaked = any(b"SECRETMARKER" in p.read_bytes() for p in (folder / "store2").rglob("*") if p.is_file())
+    print(ROW.format("library import: storage:../../../out/secret.pdf", how, f"{seconds:.1f} s",
+                     f"secret in the store: {'yes' if leaked else 'no'}; {refusal(report)}"[:90]), flush=True)
+
+    for megabytes in (0.25, 1, 4, 16):   # the .bib reader alone: LaTeX in the abstract of an entry with a PDF
+        bib = folder / f"field{megabytes}.bib"
+        bib.write_text("@misc{k, title = {T}, file = {k.pdf}, abstract = {"
+                       + "word {\\'e} " * int(megabytes * 1e6 / 10) + "}}", encoding="utf-8")
+        how, seconds, said = timed([sys.executable, "-P", "-c", "import sys; from forest.library import read_bibtex; "
+                                    "print(len(read_bibtex(sys.argv[1]).entries))", str(bib)],
+                                   {**os.environ}, 60)
+        print(ROW.format(f".bib reader: a {megabytes} MB LaTeX field", how, f"{seconds:.1f} s",
+                         "read" if how == "exit 0" else said), flush=True)
+
+    for name in ("a", "b", "c"):
+        paper(folder / "two" / f"{name}.pdf", "photosynthesis", marker=name)
+    started = time.perf_counter()
+    runs = [subprocess.Popen([FOREST, "library", "import", str(folder / "two"), "--model-id", "m", "--json"],
+                             env=forest_env(folder / "store3"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(2)]
+    for run in runs:
+        run.wait(timeout=600)
+    listed = subprocess.run([FOREST, "archives", "--model-id", "m", "--json"], env=forest_env(folder / "store3"),
+                            capture_output=True, text=True)
+    print(ROW.format("two concurrent library imports of 3 PDFs", "exit " + "/".join(str(r.returncode) for r in runs),
+                     f"{time.perf_counter() - started:.1f} s",
+                     f"{len(json.loads(listed.stdout or '[]'))} archives (3 expected)"), flush=True)
+
+
 def main() -> None:
     print(f"code: {os.environ.get('PYTHONPATH') or 'installed'}")
     print(ROW.format("case", "outcome", "time", "message"))
+    parts = {"libraries": libraries, "imports": imports, "http": http, "slow_writer": slow_writer}
     with tempfile.TemporaryDirectory() as tmp:
-        imports(Path(tmp))
-        http(Path(tmp))
-        slow_writer(Path(tmp))
+        for name in sys.argv[1:] or parts:      # the parts named, else all
+            parts[name](Path(tmp))
 
 
 if __name__ == "__main__":

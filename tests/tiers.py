@@ -27,6 +27,7 @@ SLOW_MODULES = frozenset({
     "test_export_confined.py",
     "test_erasure_postgres.py",
     "test_embed_budget.py",
+    "test_library_hostile.py",    # a `forest library import` process in each test
 })
 SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_agent.py::test_a_question_over_two_chosen_papers_reads_and_speaks_of_each",
@@ -201,6 +202,7 @@ SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_secrets_everywhere.py::test_forest_export_writes_the_archive_0600_even_over_a_0644_file",
     "test_secrets_everywhere.py::test_a_key_a_model_server_echoes_is_masked_in_the_reply_and_the_logs",
     "test_secrets_everywhere.py::test_an_id_shaped_like_a_key_is_refused_on_every_face_and_echoed_nowhere",
+    "test_library_readers.py::test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_time",
 })
 
 

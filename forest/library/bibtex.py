@@ -9,6 +9,10 @@ The `file` field is written differently by each reference manager; all of these 
                     Linux the absolute path without its leading "/" ({:Users/me/buck.pdf:pdf})
   plain paths       {papers/buck2018.pdf}
 Relative paths are relative to the folder of the .bib file. The first PDF of an entry is its document.
+
+Reading is linear in the file's size: the file is read within max_file_mb, and a field over
+MAX_FIELD_CHARS is cut to it before any decoding (LaTeX decoding costs more than linear time on
+one long value), with a note on its entry saying so.
 """
 from __future__ import annotations
 
@@ -23,10 +27,12 @@ from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field
 from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
+from forest.ingest.files import read_limited
 from forest.library.identity import normalize_arxiv_id
 from forest.records import Archive
+from forest.text import truncate
 from forest.library.entries import (
-    Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
+    DEFAULT_MAX_BYTES, Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
 
 BIBTEX_SUFFIXES = (".bib", ".bibtex", ".biblatex")
@@ -36,6 +42,12 @@ NAME_FIELDS = (("author", "author"), ("editor", "editor"), ("translator", "trans
 VENUE_FIELDS = ("journal", "booktitle", "journaltitle", "eventtitle", "howpublished")
 # A venue named this way is a conference's or a workshop's proceedings (@inproceedings), else a journal's.
 PROCEEDINGS_WORDS = ("proceedings", "conference", "workshop", "symposium", "meeting", "congress")
+
+# A field longer than this is cut (a note on the entry says so): an abstract runs to a few thousand
+# characters, an author list of a large collaboration to some hundreds of names.
+MAX_FIELD_CHARS = 10_000
+# What LaTeX decoding would change; text without any of these is only whitespace-collapsed, fast.
+_LATEX_MARKS = ("\\", "{", "}", "$", "~", "%", "&", "^", "_", "`", "--", "''")
 
 _LATEX_TO_TEXT = LatexNodes2Text()
 _TEXT_TO_LATEX = UnicodeToLatexEncoder(non_ascii_only=False, replacement_latex_protection="braces-all",
@@ -50,11 +62,11 @@ BIBTEX_TYPES = {
 }
 
 
-def read_bibtex(path: Path | str) -> LibraryReading:
+def read_bibtex(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> LibraryReading:
     path = Path(path).expanduser()
     if not path.is_file():
         raise LibraryError(f"{path} is not a file")
-    library = bibtexparser.parse_string(_read_text(path))
+    library = bibtexparser.parse_string(_read_text(path, max_bytes))
     entries: list[LibraryEntry] = []
     skipped: list[SkippedItem] = []
     blocks = list(library.entries)
@@ -79,16 +91,30 @@ def _parsed_alone(raw: str, library: bibtexparser.Library) -> list[Entry]:
     return bibtexparser.parse_string(strings + "\n" + raw).entries
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+def _read_text(path: Path, max_bytes: int) -> str:
+    data = read_limited(path, max_bytes, f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return data.decode("cp1252", errors="replace")    # older exports (JabRef 2, Mendeley on Windows)
 
 
+def _bounded_fields(block: Entry) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The entry's text fields by lower-case name, each cut to MAX_FIELD_CHARS, and a note for each cut."""
+    fields, notes = {}, []
+    for field in block.fields:
+        if not isinstance(field.value, str):
+            continue
+        name, value = field.key.lower(), field.value
+        if len(value) > MAX_FIELD_CHARS:
+            notes.append(f"field {truncate(name, 40)} cut from {len(value):,} to {MAX_FIELD_CHARS:,} characters")
+            value = value[:MAX_FIELD_CHARS]
+        fields[name] = value
+    return fields, tuple(notes)
+
+
 def _entry_of(block: Entry, folder: Path) -> LibraryEntry | SkippedItem:
-    fields = {f.key.lower(): f.value for f in block.fields if isinstance(f.value, str)}
+    fields, notes = _bounded_fields(block)
     title = latex_to_text(fields.get("title", ""))
     files = [record for name in FILE_FIELDS if name in fields for record in parse_file_field(fields[name])]
     pdfs = [(path, kind) for path, kind in files if "pdf" in kind.lower() or path.lower().endswith(".pdf")]
@@ -108,13 +134,15 @@ def _entry_of(block: Entry, folder: Path) -> LibraryEntry | SkippedItem:
         url=_unescape_identifier(fields.get("url", "")),
         abstract=latex_to_text(fields.get("abstract", "")),
         tags=_keywords(fields.get("keywords", "")), citation_key=block.key,
-        item_type=block.entry_type.lower(), missing_reason=missing_reason)
+        item_type=block.entry_type.lower(), missing_reason=missing_reason, notes=notes)
 
 
 def latex_to_text(value: str) -> str:
     """LaTeX markup decoded to plain text: accents, escapes and braces gone, whitespace collapsed."""
     if not value:
         return ""
+    if not any(mark in value for mark in _LATEX_MARKS):
+        return " ".join(value.split())
     try:
         text = _LATEX_TO_TEXT.latex_to_text(_escape_bare_specials(value))
     except Exception:       # pylatexenc parses tolerantly; anything it still rejects is kept as written
@@ -175,14 +203,17 @@ def _unescape_identifier(value: str) -> str:
 def parse_file_field(value: str) -> list[tuple[str, str]]:
     """(path, file type) of each file a `file` field names, in order. Records are separated by ";"
     and their parts by ":", each escaped with a backslash where it is part of a path."""
-    records: list[list[str]] = [[""]]
+    records: list[list[str]] = [[]]
+    part: list[str] = []     # characters joined once per part: linear in the field's length
     for char, escaped in _file_field_chars(value):
-        if char == ";" and not escaped:
-            records.append([""])
-        elif char == ":" and not escaped:
-            records[-1].append("")
+        if char in ";:" and not escaped:
+            records[-1].append("".join(part))
+            part = []
+            if char == ";":
+                records.append([])
         else:
-            records[-1][-1] += char
+            part.append(char)
+    records[-1].append("".join(part))
     files = []
     for parts in records:
         path, kind = _path_and_type(parts)

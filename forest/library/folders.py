@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from forest.ingest.files import not_a_file
 from forest.library.entries import LibraryEntry, LibraryError, LibraryReading
 
 DOCUMENT_SUFFIXES = (".pdf", ".md", ".markdown", ".txt")
@@ -38,8 +39,17 @@ def read_folder(root: Path | str) -> LibraryReading:
                 path=path, title=path.stem, source_kind="folder",
                 source_key=path.relative_to(root).as_posix(), collections=collections,
                 item_type=path.suffix.lower().lstrip("."),
-                missing_reason="" if path.is_file() else "broken symbolic link"))
+                missing_reason=_unreadable(path)))
     return LibraryReading(kind="folder", source=root, entries=tuple(entries))
+
+
+def _unreadable(path: Path) -> str:
+    """Why a file the walk listed cannot be read ("" when it can): only a dangling symbolic link is
+    listed and gone; a FIFO or a device is named as such, never opened."""
+    problem = not_a_file(path)
+    if problem == "does not exist":
+        return "broken symbolic link"
+    return f"{path} {problem}" if problem else ""
 
 
 def _identity(folder: str) -> tuple[int, int]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from forest.errors import ForestError, ServiceUnavailable
+from forest.config import Settings
+from forest.errors import AlreadyInLibrary, ForestError, ServiceUnavailable
 from forest.library.citation import cite_as
 from forest.library.identity import KnownDocument
 from forest.library.plan import ImportPlan, plan_import
@@ -27,6 +28,7 @@ class Builds(Protocol):
     store: ForestStore
     vectors: VectorStore
     writer_lock: Lock
+    settings: Settings
 
     def ingest_file(self, path: str | Path, model_id: str, *, name: str | None = None,
                     progress: ProgressFn | None = None, **options: Any) -> Archive: ...
@@ -44,18 +46,25 @@ def import_library(builds: Builds, model_id: str, path: str | Path, progress: Pr
     documents and items without a document are reported without failing the rest. A model server
     that does not answer stops the import."""
     store = builds.store
-    reading = read_library(path)
+    max_bytes = int(builds.settings.max_file_mb * 1_000_000)
+    reading = read_library(path, max_bytes)
     with builds.writer_lock:  # what an interrupted import was building goes, before it is built again
         remove_builds(store, builds.vectors,
                       stale_builds(store.db, [a for a in store.all_archives() if a["model_id"] == model_id]))
     archives = store.archives(model_id)
-    plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate)
-    imported, updated, replaced, failed = [], [], [], []
+    plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate, max_bytes)
+    names = {a.id: a.name for a in archives}
+    imported, updated, replaced, failed, built_since = [], [], [], [], []
     for done, planned in enumerate(plan.to_build):
         progress(Progress("import", done, len(plan.to_build), planned.title))
-        try:
-            archive = builds.ingest_file(planned.entry.path, model_id, name=planned.title, on_duplicate="keep",
+        try:  # planned again under the writer lock: what a concurrent import built since is not built twice
+            archive = builds.ingest_file(planned.entry.path, model_id, name=planned.title,
+                                         on_duplicate=on_duplicate, planned_against=set(names),
                                          library={**planned.metadata, "file_sha256": planned.sha256})
+        except AlreadyInLibrary as exc:
+            built_since.append({"title": planned.title, "path": str(planned.entry.path),
+                                "archive_id": exc.archive_id, "reason": str(exc)})
+            continue
         except ServiceUnavailable:
             raise
         except ForestError as exc:  # this document cannot be read or built: the others go on
@@ -71,28 +80,29 @@ def import_library(builds: Builds, model_id: str, path: str | Path, progress: Pr
         else:
             replaced.append({**said, "replaces": planned.archive_id, "reason": planned.same.reason})
     progress(Progress("import", len(plan.to_build), len(plan.to_build)))
-    names = {a.id: a.name for a in archives}
     for planned in (p for p in plan.changed if "file" not in p.changed_fields):
         metadata = {**planned.metadata, "file_sha256": planned.sha256}
         store.set_library(model_id, int(planned.archive_id), metadata, cite_as(metadata))
         updated.append({"archive_id": planned.archive_id, "title": names.get(planned.archive_id),
                         "cite_as": cite_as(metadata), "changed": list(planned.changed_fields)})
-    return _report(model_id, reading, plan, on_duplicate, imported, updated, replaced, failed)
+    return _report(model_id, reading, plan, on_duplicate, imported, updated, replaced, failed, built_since)
 
 
 def _report(model_id: str, reading: LibraryReading, plan: ImportPlan, on_duplicate: str, imported: list,
-            updated: list, replaced: list, failed: list) -> dict[str, Any]:
+            updated: list, replaced: list, failed: list, built_since: list) -> dict[str, Any]:
     return {
         "model_id": model_id, "source": str(reading.source), "kind": reading.kind, "on_duplicate": on_duplicate,
         "counts": {"imported": len(imported), "updated": len(updated), "unchanged": len(plan.unchanged),
-                   "already": len(plan.already), "replaced": len(replaced), "missing": len(plan.missing),
+                   "already": len(plan.already) + len(built_since), "replaced": len(replaced),
+                   "missing": len(plan.missing),
                    "duplicates": len(plan.duplicates), "skipped": len(reading.skipped), "failed": len(failed)},
         "imported": imported, "updated": updated, "replaced": replaced, "failed": failed,
         "already": [{"title": p.title, "path": str(p.entry.path), "archive_id": p.archive_id,
-                     "reason": p.same.said()} for p in plan.already],
+                     "reason": p.same.said()} for p in plan.already] + built_since,
         "missing": [{"title": e.title, "path": str(e.path) if e.path else None, "reason": e.missing_reason}
                     for e in plan.missing],
         "duplicates": [{"title": d.entry.title, "path": str(d.entry.path), "same_as": d.same_as.title,
                         "reason": d.reason} for d in plan.duplicates],
         "skipped": [{"title": s.title, "key": s.source_key, "reason": s.reason} for s in reading.skipped],
+        "notes": [{"title": e.title, "key": e.source_key, "note": note} for e in reading.entries for note in e.notes],
     }

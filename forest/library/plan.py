@@ -23,8 +23,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from forest.errors import InvalidInput
+from forest.ingest.files import open_regular
 from forest.ingest.metadata import read_paper_metadata
-from forest.library.entries import LibraryEntry
+from forest.library.entries import DEFAULT_MAX_BYTES, LibraryEntry
 from forest.library.identity import KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, find_same
 from forest.library.paper import completed
 
@@ -81,20 +83,30 @@ class ImportPlan:
                 "duplicates": len(self.duplicates)}
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The SHA-256 of a regular file of at most `max_bytes` (forest.ingest.files.open_regular: a
+    FIFO, a device, a directory or a socket is refused, never waited on); InvalidInput otherwise."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    read = 0
+    with open_regular(path, max_bytes, _limit_text(max_bytes)) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
+            read += len(block)
+            if read > max_bytes:      # a file that grows while it is read stays bounded
+                raise InvalidInput(f"{path.name} is over {_limit_text(max_bytes)}")
             digest.update(block)
     return digest.hexdigest()
 
 
+def _limit_text(max_bytes: int) -> str:
+    return f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)"
+
+
 def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],
-                on_duplicate: str = "skip") -> ImportPlan:
+                on_duplicate: str = "skip", max_bytes: int = DEFAULT_MAX_BYTES) -> ImportPlan:
     """Sort a library's entries into new, changed, unchanged, already held, replacing, missing and
     duplicate, given the papers the library holds. Files are read (hashed, their first page read),
-    nothing is written. An entry whose file cannot be read is missing, with the reason in its
-    missing_reason."""
+    nothing is written. An entry whose file cannot be read (not a regular file, over `max_bytes`)
+    is missing, with the reason in its missing_reason."""
     check_on_duplicate(on_duplicate)
     held = list(known)
     sorted_into: dict[str, list[PlannedDocument]] = {name: [] for name in
@@ -102,7 +114,7 @@ def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],
     missing, duplicates = [], []
     earlier: list[tuple[LibraryEntry, KnownDocument]] = []
     for entry in entries:
-        digest, unreadable = _digest(entry)
+        digest, unreadable = _digest(entry, max_bytes)
         if digest is None:
             missing.append(replace(entry, missing_reason=unreadable))
             continue
@@ -144,14 +156,15 @@ def _read_with_paper(entry: LibraryEntry) -> dict[str, Any]:
     return completed(entry.metadata(), paper) or entry.metadata()
 
 
-def _digest(entry: LibraryEntry) -> tuple[str | None, str]:
-    """(the file's SHA-256, "") or (None, why the file cannot be read)."""
-    if entry.path is None:
+def _digest(entry: LibraryEntry, max_bytes: int) -> tuple[str | None, str]:
+    """(the file's SHA-256, "") or (None, why the file cannot be read). An entry its reader
+    already refused (a stored file outside its folder) is not opened at all."""
+    if entry.path is None or entry.missing_reason:
         return None, entry.missing_reason or "no file"
     try:
-        return file_sha256(entry.path), ""
-    except FileNotFoundError:
-        return None, entry.missing_reason or f"{entry.path} does not exist"
+        return file_sha256(entry.path, max_bytes), ""
+    except InvalidInput as error:
+        return None, str(error)
     except OSError as error:
         return None, f"cannot read {entry.path}: {error.strerror or error}"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forest.library.bibtex import BIBTEX_SUFFIXES, read_bibtex
-from forest.library.entries import LibraryError, LibraryReading, SourceKind
+from forest.library.entries import DEFAULT_MAX_BYTES, LibraryError, LibraryReading, SourceKind
 from forest.library.folders import read_folder
 from forest.library.zotero import DATABASE, read_zotero
 from forest.text import truncate
@@ -33,11 +33,12 @@ def library_kind(path: Path | str) -> SourceKind:
                        "of PDF, Markdown and text files")
 
 
-def read_library(path: Path | str) -> LibraryReading:
+def read_library(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> LibraryReading:
+    """The library's entries; a .bib is read within `max_bytes`."""
     path = Path(path).expanduser()
     kind = library_kind(path)
     if kind == "zotero":
         return read_zotero(path if path.is_dir() else path.parent)
     if kind == "bibtex":
-        return read_bibtex(path)
+        return read_bibtex(path, max_bytes)
     return read_folder(path)

@@ -24,7 +24,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from forest.ingest.files import not_a_file
 from forest.library.identity import normalize_arxiv_id
+from forest.text import truncate
 from forest.library.entries import (
     Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
@@ -129,7 +131,7 @@ class _Reader:
                     skipped.append(SkippedItem(source_key=key, title=title, reason="no PDF attachment"))
                 continue
             located = [self._locate(*pdf) for pdf in pdfs]
-            path, missing_reason = next((p for p in located if p[0] is not None and p[0].is_file()), located[0])
+            path, missing_reason = next((p for p in located if p[0] is not None and not p[1]), located[0])
             extra = _extra_fields(values.get("extra", ""))
             year, date = _zotero_date(values.get("date", ""))
             entries.append(LibraryEntry(
@@ -235,11 +237,10 @@ class _Reader:
         return attachments
 
     def _locate(self, key: str, link_mode: int, stored: str) -> tuple[Path | None, str]:
-        """Where an attachment's file is, and why it cannot be found if it cannot."""
+        """Where an attachment's file is, and why it cannot be used if it cannot."""
         if link_mode in (IMPORTED_FILE, IMPORTED_URL):
             name = stored[len(STORAGE_PREFIX):] if stored.startswith(STORAGE_PREFIX) else Path(stored).name
-            path = self.data_dir / "storage" / key / name
-            return path, "" if path.is_file() else f"stored file storage/{key}/{name} is not in the data directory"
+            return self._stored_file(key, name)
         if stored.startswith(BASE_DIR_PREFIX):
             relative = stored[len(BASE_DIR_PREFIX):].replace("\\", "/")
             if self.base_dir is None:
@@ -248,7 +249,24 @@ class _Reader:
             path = self.base_dir / relative
         else:
             path = Path(stored)
-        return path, "" if path.is_file() else f"linked file {path} does not exist"
+            if not path.is_absolute():     # Zotero writes linked files as absolute or "attachments:" paths
+                return None, f"linked file {truncate(stored, 200)!r} is a relative path, which Zotero never stores"
+        problem = not_a_file(path)     # a FIFO or a device is named as such, never opened
+        return path, f"linked file {path} {problem}" if problem else ""
+
+    def _stored_file(self, key: str, name: str) -> tuple[Path | None, str]:
+        """A stored file, confined to storage/<key>/ once symbolic links are resolved: a crafted
+        database's "storage:../../x" or a link in storage/ to elsewhere reads nothing outside it.
+        The resolved path is the one returned, so what was checked is what is read."""
+        said = f"stored file storage/{truncate(key, 40)}/{truncate(name, 200)}"
+        if not key or key in (".", "..") or "/" in key or "\\" in key:
+            return None, f"{said}: the attachment key is not a folder name"
+        storage = _resolved(self.data_dir / "storage")
+        path = _resolved(storage / key / name)
+        if not path.is_relative_to(storage / key) or path == storage / key:
+            return None, f"{said} is outside storage/{truncate(key, 40)}/ of the data directory: not read"
+        problem = not_a_file(path)
+        return path, f"{said} {problem}" if problem else ""
 
 
 def _union(table: str, *columns: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +82,8 @@ class TreePipeline:
     def ingest_document(self, model_id: str, document: Document, *, name: str | None = None,
                         chunk_size: int | None = None, chunk_overlap: int | None = None,
                         threshold: float | None = None, progress: ProgressFn | None = None,
-                        on_duplicate: str = "skip", library: dict[str, Any] | None = None) -> Archive:
+                        on_duplicate: str = "skip", library: dict[str, Any] | None = None,
+                        planned_against: Collection[int] | None = None) -> Archive:
         """Build one archive (one tree, or several roots if merging stops early) from `document`,
         named `name`, else the paper's title, else the document's, else its file name.
         `library`: what a researcher's library knows of the paper (LibraryEntry.metadata()), completed
@@ -92,7 +93,10 @@ class TreePipeline:
         DOI, arXiv id, or title with first author and year: forest.library.identity): "skip" raises
         AlreadyInLibrary naming its archive, before anything is paid for and again under the writer
         lock (a call sent again after its reply was lost adds nothing); "replace" builds this one,
-        then removes the archive held; "keep" builds it beside it."""
+        then removes the archive held; "keep" builds it beside it.
+        `planned_against`: the archives an import planned this document against (import_library),
+        whose fate the plan decided; only archives made since (a concurrent import's) are checked,
+        and one holding the same file is never built beside."""
         from forest.tree.build import all_or_nothing
 
         check_on_duplicate(on_duplicate)
@@ -105,7 +109,7 @@ class TreePipeline:
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
             kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
             paper = PaperIdentity.of(metadata, (kept or "").removesuffix(".pdf"), [fingerprint(document)])
-            held = self.held_paper(model_id, paper, on_duplicate)   # before the summaries are paid for
+            held = self.held_paper(model_id, paper, on_duplicate, planned_against=planned_against)  # before paying
             progress = progress or no_progress
             chunks = _chunks(document, run, progress)
             entry = _document_entry(document, 0, len(chunks))
@@ -121,19 +125,23 @@ class TreePipeline:
             with all_or_nothing(self.store, self.vectors, archive_id, model_id) as written_ids:
                 growth = builder.plan_document(chunks, _outline(document, chunks), _build_params(run), progress)
                 with self.writer_lock:
-                    held = self.held_paper(model_id, paper, on_duplicate, building=archive_id) or held
+                    held = self.held_paper(model_id, paper, on_duplicate, archive_id, planned_against) or held
                     keep()
                     builder.write(archive_id, model_id, growth, written_ids, progress)
         if on_duplicate == "replace" and held is not None:
             self.delete_archive(model_id, int(held.archive_id))
         return self.store.archive(model_id, archive_id)
 
-    def held_paper(self, model_id: str, paper: PaperIdentity, on_duplicate: str,
-                   building: int | None = None) -> SamePaper | None:
-        """The model_id's archive holding `paper` (not the one `building`), if any; AlreadyInLibrary
-        when the caller asked to skip it."""
-        same = find_same(paper, [KnownDocument.of(a) for a in self.store.archives(model_id) if a.id != building])
-        if same is not None and on_duplicate == "skip":
+    def held_paper(self, model_id: str, paper: PaperIdentity, on_duplicate: str, building: int | None = None,
+                   planned_against: Collection[int] | None = None) -> SamePaper | None:
+        """The model_id's archive holding `paper` (not the one `building`, nor one of
+        `planned_against`), if any; AlreadyInLibrary when the caller asked to skip it, or when an
+        import's plan meets the same file built since (two imports of one folder at once)."""
+        decided = set(planned_against or ())
+        same = find_same(paper, [KnownDocument.of(a) for a in self.store.archives(model_id)
+                                 if a.id != building and a.id not in decided])
+        if same is not None and (on_duplicate == "skip" or (planned_against is not None
+                                                             and same.reason == "the same file")):
             raise AlreadyInLibrary(same.said(), int(same.archive_id))
         return same
 

@@ -27,7 +27,7 @@ def import_summary(report: dict[str, Any]) -> str:
 
 def import_details(report: dict[str, Any]) -> list[str]:
     """One line per document an import did not simply import: updated, already in the library,
-    replaced, missing, duplicate, failed, skipped."""
+    replaced, missing, duplicate, failed, skipped; and what reading changed (a field cut)."""
     return ([f"updated: archive {u['archive_id']} {u.get('cite_as') or u['title']} ({', '.join(u['changed'])})"
              for u in report["updated"]]
             + [f"already in the library: {a['title']}: {a['reason']}" for a in report.get("already", [])]
@@ -36,7 +36,8 @@ def import_details(report: dict[str, Any]) -> list[str]:
             + [f"missing: {m['title']}: {m['reason']}" for m in report["missing"]]
             + [f"duplicate: {d['title']}: {d['reason']} as {d['same_as']}" for d in report["duplicates"]]
             + [f"failed: {f['title']}: {f['error']}" for f in report["failed"]]
-            + [f"without a document: {s['title'] or s['key']}: {s['reason']}" for s in report["skipped"]])
+            + [f"without a document: {s['title'] or s['key']}: {s['reason']}" for s in report["skipped"]]
+            + [f"note: {n['title'] or n['key']}: {n['note']}" for n in report.get("notes", [])])
 
 
 @dataclass(frozen=True)
