@@ -66,7 +66,7 @@ def prepare(inputs: list[tuple[str, str, str, float]]) -> tuple[list[tuple], Any
     vector it made (embedded once here, for every stack); and the embedder."""
     from forest.config import load_settings
     from forest.models.registry import make_embedder
-    from forest.personal.policy import checked_text, checked_user_id
+    from forest.validation import checked_text, checked_user_id
 
     embedder = make_embedder(load_settings({}, environ={}))
     prepared = []

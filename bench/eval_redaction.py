@@ -1,4 +1,4 @@
-"""Secret redaction (forest/personal/redact.py) on a labelled set of secrets and look-alikes
+"""Secret redaction (forest/redaction.py) on a labelled set of secrets and look-alikes
 (tests/data/redaction_cases.json: credentials, card/account numbers, government ids, PINs and
 passwords, provider keys, tokens and passwords in URLs, in English and Chinese; order and tracking
 numbers, years, dates, phone numbers, hashes, UUIDs and ids the user wants remembered; passphrases
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from forest.personal.redact import redact, redact_metadata
+from forest.redaction import redact, redact_metadata
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "redaction_cases.json"
 SPLITS = ("dev", "held_out")

@@ -8,6 +8,7 @@ from datetime import date, datetime, time, timezone
 from typing import Any
 
 from forest.errors import InvalidInput, looks_like_key, mask_keys
+from forest.redaction import redact, redact_metadata, secret_format
 
 MAX_MODEL_ID = 200
 # Letters and digits of any script, and . _ - : @ (no space, slash or markup).
@@ -252,3 +253,41 @@ def _check_tree(value: Any, what: str) -> None:
                 stack.extend(((child[0], depth), (child[1], depth + 1)))
             else:
                 stack.append((child, depth + 1))
+
+
+# --- personal memory: its ids, texts and metadata --------------------------------------------
+MAX_MEMORY_CHARS = 4000
+
+
+def checked_text(text: str, what: str) -> str:
+    """A text personal memory takes (input, memory, query): checked, then its secrets redacted."""
+    return redact(check_text(text, what, MAX_MEMORY_CHARS)).text
+
+
+def checked_user_id(user_id: str) -> str:
+    return _no_secret("user_id", check_scope_id(user_id, "user_id"))
+
+
+def checked_scope(agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+    scope = {"agent_id": check_optional_scope_id(agent_id, "agent_id"),
+             "run_id": check_optional_scope_id(run_id, "run_id")}
+    for name, value in scope.items():
+        if value is not None:
+            _no_secret(name, value)
+    return scope
+
+
+def checked_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Checked metadata, its text values redacted (a key is an identifier, a value free text)."""
+    metadata = check_metadata(metadata)
+    for key in metadata:
+        _no_secret("a metadata key", key)   # named, not repeated: the message reaches /calls and logs
+    return redact_metadata(metadata)
+
+
+def _no_secret(name: str, value: str) -> str:
+    """Ids are stored, shown and compared in clear, so one that holds a secret (by its format: a
+    key, a token, a card number) is refused rather than stored or redacted into another id."""
+    if kind := secret_format(value):
+        raise InvalidInput(f"{name} looks like a secret ({kind}): ids are stored in clear, never put a secret in one")
+    return value

@@ -59,7 +59,7 @@ TOPICS = {
 
 
 def shown(markdown: str) -> str:
-    """The text a page shows for Markdown that escapes its characters (forest.text.literal): what
+    """The text a page shows for Markdown that escapes its characters (forest.markdown_safety.literal): what
     AppTest reports is the Markdown itself."""
     return re.sub(r"\\(.)", r"\1", markdown)
 

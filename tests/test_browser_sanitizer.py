@@ -1,5 +1,5 @@
 """Every workbench page renders document, model and agent text through the one sanitizer
-(forest.text.safe_markdown), in a real headless Chromium against `streamlit run`: a remote image
+(forest.markdown_safety.safe_markdown), in a real headless Chromium against `streamlit run`: a remote image
 pointing at a listening loopback server is planted in every kind of text the pages show (archive
 titles, document text and its summaries, answers, research notes of each kind and their sources,
 knowledge topics and conclusions, conversation messages, episodic events, personal memories), and

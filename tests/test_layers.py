@@ -18,7 +18,8 @@ FOREST = Path(__file__).resolve().parents[1] / "forest"
 
 # Lowest first; a module may import its own layer and any layer below it.
 LAYERS = [
-    ["forest.errors", "forest.config", "forest.records", "forest.text", "forest.references", "forest.validation"],
+    ["forest.errors", "forest.config", "forest.records", "forest.text", "forest.markdown_safety", "forest.redaction",
+     "forest.references", "forest.validation"],
     ["forest.storage"],
     ["forest.models"],
     ["forest.ingest", "forest.library"],

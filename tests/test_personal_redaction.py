@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from eval_redaction import evaluate, load  # noqa: E402
 
 from forest.models.claude import ClaudeLLM
-from forest.personal.redact import redact
+from forest.redaction import redact
 from forest.personal.service import PersonalMemory
 
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI0MiIsIm5hbWUiOiJBbm4ifQ"

@@ -193,7 +193,7 @@ def _text_paths() -> dict[str, Callable[[str], Any]]:
     from forest.models.llm import parse_json_object
     from forest.personal.graph import TripleExtractor
     from forest.personal.privacy import rule_decision
-    from forest.personal.redact import redact
+    from forest.redaction import redact
     from forest.personal.tags import extract_tags
     from forest.personal.timeframe import periods_in
     from forest.research.claims import Statement, detect_conflicts
@@ -224,7 +224,7 @@ def test_the_text_paths_take_100k_adversarial_characters_in_linear_time(path: st
 
 
 def test_the_freezing_message_is_redacted_at_once() -> None:
-    from forest.personal.redact import redact
+    from forest.redaction import redact
 
     text = "my" + " " * 2500 + "x"   # did not finish in 60 s
     assert cpu_seconds(lambda: redact(text)) < 0.1
@@ -234,7 +234,7 @@ def test_the_secret_scanners_patterns_only_see_bounded_windows() -> None:
     """detect-secrets' own patterns are not ours to rewrite, and some backtrack (a JWT's lazy tail,
     an npm token's ".+"): they only see windows of at most MAX_TOKEN characters of one token, so
     each window costs a bounded time and a text a linear one."""
-    from forest.personal.redact import MAX_TOKEN, _plugins, _windows
+    from forest.redaction import MAX_TOKEN, _plugins, _windows
 
     for plugin in _plugins():
         for regex in plugin.denylist:

@@ -1,10 +1,10 @@
-"""forest.text.safe_markdown, the one sanitizer every page puts untrusted Markdown through (what
+"""forest.markdown_safety.safe_markdown, the one sanitizer every page puts untrusted Markdown through (what
 it does to a page is tested in a real browser: tests/test_browser_markdown.py)."""
 import time
 
 import pytest
 
-from forest.text import images_as_links, safe_markdown
+from forest.markdown_safety import images_as_links, safe_markdown
 
 
 def test_the_pages_own_links_stay_and_the_text_reads_as_written():

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import forest_env, free_port, topic_text
-from forest.personal.redact import redact
+from forest.redaction import redact
 from forest.serving.http import ThreadServer
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

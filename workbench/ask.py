@@ -9,7 +9,8 @@ import json
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted, literal, safe_markdown
+from forest.markdown_safety import literal, safe_markdown
+from forest.text import counted
 from forest.views.transcript import (citations, decided_by, numbered_answer, sources_markdown, step_sentence,
                                      transcript_markdown)
 from forest.views.tree_view import agent_path, overlay_for

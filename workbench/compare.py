@@ -5,7 +5,8 @@ highlighted. The table downloads as CSV and Markdown."""
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted, literal
+from forest.markdown_safety import literal
+from forest.text import counted
 from forest.views.comparison_table import FOUND_THRESHOLD, comparison_csv, comparison_markdown
 from workbench.reading import cite_link, citation_clicks, show_source
 from workbench.shared import get_forest, page_start

@@ -6,7 +6,8 @@ import streamlit as st
 
 from forest import ForestError
 from forest.views.graph_view import graph_html
-from forest.text import counted, literal, safe_markdown, truncate
+from forest.markdown_safety import literal, safe_markdown
+from forest.text import counted, truncate
 from forest.validation import check_scope_id
 from workbench import place
 from workbench.shared import confirmed, get_forest, notify, page_header

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from forest.text import literal
+from forest.markdown_safety import literal
 
 # In the URL in this order; a new model_id leaves the rest behind (they belong to the old one).
 KEYS = ("model_id", "archive", "node", "session", "q", "user_id")

@@ -10,7 +10,8 @@ import streamlit as st
 
 from forest import ForestError, MemoryForest
 from forest.records import MemoryNode
-from forest.text import counted, literal, safe_markdown
+from forest.markdown_safety import literal, safe_markdown
+from forest.text import counted
 from forest.views.page_preview import PASSAGE_ZOOM, ZOOM, RenderedPage, SourcePreview, render_page
 from forest.views.transcript import link_markers
 from workbench import place

@@ -4,7 +4,8 @@ belongs to the search and the picks it was made from: a new search or pick clear
 import streamlit as st
 
 from forest import ForestError
-from forest.text import literal, safe_markdown, truncate
+from forest.markdown_safety import literal, safe_markdown
+from forest.text import truncate
 from workbench.shared import get_forest, page_start, pick_session
 
 forest = get_forest()

@@ -6,7 +6,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from forest import ForestError
-from forest.text import counted, literal, safe_markdown, truncate
+from forest.markdown_safety import literal, safe_markdown
+from forest.text import counted, truncate
 from workbench.reading import citation_clicks, linked_citations, show_source
 from workbench.shared import confirmed, get_forest, notify, page_start, pick_session
 

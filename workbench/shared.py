@@ -13,7 +13,7 @@ import streamlit as st
 from forest import ForestError, MemoryForest
 from forest.serving.jobs import IngestQueue
 from forest.serving.http import ThreadServer
-from forest.text import literal, safe_markdown
+from forest.markdown_safety import literal, safe_markdown
 from forest.validation import check_model_id, check_session_id
 from workbench import place
 

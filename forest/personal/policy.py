@@ -1,5 +1,5 @@
 """What a write keeps and what it replaces: the privacy decision (private information is kept,
-general knowledge is left to the main model; no secret is kept in an id, metadata is redacted)
+general knowledge is left to the main model)
 and contradictions (a new memory about the same subject supersedes the old one, or retires the
 facts of it it contradicts).
 
@@ -18,13 +18,9 @@ from forest.config import Settings
 from forest.models.embedders import Embedder
 from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
-from forest.errors import InvalidInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.updates import UpdateJudge
-from forest.personal.redact import redact, redact_metadata, secret_format
-from forest.validation import check_metadata, check_optional_scope_id, check_scope_id, check_text
 
-MAX_MEMORY_CHARS = 4000
 # A memory is read in its conversation: the input said just before it (same user and scope, at
 # most this long before; a common session timeout) is indexed with it for BM25.
 CONVERSATION_GAP_SECONDS = 30 * 60
@@ -191,37 +187,3 @@ def kept_part(memory: str, ended: list[tuple[str, str, str]], speaker: str) -> s
 def keyed(triples: Iterable[Triple]) -> list[tuple[str, str, str, str, str]]:
     """Triples as stored: with the keys their entities are matched by."""
     return [(t.source, t.relationship, t.target, entity_key(t.source), entity_key(t.target)) for t in triples]
-
-
-def checked_text(text: str, what: str) -> str:
-    """A text personal memory takes (input, memory, query): checked, then its secrets redacted."""
-    return redact(check_text(text, what, MAX_MEMORY_CHARS)).text
-
-
-def checked_user_id(user_id: str) -> str:
-    return _no_secret("user_id", check_scope_id(user_id, "user_id"))
-
-
-def checked_scope(agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
-    scope = {"agent_id": check_optional_scope_id(agent_id, "agent_id"),
-             "run_id": check_optional_scope_id(run_id, "run_id")}
-    for name, value in scope.items():
-        if value is not None:
-            _no_secret(name, value)
-    return scope
-
-
-def checked_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """Checked metadata, its text values redacted (a key is an identifier, a value free text)."""
-    metadata = check_metadata(metadata)
-    for key in metadata:
-        _no_secret("a metadata key", key)   # named, not repeated: the message reaches /calls and logs
-    return redact_metadata(metadata)
-
-
-def _no_secret(name: str, value: str) -> str:
-    """Ids are stored, shown and compared in clear, so one that holds a secret (by its format: a
-    key, a token, a card number) is refused rather than stored or redacted into another id."""
-    if kind := secret_format(value):
-        raise InvalidInput(f"{name} looks like a secret ({kind}): ids are stored in clear, never put a secret in one")
-    return value

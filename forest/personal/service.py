@@ -8,7 +8,7 @@ never turns into a failed retrieval (silent degradation), and queued input survi
 restart (the worker resumes it). Input that could not even be queued would be lost: that reply says
 so (status fallback, queued false).
 
-Secrets are redacted (forest.personal.redact) from every text and metadata value before anything
+Secrets are redacted (forest.redaction) from every text and metadata value before anything
 is stored or searched; an id holding one is refused. Deleting erases: the text leaves the files.
 
 The memory access tool (mem0 memory-tool spec) adds, searches, updates, deletes and shows history, scoped by
@@ -35,13 +35,7 @@ from forest.models.llm import StructuredLLM
 from forest.personal.graph import Triple, TripleExtractor, format_path, graph_paths
 from forest.personal.graph_mirror import GraphMirror
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
-from forest.personal.policy import (
-    WritePolicy,
-    checked_metadata,
-    checked_scope,
-    checked_text,
-    checked_user_id,
-)
+from forest.personal.policy import WritePolicy
 from forest.personal.privacy import PrivacyClassifier
 from forest.personal.recall import PersonalRecall
 from forest.personal.tags import extract_tags
@@ -49,7 +43,7 @@ from forest.personal.tool import MAX_TOP_K, MemoryTool
 from forest.personal.writer import WriteWorker
 from forest.storage.graphs import open_graph_store
 from forest.storage.sql.database import Database
-from forest.validation import check_top_k
+from forest.validation import check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id
 
 log = logging.getLogger("forest.personal")
 

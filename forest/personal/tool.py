@@ -12,18 +12,10 @@ from forest.errors import ForestError, InvalidInput, NotFound, ServiceUnavailabl
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
-from forest.personal.policy import (
-    WritePlan,
-    WritePolicy,
-    checked_metadata,
-    checked_scope,
-    checked_text,
-    checked_user_id,
-    keyed,
-)
+from forest.personal.policy import WritePlan, WritePolicy, keyed
 from forest.personal.recall import PersonalRecall
 from forest.storage.sql.database import Database
-from forest.validation import check_top_k, in_id_range
+from forest.validation import check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id, in_id_range
 
 MAX_BATCH = 100
 MAX_TOP_K = 100

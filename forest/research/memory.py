@@ -26,7 +26,7 @@ from forest.storage.sql.database import Connection, Database
 from forest.models.embedders import Embedder
 from forest.errors import InvalidInput, NotFound, ServiceUnavailable
 from forest.models.llm import StructuredLLM
-from forest.personal.redact import redact
+from forest.redaction import redact
 from forest.research.briefing import Briefing, build_briefing
 from forest.research.compaction import CompactionReport, Flusher, over_threshold, split_old_and_recent
 from forest.research.claims import Conflict, Statement, detect_conflicts

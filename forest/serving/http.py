@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from forest.errors import ConfigError, ForestError
-from forest.personal.redact import redact, secret_format
+from forest.redaction import redact, secret_format
 from forest.service import MemoryForest
 from forest.serving.limits import RateLimit
 from forest.serving.mem0_routes import mem0_routes

@@ -14,7 +14,7 @@ import io
 from collections.abc import Callable
 
 from forest.recall.compare import FOUND_THRESHOLD, NOT_FOUND, Cell, Comparison
-from forest.text import safe_markdown
+from forest.markdown_safety import safe_markdown
 
 # FOUND_THRESHOLD: what a face offers as the threshold before the researcher moves it.
 __all__ = ["FOUND_THRESHOLD", "comparison_csv", "comparison_markdown"]

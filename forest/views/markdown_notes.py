@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from forest.records import Archive, MemoryNode, cite
-from forest.text import images_as_links, truncate
+from forest.markdown_safety import images_as_links
+from forest.text import truncate
 
 if TYPE_CHECKING:
     from forest.research.memory import ResearchMemory

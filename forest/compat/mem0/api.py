@@ -18,12 +18,11 @@ from forest.compat.mem0.shapes import (
     parse_memory_ref,
 )
 from forest.errors import InvalidInput, NotFound, ServiceUnavailable
-from forest.personal.policy import checked_user_id
 from forest.personal.service import PersonalMemory
 from forest.personal.tool import MAX_BATCH, MAX_TOP_K, MEM0_EVENTS
 from forest.records import iso
 from forest.service import MemoryForest
-from forest.validation import check_top_k
+from forest.validation import check_top_k, checked_user_id
 
 ENTITY_TYPES = ("user", "agent", "run")
 MAX_PAGE_SIZE = 200
