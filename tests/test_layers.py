@@ -19,7 +19,7 @@ FOREST = Path(__file__).resolve().parents[1] / "forest"
 # Lowest first; a module may import its own layer and any layer below it.
 LAYERS = [
     ["forest.errors", "forest.config", "forest.records", "forest.text", "forest.markdown_safety", "forest.redaction",
-     "forest.references", "forest.validation"],
+     "forest.references", "forest.limits", "forest.validation"],
     ["forest.storage"],
     ["forest.models"],
     ["forest.ingest", "forest.library"],

@@ -422,10 +422,11 @@ def test_bibtex_that_is_not_a_file_is_a_clear_error(tmp_path):
 
 def test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_time(tmp_path):
     """Long LaTeX values, author lists and file fields once took time growing faster than their
-    length (1 MB: 22 s); each is now cut to MAX_FIELD_CHARS before decoding, and the entry says so."""
+    length (1 MB: 22 s); each is now cut to MAX_BIBTEX_FIELD_CHARS before decoding, and the entry says so."""
     import time
 
-    from forest.library.bibtex import MAX_FIELD_CHARS, parse_file_field
+    from forest.library.bibtex import parse_file_field
+    from forest.limits import MAX_BIBTEX_FIELD_CHARS
 
     make_pdf(tmp_path / "p.pdf", "a paper")
     long_abstract = "caf{\\'e} and {\\\"u}ber -- " * 200_000                         # 4.2 MB of LaTeX
@@ -436,9 +437,9 @@ def test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_tim
     started = time.thread_time()
     entry = read_bibtex(bib).entries[0]
     assert time.thread_time() - started < 20       # cut: ~1 s; whole: minutes
-    assert entry.notes == (f"field abstract cut from {len(long_abstract):,} to {MAX_FIELD_CHARS:,} characters",
-                           f"field author cut from {len(authors):,} to {MAX_FIELD_CHARS:,} characters")
-    assert entry.abstract.startswith("café and über – café") and len(entry.abstract) < MAX_FIELD_CHARS
+    assert entry.notes == (f"field abstract cut from {len(long_abstract):,} to {MAX_BIBTEX_FIELD_CHARS:,} characters",
+                           f"field author cut from {len(authors):,} to {MAX_BIBTEX_FIELD_CHARS:,} characters")
+    assert entry.abstract.startswith("café and über – café") and len(entry.abstract) < MAX_BIBTEX_FIELD_CHARS
     assert entry.creators[0] == Creator("Smith", "John") and entry.path == tmp_path / "p.pdf"
 
     started = time.thread_time()

@@ -33,7 +33,7 @@ from conftest import forest_env, free_port, new_database, start_serve, stop_proc
 from forest.config import Settings, load_settings
 from forest.errors import ConfigError
 from forest.serving.http import ThreadServer
-from forest.serving.limits import RateLimit
+from forest.serving.rate_limit import RateLimit
 from forest.storage.valkey import SharedVectorCache, ValkeyLink
 
 PAPER = "## Volcanoes\n\n" + topic_text("volcanoes") + "\n\n## Jazz\n\n" + topic_text("jazz")

@@ -9,7 +9,7 @@ import streamlit as st
 from forest import ForestError
 from forest.serving.jobs import FINISHED
 from forest.markdown_safety import literal, safe_markdown
-from forest.validation import MAX_PATH_CHARS
+from forest.limits import MAX_PATH_CHARS
 from forest.views.library_view import archive_rows, choices, filtered, import_details, import_summary
 from forest.views.markdown_notes import zipped
 from workbench.shared import SAMPLE_MODEL_ID, confirmed, get_forest, get_queue, notify, page_start

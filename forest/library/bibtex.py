@@ -11,7 +11,7 @@ The `file` field is written differently by each reference manager; all of these 
 Relative paths are relative to the folder of the .bib file. The first PDF of an entry is its document.
 
 Reading is linear in the file's size: the file is read within max_file_mb, and a field over
-MAX_FIELD_CHARS is cut to it before any decoding (LaTeX decoding costs more than linear time on
+MAX_BIBTEX_FIELD_CHARS is cut to it before any decoding (LaTeX decoding costs more than linear time on
 one long value), with a note on its entry saying so.
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ from forest.text import truncate
 from forest.library.entries import (
     DEFAULT_MAX_BYTES, Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
+from forest.limits import MAX_BIBTEX_FIELD_CHARS
 
 BIBTEX_SUFFIXES = (".bib", ".bibtex", ".biblatex")
 FILE_FIELDS = ("file", "pdf")     # "pdf": Papers and BibDesk exports
@@ -43,9 +44,6 @@ VENUE_FIELDS = ("journal", "booktitle", "journaltitle", "eventtitle", "howpublis
 # A venue named this way is a conference's or a workshop's proceedings (@inproceedings), else a journal's.
 PROCEEDINGS_WORDS = ("proceedings", "conference", "workshop", "symposium", "meeting", "congress")
 
-# A field longer than this is cut (a note on the entry says so): an abstract runs to a few thousand
-# characters, an author list of a large collaboration to some hundreds of names.
-MAX_FIELD_CHARS = 10_000
 # What LaTeX decoding would change; text without any of these is only whitespace-collapsed, fast.
 _LATEX_MARKS = ("\\", "{", "}", "$", "~", "%", "&", "^", "_", "`", "--", "''")
 
@@ -100,15 +98,15 @@ def _read_text(path: Path, max_bytes: int) -> str:
 
 
 def _bounded_fields(block: Entry) -> tuple[dict[str, str], tuple[str, ...]]:
-    """The entry's text fields by lower-case name, each cut to MAX_FIELD_CHARS, and a note for each cut."""
+    """The entry's text fields by lower-case name, each cut to MAX_BIBTEX_FIELD_CHARS, and a note for each cut."""
     fields, notes = {}, []
     for field in block.fields:
         if not isinstance(field.value, str):
             continue
         name, value = field.key.lower(), field.value
-        if len(value) > MAX_FIELD_CHARS:
-            notes.append(f"field {truncate(name, 40)} cut from {len(value):,} to {MAX_FIELD_CHARS:,} characters")
-            value = value[:MAX_FIELD_CHARS]
+        if len(value) > MAX_BIBTEX_FIELD_CHARS:
+            notes.append(f"field {truncate(name, 40)} cut from {len(value):,} to {MAX_BIBTEX_FIELD_CHARS:,} characters")
+            value = value[:MAX_BIBTEX_FIELD_CHARS]
         fields[name] = value
     return fields, tuple(notes)
 

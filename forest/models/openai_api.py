@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 from forest.config import without_password
 from forest.errors import ConfigError, InvalidInput, ModelUnavailable
-from forest.models.embedders import MAX_EMBEDDING_DIM, Embedder
+from forest.limits import MAX_EMBEDDING_DIM
+from forest.models.embedders import Embedder
 from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, Rejected, StructuredLLM, call_api
 from forest.models.retry import CALL_DEADLINE, Transient, Unusable, with_retries
 

@@ -39,11 +39,12 @@ from forest.personal.policy import WritePolicy
 from forest.personal.privacy import PrivacyClassifier
 from forest.personal.recall import PersonalRecall
 from forest.personal.tags import extract_tags
-from forest.personal.tool import MAX_TOP_K, MemoryTool
+from forest.personal.tool import MemoryTool
 from forest.personal.writer import WriteWorker
 from forest.storage.graphs import open_graph_store
 from forest.storage.sql.database import Database
 from forest.validation import check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id
+from forest.limits import MAX_TOP_K_MEMORIES
 
 log = logging.getLogger("forest.personal")
 
@@ -185,7 +186,7 @@ class PersonalMemory:
         only, otherwise they are upserted (applying again changes nothing)."""
         user_id = checked_user_id(user_id)
         candidates = extract_tags(user_id, (m.memory for m in self.store.memories(user_id)),
-                                  self.recall.triples(user_id), check_top_k(limit, MAX_TOP_K))
+                                  self.recall.triples(user_id), check_top_k(limit, MAX_TOP_K_MEMORIES))
         if not dry_run and candidates:
             self.store.upsert_tags(user_id, candidates, self.clock())
         return {"candidates": candidates, "applied": [] if dry_run else candidates,

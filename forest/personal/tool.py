@@ -15,10 +15,10 @@ from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
 from forest.personal.policy import WritePlan, WritePolicy, keyed
 from forest.personal.recall import PersonalRecall
 from forest.storage.sql.database import Database
-from forest.validation import check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id, in_id_range
+from forest.validation import (check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id,
+                               in_id_range)
+from forest.limits import MAX_MEMORY_BATCH, MAX_TOP_K_MEMORIES
 
-MAX_BATCH = 100
-MAX_TOP_K = 100
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class MemoryTool:
     def search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
                metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
         """The user's memories best matching the query (hybrid recall), with their scores."""
-        return self.recall.search(user_id, checked_text(query, "query"), check_top_k(top_k, MAX_TOP_K),
+        return self.recall.search(user_id, checked_text(query, "query"), check_top_k(top_k, MAX_TOP_K_MEMORIES),
                                   scope, metadata)
 
     def update(self, user_id: str, memory_id: int, text: str | None, actor: str,
@@ -145,8 +145,8 @@ class MemoryTool:
             metadata: dict[str, Any], actor: str) -> list[dict[str, Any]]:
         """Batch add (explicit writes skip the privacy filter); each may supersede an old memory."""
         texts = [text] if isinstance(text, str) else list(text or [])
-        if not texts or len(texts) > MAX_BATCH:
-            raise InvalidInput(f"add needs 1 to {MAX_BATCH} memories as text")
+        if not texts or len(texts) > MAX_MEMORY_BATCH:
+            raise InvalidInput(f"add needs 1 to {MAX_MEMORY_BATCH} memories as text")
         texts = [checked_text(t, "memory") for t in texts]
         results = []
         vectors = self.embedder.embed_passages(texts)

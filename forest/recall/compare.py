@@ -32,6 +32,7 @@ from forest.records import Archive, Representative, cite
 from forest.storage.archives import ForestStore
 from forest.references import is_reference_node
 from forest.validation import check_query
+from forest.limits import MAX_CELLS, MAX_QUESTIONS
 
 MAX_CELL_SENTENCES = 2
 # The relevance that best tells a question's own paper from the other papers of a table (Youden's J,
@@ -40,10 +41,6 @@ MAX_CELL_SENTENCES = 2
 # sections to open, let most other papers' cells through.
 FOUND_THRESHOLD = 0.4
 NOT_FOUND = "not found"
-MAX_QUESTIONS = 10
-# Papers × questions in one table: each cell walks its paper's tree, so a table's time grows with
-# its cells (measured in docs/compare.md).
-MAX_CELLS = 300
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Security: loopback by default. Any other bind address needs FOREST_API_TOKEN, an
 route but /health requires `Authorization: Bearer <token>`. Request bodies over MAX_BODY_BYTES
 are refused; a POST body must be declared application/json and nest at most MAX_JSON_DEPTH deep.
 Errors are JSON with a message, never a traceback. With rate_limit set, calls over it get 429 with
-Retry-After on every route but /health (forest.serving.limits).
+Retry-After on every route but /health (forest.serving.rate_limit).
 """
 from __future__ import annotations
 
@@ -40,15 +40,15 @@ from starlette.routing import Route
 from forest.errors import ConfigError, ForestError
 from forest.redaction import redact, secret_format
 from forest.service import MemoryForest
-from forest.serving.limits import RateLimit
+from forest.serving.rate_limit import RateLimit
 from forest.serving.mem0_routes import mem0_routes
 from forest.serving.replies import error as _error
 from forest.serving.replies import json_body as _json_body
 from forest.serving.tools import ForestTools, Unavailable, UnknownId, translated
+from forest.limits import MAX_BODY_BYTES
 
 log = logging.getLogger("forest.serving.http")
 
-MAX_BODY_BYTES = 8_000_000
 INSTRUCTIONS = (
     "Memory Forest: long documents stored as trees (summaries above, original passages in the leaves). "
     "Call retrieve_memory first; explore_memory_node on a SUMMARY_NODE to go one level deeper; "

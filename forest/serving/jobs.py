@@ -20,8 +20,8 @@ from forest.service import MemoryForest
 from forest.text import truncate
 
 FINISHED = ("done", "skipped", "failed")
-MAX_NAME_CHARS = 120    # a job's banner names its file or library, not a screenful of path
-MAX_ERROR_CHARS = 1000
+SHOWN_NAME_CHARS = 120    # a job's banner names its file or library, not a screenful of path
+SHOWN_ERROR_CHARS = 1000  # a failed job says why in a line, not a page
 
 
 @dataclass
@@ -93,7 +93,7 @@ class IngestQueue:
         return job
 
     def _added(self, model_id: str, name: str) -> Job:
-        job = Job(next(self._ids), model_id, truncate(name, MAX_NAME_CHARS))
+        job = Job(next(self._ids), model_id, truncate(name, SHOWN_NAME_CHARS))
         with self._lock:
             self._jobs[job.id] = job
         return job
@@ -177,7 +177,7 @@ class IngestQueue:
     def _fail(job: Job, exc: Exception, path: Path | None = None) -> None:
         """The job's error starts with its file's name, once (the reader's messages start with it)."""
         message = str(exc) if isinstance(exc, ForestError) else f"internal error: {type(exc).__name__}: {exc}"
-        message = one_line(message.replace(str(path), path.name) if path else message, MAX_ERROR_CHARS)
+        message = one_line(message.replace(str(path), path.name) if path else message, SHOWN_ERROR_CHARS)
         named = message.startswith(f"{job.name}: ")
         job.status, job.error = "failed", message if named else f"{job.name}: {message}"
 

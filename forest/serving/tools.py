@@ -22,11 +22,12 @@ from pydantic import Field
 
 from forest.errors import AlreadyInLibrary, ConfigError, ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.records import Progress
-from forest.recall.compare import FOUND_THRESHOLD, MAX_QUESTIONS
-from forest.service import MAX_TOP_K, MemoryForest
-from forest.validation import MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID, TIME_RANGE_HELP
+from forest.recall.compare import FOUND_THRESHOLD
+from forest.service import MemoryForest
+from forest.limits import (MAX_DOCUMENT_CHARS_OVER_HTTP, MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_QUESTIONS, MAX_SCOPE_ID,
+                           MAX_SESSION_ID, MAX_TOP_K_PASSAGES)
+from forest.validation import TIME_RANGE_HELP
 
-MAX_DOCUMENT_CHARS_OVER_MCP = 2_000_000
 
 
 def _shown(**bounds: Any) -> dict[str, Any]:
@@ -42,8 +43,8 @@ Query = Annotated[str, Field(description="What you are looking for, in natural l
                              **_shown(minLength=1, maxLength=MAX_QUERY_CHARS))]
 NodeId = Annotated[int, Field(description="A node id from an earlier retrieve_memory, search_memory, "
                                           "explore_memory_node or get_archive_tree result.", **_shown(minimum=1))]
-TopK = Annotated[int, Field(description=f"How many raw vector hits to consider (1-{MAX_TOP_K}).",
-                            **_shown(minimum=1, maximum=MAX_TOP_K))]
+TopK = Annotated[int, Field(description=f"How many raw vector hits to consider (1-{MAX_TOP_K_PASSAGES}).",
+                            **_shown(minimum=1, maximum=MAX_TOP_K_PASSAGES))]
 UserId = Annotated[str, Field(description="The person the memories are about. Every memory, graph and history "
                                           "belongs to one user_id; other users' memories are never visible.",
                               **_shown(minLength=1, maxLength=MAX_SCOPE_ID))]
@@ -170,7 +171,7 @@ class ForestTools:
                                                       min_length=1, max_length=300)],
                            text: Annotated[str, Field(description="The document as plain text or Markdown "
                                                                   "(# headings become sections).",
-                                                      max_length=MAX_DOCUMENT_CHARS_OVER_MCP, **_shown(minLength=1))],
+                                                      max_length=MAX_DOCUMENT_CHARS_OVER_HTTP, **_shown(minLength=1))],
                            ctx: Context) -> dict[str, Any]:
         """Remember a document: it becomes a new archive (a memory tree) of the model_id. Long
         documents take a while; progress is reported stage by stage (chunk, summarize, embed,

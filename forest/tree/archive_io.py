@@ -23,23 +23,15 @@ from forest.models.embedders import Embedder
 from forest.errors import InvalidInput
 from forest.records import LEAF, SUMMARY, Progress, ProgressFn
 from forest.storage.archives import ForestStore
-from forest.validation import MAX_ID, parse_json
+from forest.validation import parse_json
 from forest.storage.vectors.base import VectorStore
 from forest.tree.leaves import embedding_text, stored_leaf_context
+from forest.limits import (
+    MAX_ID, MAX_IMPORT_BYTES, MAX_IMPORT_NODES, MAX_IMPORT_PATH_IDS, MAX_LIBRARY_CHARS, MAX_NAME_CHARS,
+    MAX_SUMMARY_CHARS)
 
 FORMAT = "memory-forest-archive"
 VERSION = 1
-# Import limits: a file is parsed whole in memory and every node is written in one transaction, so an
-# unbounded export could exhaust memory or hold the write lock for minutes. A 1,000-page book is about
-# 10,000 nodes and 30 MB with vectors.
-MAX_IMPORT_BYTES = 256 * 1024 * 1024
-MAX_IMPORT_NODES = 100_000
-# Every node stores its path from the root, so a deep tree costs its depth again in every node:
-# the ids of all paths together are bounded (a built tree is ~10 deep; a 3,000-deep chain fits).
-MAX_IMPORT_PATH_IDS = 5_000_000
-MAX_NAME_CHARS = 1_000      # archive, document and source names, titles, headings
-MAX_SUMMARY_CHARS = 20_000  # a summary (a build writes a few hundred characters)
-MAX_LIBRARY_CHARS = 200_000  # a paper's library metadata (an abstract, its creators and tags)
 _CARRIED = ("node_type", "summary", "summary_source", "leaf_index", "char_start", "first_leaf", "last_leaf",
             "merge_order", "merge_similarity", "section", "page_start", "page_end", "chunk_kind", "title",
             "heading_path")

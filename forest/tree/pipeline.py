@@ -251,7 +251,7 @@ class TreePipeline:
                             **options: Any) -> Archive:
         """import_archive from an export file, read within the import size limit."""
         from forest.ingest.files import read_limited
-        from forest.tree.archive_io import MAX_IMPORT_BYTES
+        from forest.limits import MAX_IMPORT_BYTES
 
         raw = read_limited(path, MAX_IMPORT_BYTES, f"the import limit of {MAX_IMPORT_BYTES:,} bytes")
         return self.import_archive_text(model_id, raw, Path(path).name, name, **options)

@@ -19,13 +19,13 @@ from forest.compat.mem0.shapes import (
 )
 from forest.errors import InvalidInput, NotFound, ServiceUnavailable
 from forest.personal.service import PersonalMemory
-from forest.personal.tool import MAX_BATCH, MAX_TOP_K, MEM0_EVENTS
+from forest.personal.tool import MEM0_EVENTS
 from forest.records import iso
 from forest.service import MemoryForest
 from forest.validation import check_top_k, checked_user_id
+from forest.limits import MAX_MEMORY_BATCH, MAX_PAGE_SIZE, MAX_TOP_K_MEMORIES
 
 ENTITY_TYPES = ("user", "agent", "run")
-MAX_PAGE_SIZE = 200
 # A queue item's status as mem0 names an event's.
 _EVENT_STATUS = {"done": "SUCCEEDED", "failed": "FAILED"}
 
@@ -99,10 +99,10 @@ class Mem0Api:
         return len(doomed)
 
     def batch(self, action: str, entries: Any) -> int:
-        """batch update or delete: [{memory_id, text?}], at most MAX_BATCH; how many were done."""
-        if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_BATCH or \
+        """batch update or delete: [{memory_id, text?}], at most MAX_MEMORY_BATCH; how many were done."""
+        if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_MEMORY_BATCH or \
                 not all(isinstance(e, dict) and "memory_id" in e for e in entries):
-            raise InvalidInput(f"memories must be a list of 1 to {MAX_BATCH} objects with a memory_id")
+            raise InvalidInput(f"memories must be a list of 1 to {MAX_MEMORY_BATCH} objects with a memory_id")
         for entry in entries:
             if action == "update":
                 self.update(entry["memory_id"], entry.get("text"), entry.get("metadata"))
@@ -131,7 +131,7 @@ class Mem0Api:
     def search(self, query: Any, filters: Any, top_k: int = 10, threshold: float | None = None) -> list[dict]:
         """The memory tool's search for each user the filter names, merged by score; memories
         the rest of the filter rules out are dropped, and those scoring under `threshold`."""
-        chosen, top_k = parse_filters(filters), check_top_k(top_k, MAX_TOP_K)
+        chosen, top_k = parse_filters(filters), check_top_k(top_k, MAX_TOP_K_MEMORIES)
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
             raise InvalidInput("threshold must be a number")
         if not isinstance(query, str):
@@ -139,7 +139,7 @@ class Mem0Api:
         found = []
         for user_id in chosen.users:
             # a filter the store cannot apply whole is applied to a longer list
-            wanted = top_k if chosen.pushed_down else MAX_TOP_K
+            wanted = top_k if chosen.pushed_down else MAX_TOP_K_MEMORIES
             hits = self.personal.tool.search(checked_user_id(user_id), query, wanted, chosen.scope, chosen.metadata)
             found += [memory_shape(r, round(s, 4)) for r, s in hits if chosen.matches(r)]
         found.sort(key=lambda m: -m["score"])
@@ -222,8 +222,8 @@ def _message_texts(messages: Any) -> list[str]:
     if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
         raise InvalidInput("messages must be a text, or a list of {role, content} with text content")
-    if len(messages) > MAX_BATCH:
-        raise InvalidInput(f"at most {MAX_BATCH} messages per add")
+    if len(messages) > MAX_MEMORY_BATCH:
+        raise InvalidInput(f"at most {MAX_MEMORY_BATCH} messages per add")
     texts = [m["content"] for m in messages if m.get("role") != "system"]
     if not texts:
         raise InvalidInput("no user or assistant message to remember")

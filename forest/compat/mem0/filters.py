@@ -12,12 +12,12 @@ from typing import Any
 
 from forest.errors import InvalidInput
 from forest.personal.memory_store import PersonalMemoryRecord
+from forest.limits import MAX_FILTER_DEPTH
 
 ENTITY_KEYS = ("user_id", "agent_id", "run_id")
 UNSUPPORTED_KEYS = ("app_id", "org_id", "project_id")
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains")
 LOGIC = ("AND", "OR", "NOT")
-MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ def parse_filters(filters: Any, **entities: str | None) -> Mem0Filter:
 
 
 def _check(node: Any, depth: int) -> None:
-    if depth > MAX_DEPTH:
-        raise InvalidInput(f"filters nest deeper than {MAX_DEPTH} levels")
+    if depth > MAX_FILTER_DEPTH:
+        raise InvalidInput(f"filters nest deeper than {MAX_FILTER_DEPTH} levels")
     if not isinstance(node, dict):
         raise InvalidInput("each filter in AND / OR / NOT must be a JSON object")
     for key, value in node.items():
