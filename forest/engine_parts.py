@@ -1,6 +1,6 @@
 """The parts a MemoryForest is made of: the settings, the database and its stores, the models
 (embedder, reranker, summarizer, LLM), the vector store, kept PDFs, and the packages' working
-objects (the tree pipeline, the retriever, the agent loop, research and personal memory). Each
+objects (the tree pipeline, the retriever, research and personal memory). Each
 is made on first use, so `forest archives` or `forest tree` start at once; close() releases them.
 """
 from __future__ import annotations
