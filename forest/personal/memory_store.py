@@ -261,6 +261,13 @@ class PersonalStore:
                              (user_id,))
         return {r[0]: r[1] for r in rows}
 
+    def texts(self, user_id: str, ids: list[int]) -> list[str]:
+        """The texts of the user's memories `ids`, in that order ("" for one not live)."""
+        rows = self.db.query("SELECT id, memory FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
+                             (user_id,))
+        said = {r[0]: r[1] for r in rows}
+        return [said.get(i, "") for i in ids]
+
     def history(self, user_id: str, memory_id: int | None = None) -> list[HistoryEntry]:
         sql = "SELECT * FROM personal_memory_history WHERE user_id = ?"
         params: list[Any] = [user_id]
