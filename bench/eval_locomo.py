@@ -4,8 +4,9 @@ that answer a question, against flat BM25 and flat dense search over the same tu
 Each conversation is one user_id. Every turn goes through process_memory as
 "[session date] speaker: text" (privacy filter off; the session's date is the turn's time), the
 write queue is drained, and each question with evidence is searched with the memory tool (top 5).
-The flat rows (of this checkout's run) index the very same texts: BM25 is SQLite FTS5 with the service's tokenizer (a fresh in-memory index per conversation),
-dense is exact cosine with the same embedder (vectors reused from the service's run).
+The flat rows (of this checkout's run) index the very same texts: BM25 is SQLite FTS5 with the
+service's tokenizer (a fresh in-memory index per conversation), dense is exact cosine with the
+same embedder (vectors reused from the service's run).
 
 Two engines in one run: today's code (`--against`, default main, checked out into a temporary git
 worktree by bench/baseline.py and run in a process of its own) and this checkout, over the same

@@ -27,11 +27,8 @@ from forest.storage.graphs.base import GraphStore
 # The top k is chosen among this many of the best combined scores, each in turn the best
 # after its redundancy with those already chosen is taken off (maximal marginal relevance).
 DIVERSITY_POOL = 30
-# Memories said within this of each other are of one conversation (a common session timeout),
-# and a second one of a conversation counts as this redundant: evidence spread over sessions
-# ("What activities does Melanie partake in?") needs the top k to reach several.
+# Memories said within this of each other are of one conversation (a common session timeout).
 SAME_CONVERSATION_SECONDS = 30 * 60
-SAME_CONVERSATION_REDUNDANCY = 0.0
 SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
 ANSWER_BELOW_QUESTION = 1.0
 # A conversation turn as process_memory is given it: "[when said] Speaker: words".
@@ -84,21 +81,16 @@ class PersonalRecall:
                vector: np.ndarray | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
         """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query
         (`vector`: the query's, when already embedded)."""
-        ids, combined, similarity, matrix, said_at = self._scores(user_id, query, scope, metadata, vector)
+        ids, combined, similarity, matrix = self._scores(user_id, query, scope, metadata, vector)
         pool = np.argsort(-combined, kind="stable")[:max(top_k, DIVERSITY_POOL)]
-        at = np.array([said_at[ids[i]] for i in pool])
-        same_conversation = np.abs(at[:, None] - at[None, :]) <= SAME_CONVERSATION_SECONDS
-        redundancy = np.maximum(self.embedder.calibrate(matrix[pool] @ matrix[pool].T),
-                                SAME_CONVERSATION_REDUNDANCY * same_conversation)
-        best = [ids[i] for i in diverse(pool, combined, redundancy, top_k)]
+        best = [ids[i] for i in diverse(pool, combined, self.embedder.calibrate(matrix[pool] @ matrix[pool].T), top_k)]
         records = self.store.memories_by_id(user_id, best)
         return [(records[i], similarity[i]) for i in best if i in records]
 
     def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None,
-                vector: np.ndarray | None = None
-                ) -> tuple[list[int], np.ndarray, dict[int, float], np.ndarray, dict[int, float]]:
-        """Every live memory's combined score (and the memories' vectors and times), from these routes:
+                vector: np.ndarray | None = None) -> tuple[list[int], np.ndarray, dict[int, float], np.ndarray]:
+        """Every live memory's combined score (and the memories' vectors), from these routes:
         - dense: exact cosine over the user's memories (a user holds thousands, not millions);
         - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
         - graph: memories stating facts about the entities the query names or their neighbours in
@@ -112,7 +104,7 @@ class PersonalRecall:
         conversations the z-score sum beat reciprocal rank fusion (bench/eval_locomo.py)."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
-            return [], np.zeros(0), {}, matrix, {}
+            return [], np.zeros(0), {}, matrix
         cosine = matrix @ (self.embedder.embed_query(query) if vector is None else vector)
         similarity = dict(zip(ids, map(float, np.asarray(self.embedder.calibrate(cosine), dtype=float))))
         lexical = dict(self.store.lexical(user_id, query, len(ids), scope, metadata))
@@ -121,7 +113,8 @@ class PersonalRecall:
         if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
             combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
         said = self.store.said(user_id)   # a memory added since the vectors were read has no vector: left out
-        said_at, texts = {i: said[i][0] if i in said else 0.0 for i in ids}, [said[i][1] if i in said else "" for i in ids]
+        said_at = {i: said[i][0] if i in said else 0.0 for i in ids}
+        texts = [said[i][1] if i in said else "" for i in ids]
         periods = periods_in(query)
         if periods:
             combined += np.array([1.0 if within(said_at[i], periods) else 0.0 for i in ids])
@@ -129,7 +122,7 @@ class PersonalRecall:
         if asks_when(query):
             combined += np.array([1.0 if says_when(text) else 0.0 for text in texts])
         combined = _answers_follow(combined, [said_at[i] for i in ids], texts)
-        return ids, combined, similarity, matrix, said_at
+        return ids, combined, similarity, matrix
 
     def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
         """Memory id -> facts it states about the entities one hop away from those the query names,
