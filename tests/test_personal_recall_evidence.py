@@ -25,14 +25,18 @@ def test_diverse_takes_the_next_best_memory_over_a_near_repeat_of_one_chosen():
 
 
 def test_near_repeats_leave_room_for_the_other_evidence_of_a_question(personal):
-    repeats = [f"Caroline went to the LGBTQ support group again{tail}" for tail in
-               (".", " today.", " this week.", " and it helped.", " with friends.")]
-    other = "Caroline's support group friends encouraged her to go to the adoption agency."
+    repeats = [f"Caroline went to the LGBTQ support group{tail}" for tail in
+               (".", " again.", " once more.", " today.", " this week.", " on Friday.")]
+    other = "Caroline's support group friends encouraged her to visit an adoption agency."
     personal.memory_tool("add", "u1", text=[*repeats, other, "Melanie painted a lake at sunrise.",
-                                            "Melanie's kids love the beach."])
-    found = _texts(personal.memory_tool("search", "u1", query="What did Caroline do with the support group?", top_k=5))
+                                            "Melanie's kids love the beach.", "Tom likes old jazz records."])
+    question = "What did Caroline do with the support group?"
+    ids, combined, _, _ = personal.recall._scores("u1", question)
+    # by score alone the six repeats come first and fill the top five
+    assert personal.store.said("u1")[ids[int(np.argsort(-combined)[6])]][1] == other
+    found = _texts(personal.memory_tool("search", "u1", query=question, top_k=5))
     assert other in found
-    assert sum(text in repeats for text in found) <= 4
+    assert sum(text in repeats for text in found) == 4
     # another user's memories are never among them
     personal.memory_tool("add", "u2", text=repeats)
     assert set(_texts(personal.memory_tool("search", "u2", query="support group", top_k=5))) <= set(repeats)
@@ -50,16 +54,21 @@ def test_when_questions_and_the_memories_that_say_when():
     assert not says_when("[1:56 pm on 8 May, 2023] Caroline: The support group was so powerful.")
 
 
-def test_a_when_question_ranks_the_memory_that_says_when_first(personal):
-    said = ["[1:56 pm on 8 May, 2023] Caroline: The LGBTQ support group was so powerful for me.",
-            "[1:56 pm on 8 May, 2023] Caroline: I keep thinking about the LGBTQ support group stories.",
-            "[1:56 pm on 8 May, 2023] Caroline: I went to the LGBTQ support group yesterday.",
+def test_a_when_question_lifts_the_memories_that_say_when(personal, monkeypatch):
+    said = ["[1:56 pm on 8 May, 2023] Caroline: Going to the LGBTQ support group changed me, Melanie.",
+            "[1:56 pm on 8 May, 2023] Caroline: When I go to the LGBTQ support group, I feel at home.",
+            "[1:56 pm on 8 May, 2023] Caroline: Yesterday I could go to the LGBTQ support group.",
             "[1:56 pm on 8 May, 2023] Melanie: I painted a lake at sunrise."]
-    for n, text in enumerate(said):
-        personal.process_memory("caroline", text, observed_at=MAY_8 + n)
+    for n, text in enumerate(said):   # an hour apart: no answer follows a question here
+        personal.process_memory("caroline", text, observed_at=MAY_8 + n * 3600)
     assert personal.drain(60)
-    top = _texts(personal.memory_tool("search", "caroline", query="When did Caroline go to the LGBTQ support group?",
-                                      top_k=1))
+    question = "When did Caroline go to the LGBTQ support group?"
+    _, lifted, _, _ = personal.recall._scores("caroline", question)
+    monkeypatch.setattr("forest.personal.recall.asks_when", lambda query: False)
+    _, plain, _, _ = personal.recall._scores("caroline", question)
+    assert list(np.round(lifted - plain, 6)) == [0.0, 0.0, 1.0, 0.0]
+    monkeypatch.undo()
+    top = _texts(personal.memory_tool("search", "caroline", query=question, top_k=1))
     assert top == [said[2]]
 
 
