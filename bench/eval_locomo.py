@@ -181,7 +181,11 @@ def main() -> None:
         return
     done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
     versions = {"new": engine_key(None)}
-    if args.against != "none":
+    same = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", args.against, "--", "forest"]).returncode == 0 \
+        if args.against != "none" else True
+    if same and args.against != "none":
+        print(f"forest/ is as at {args.against}: one engine measured", file=sys.stderr)
+    if not same:
         versions = {f"today ({args.against})": engine_key(args.against), **versions}
     for label, key in versions.items():
         todo = [i for i in chosen if (key, i) not in {(d["engine"], d["index"]) for d in done}]
