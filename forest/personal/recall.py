@@ -29,7 +29,10 @@ from forest.storage.graphs.base import GraphStore
 DIVERSITY_POOL = 30
 # Memories said within this of each other are of one conversation (a common session timeout).
 SAME_CONVERSATION_SECONDS = 30 * 60
+# Half a standard deviation: the person a question names is a hint, not proof (a question may
+# name the other speaker: "What did Caroline tell Melanie?").
 SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
+# An answer is worth less than the question it follows matched: it is found through it.
 ANSWER_BELOW_QUESTION = 1.0
 # A conversation turn as process_memory is given it: "[when said] Speaker: words".
 _TURN = re.compile(r"^\s*(?:\[[^\]]{1,80}\]\s*)?(?P<speaker>[^\W\d][\w.'’ -]{0,40}?):\s")
@@ -83,7 +86,8 @@ class PersonalRecall:
         (`vector`: the query's, when already embedded)."""
         ids, combined, similarity, matrix = self._scores(user_id, query, scope, metadata, vector)
         pool = np.argsort(-combined, kind="stable")[:max(top_k, DIVERSITY_POOL)]
-        best = [ids[i] for i in diverse(pool, combined, self.embedder.calibrate(matrix[pool] @ matrix[pool].T), top_k)]
+        redundancy = self.embedder.calibrate(matrix[pool] @ matrix[pool].T)
+        best = [ids[i] for i in diverse(pool, combined, redundancy, top_k)]
         records = self.store.memories_by_id(user_id, best)
         return [(records[i], similarity[i]) for i in best if i in records]
 
@@ -112,7 +116,7 @@ class PersonalRecall:
         facts = self._graph_memories(user_id, query)
         if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
             combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
-        said = self.store.said(user_id)   # a memory added since the vectors were read has no vector: left out
+        said = self.store.said(user_id)   # one deleted since the vectors were read: no words, no time
         said_at = {i: said[i][0] if i in said else 0.0 for i in ids}
         texts = [said[i][1] if i in said else "" for i in ids]
         periods = periods_in(query)
@@ -154,9 +158,10 @@ def speaker_of(memory: str) -> str | None:
 
 
 def _said_by_the_one_asked_about(query: str, texts: list[str]) -> np.ndarray:
-    """One standard deviation for each turn said by the person the question names, when the user's
-    memories are turns of several people ("What do Melanie's kids like?" is answered by what
-    Melanie said, not by Caroline's "How did your kids like it?"); zeros otherwise."""
+    """SAID_BY_THE_ONE_ASKED_ABOUT (in standard deviations) for each turn said by the person the
+    question names, when the user's memories are turns of several people ("What do Melanie's kids
+    like?" is answered by what Melanie said, not by Caroline's "How did your kids like it?");
+    zeros otherwise."""
     speakers = [speaker_of(text) for text in texts]
     named = {s for s in set(speakers) - {None} if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.I)}
     if not named or len(named) == len(set(speakers) - {None}):
