@@ -4,24 +4,31 @@ that answer a question, against flat BM25 and flat dense search over the same tu
 Each conversation is one user_id. Every turn goes through process_memory as
 "[session date] speaker: text" (privacy filter off; the session's date is the turn's time), the
 write queue is drained, and each question with evidence is searched with the memory tool (top 5).
-Two rules per question: "any" counts it when any of its evidence turns is among the 5 (the target's
-table); "fraction" is the share of its evidence turns among them. The flat rows index the very same
-texts: BM25 is SQLite FTS5 with the service's tokenizer (a fresh in-memory index per conversation),
-dense is exact cosine with the same embedder (vectors reused from the service's run).
+The flat rows (of this checkout's run) index the very same texts: BM25 is SQLite FTS5 with the
+service's tokenizer (a fresh in-memory index per conversation), dense is exact cosine with the
+same embedder (vectors reused from the service's run).
 
-Settings are chosen on conversations 1-5 (dev); 6-10 (test) are reported apart, and all ten.
-McNemar's exact test compares the service with the better flat row on the "any" rule.
-Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only). Each finished
-conversation is appended to `--results` (JSON lines); a rerun skips the conversations already
-there and the tables cover every conversation in the file, so a long run can be resumed.
+Two engines in one run: today's code (`--against`, default main, checked out into a temporary git
+worktree by bench/baseline.py and run in a process of its own) and this checkout, over the same
+conversations and questions. Three rules per question: "any" (an evidence turn among the 5),
+"all" (every evidence turn among them) and "fraction" (their share). McNemar's exact test per
+category compares the two engines on "any" and "all" (the discordant questions: found by one only).
+
+Settings are chosen on conversations 1-5 (dev); 6-10 (held out, never tuned on) are reported apart,
+and all ten. Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only,
+`--against none` for this checkout alone). Each conversation's result is appended to `--results`
+(JSON lines) under the engine it measured (a hash of forest/), and reused while that engine is
+unchanged: an interrupted run resumes, and today's code is measured once.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +44,7 @@ from forest.models.embedders import Embedder
 from forest.storage.fulltext.fts5 import phrase_match, query_phrases
 from forest.text import tokenize
 
+ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "eval" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 TOP_K = 5
@@ -111,8 +119,24 @@ def mcnemar(a: list[int], b: list[int]) -> tuple[int, int, float]:
 
 
 def conversations(spec: str, total: int) -> list[int]:
-    start, _, end = spec.partition("-")
-    return list(range(int(start) - 1, min(total, int(end or start))))
+    """Indexes of conversations "1-5" or "1,3,6-8" (numbered from 1)."""
+    chosen: list[int] = []
+    for part in spec.split(","):
+        start, _, end = part.partition("-")
+        chosen += [i for i in range(int(start) - 1, min(total, int(end or start))) if i not in chosen]
+    return chosen
+
+
+def scored(questions: list[dict], system: str, rule: str) -> dict[int, list[float]]:
+    """Category -> one value per question: "any" 1 when an evidence turn is among those returned,
+    "all" 1 when every one is, "fraction" the share returned."""
+    out: dict[int, list[float]] = defaultdict(list)
+    for q in questions:
+        evidence, found = set(q["evidence"]), set(q[system])
+        value = {"any": float(bool(evidence & found)), "all": float(evidence <= found),
+                 "fraction": len(evidence & found) / len(evidence)}[rule]
+        out[q["category"]].append(value)
+    return out
 
 
 def table(title: str, rows: dict[str, dict[int, list[float]]]) -> None:
@@ -127,18 +151,61 @@ def table(title: str, rows: dict[str, dict[int, list[float]]]) -> None:
     print("| questions | " + " | ".join(str(counts[c]) for c in CATEGORIES) + f" | {sum(counts.values())} |")
 
 
+def engine_key(ref: str | None) -> str:
+    """What a cached result was measured with: the git tree of forest/ at `ref`, or (None) a hash
+    of this checkout's forest/ files as they are now, committed or not."""
+    if ref is not None:
+        tree = subprocess.run(["git", "-C", str(ROOT), "rev-parse", f"{ref}:forest"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        return f"tree {tree}"
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "forest").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return f"files {digest.hexdigest()[:16]}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", default="1-10", help="a range of conversation numbers, e.g. 1-5")
+    parser.add_argument("--against", default="main",
+                        help="git ref of today's code, run from a temporary worktree in the same run; 'none': "
+                             "this checkout only")
     parser.add_argument("--results", type=Path, default=Path(tempfile.gettempdir()) / "eval_locomo.jsonl",
-                        help="per-conversation results (JSON lines), appended and resumed from")
+                        help="per-conversation results (JSON lines) of each engine version, appended and reused")
+    parser.add_argument("--json-out", help="'-': measure this checkout and print its results as JSON (the base run)")
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
+    chosen = conversations(args.conversations, len(data))
+    if args.json_out == "-":
+        json.dump({"results": run(data, chosen)}, sys.stdout)
+        return
     done = [json.loads(line) for line in args.results.read_text().splitlines()] if args.results.exists() else []
-    todo = [i for i in conversations(args.conversations, len(data)) if i not in {d["index"] for d in done}]
-    if todo:
-        run(data, todo, args.results)
-    report([json.loads(line) for line in args.results.read_text().splitlines()])
+    versions = {"new": engine_key(None)}
+    same = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", args.against, "--", "forest"]).returncode == 0 \
+        if args.against != "none" else True
+    if same and args.against != "none":
+        print(f"forest/ is as at {args.against}: one engine measured", file=sys.stderr)
+    if not same:
+        versions = {f"today ({args.against})": engine_key(args.against), **versions}
+    for label, key in versions.items():
+        todo = [i for i in chosen if (key, i) not in {(d["engine"], d["index"]) for d in done}]
+        if not todo:
+            continue
+        print(f"{label}: measuring conversations {', '.join(str(i + 1) for i in todo)}", file=sys.stderr)
+        if key.startswith("tree"):
+            sys.path.insert(0, str(ROOT / "bench"))
+            from baseline import measure_against
+
+            measured = measure_against(args.against, Path(__file__).resolve(),
+                                       ["--conversations", ",".join(str(i + 1) for i in todo)])["results"]
+        else:
+            measured = run(data, todo)
+        with args.results.open("a", encoding="utf-8") as out:
+            for result in measured:
+                out.write(json.dumps({**result, "engine": key}) + "\n")
+        done += [{**result, "engine": key} for result in measured]
+    report({label: {d["index"]: d for d in done if d["engine"] == key and d["index"] in chosen}
+            for label, key in versions.items()})
 
 
 def write_conversation(personal, sample: dict) -> tuple[int, float]:
@@ -168,18 +235,20 @@ def service_search(personal, user: str, question: str) -> list[dict]:
     return personal.memory_tool("search", user, query=question, top_k=TOP_K)["payload"]["results"]
 
 
-def run(data: list[dict], chosen: list[int], results: Path) -> None:
-    """Write, search and score the chosen conversations, appending one JSON line per conversation."""
+def run(data: list[dict], chosen: list[int]) -> list[dict]:
+    """Write, search and score the chosen conversations with this checkout's engine: per
+    conversation, its turns, write time, search latencies and, per question, the evidence and the
+    dia_ids each system returned."""
     settings_dir = tempfile.TemporaryDirectory()
     settings = load_settings({"data_dir": settings_dir.name, "memory_privacy_filter": False}, environ={})
     embedder = CachedEmbedder(make_embedder(settings))
     forest = MemoryForest(settings, embedder=embedder)
     personal = forest.personal
+    results = []
     try:
         for index in chosen:
-            hits: dict[str, dict[str, dict[int, list[float]]]] = {
-                rule: {s: defaultdict(list) for s in SYSTEMS} for rule in ("any", "fraction")}
             latencies: list[float] = []
+            questions: list[dict] = []
             sample = data[index]
             user = sample["sample_id"]
             conversation = turns(sample["conversation"])
@@ -193,53 +262,75 @@ def run(data: list[dict], chosen: list[int], results: Path) -> None:
                 returned = service_search(personal, user, qa["question"])
                 latencies.append((time.perf_counter() - began) * 1000)
                 dense = np.argsort(-(matrix @ embedder.embed_query(qa["question"])), kind="stable")[:TOP_K]
-                found = {SYSTEMS[0]: {r["metadata"].get("dia_id") for r in returned},
-                         SYSTEMS[1]: {dia_ids[i] for i in bm25_top(bm25, qa["question"], TOP_K)},
-                         SYSTEMS[2]: {dia_ids[i] for i in dense}}
-                for system, ids in found.items():
-                    hits["any"][system][qa["category"]].append(float(bool(evidence & ids)))
-                    hits["fraction"][system][qa["category"]].append(len(evidence & ids) / len(evidence))
-            with results.open("a", encoding="utf-8") as out:
-                out.write(json.dumps({"index": index, "turns": written, "write_seconds": write_seconds,
-                                      "latencies_ms": latencies, "hits": hits}) + "\n")
+                questions.append({"category": qa["category"], "evidence": sorted(evidence),
+                                  SYSTEMS[0]: [r["metadata"].get("dia_id") for r in returned],
+                                  SYSTEMS[1]: [dia_ids[i] for i in bm25_top(bm25, qa["question"], TOP_K)],
+                                  SYSTEMS[2]: [dia_ids[i] for i in dense]})
+            results.append({"index": index, "turns": written, "write_seconds": write_seconds,
+                            "latencies_ms": latencies, "questions": questions})
             print(f"{user}: {written} turns written and searched", file=sys.stderr)
     finally:
         personal.stop()
         forest.close()
         settings_dir.cleanup()
+    return results
 
 
-def report(done: list[dict]) -> None:
-    """The tables, McNemar, write throughput and search latency over the conversations in `done`."""
-    by_index = {d["index"]: d for d in done}
-    chosen = sorted(by_index)
-    # hits[rule][system][conversation index][category] -> per-question values
-    hits = {rule: {system: {i: {int(c): v for c, v in by_index[i]["hits"][rule][system].items()} for i in chosen}
-                   for system in SYSTEMS} for rule in ("any", "fraction")}
-    written = sum(by_index[i]["turns"] for i in chosen)
-    write_seconds = sum(by_index[i]["write_seconds"] for i in chosen)
-    latencies = [ms for i in chosen for ms in by_index[i]["latencies_ms"]]
+def report(versions: dict[str, dict[int, dict]]) -> None:
+    """Per version (today's code, the new), the service's tables by rule on dev, test and all, the
+    flat rows of the newest, McNemar per category between the versions, write throughput and
+    search latency."""
+    labels = list(versions)
+    newest = versions[labels[-1]]
+    chosen = sorted(set.intersection(*(set(v) for v in versions.values())))
+    print(f"LoCoMo, conversations {', '.join(str(i + 1) for i in chosen)}, "
+          f"{sum(newest[i]['turns'] for i in chosen)} turns, top {TOP_K}")
     parts = [("conversations 1-5 (dev: settings chosen here)", [i for i in chosen if i < 5]),
-             ("conversations 6-10 (test)", [i for i in chosen if i >= 5]), ("all conversations run", chosen)]
-    print(f"LoCoMo, conversations {', '.join(str(i + 1) for i in chosen)}, {written} turns, top {TOP_K}")
-    for rule, label in (("any", "a question counts when any evidence turn is returned"),
-                        ("fraction", "share of a question's evidence turns returned")):
+             ("conversations 6-10 (held out)", [i for i in chosen if i >= 5]), ("all conversations run", chosen)]
+    rules = (("any", "a question counts when any evidence turn is returned"),
+             ("all", "a question counts when all its evidence turns are returned"),
+             ("fraction", "share of a question's evidence turns returned"))
+    for rule, label in rules:
         for title, part in parts:
             if not part:
                 continue
-            rows = {system: {c: [v for i in part for v in hits[rule][system][i].get(c, [])] for c in CATEGORIES}
-                    for system in SYSTEMS}
+            rows = {f"service, {name}": scored([q for i in part for q in version[i]["questions"]], SYSTEMS[0], rule)
+                    for name, version in versions.items()}
+            for system in SYSTEMS[1:]:
+                rows[system] = scored([q for i in part for q in newest[i]["questions"]], system, rule)
             table(f"{title}; rule: {label}", rows)
-    flat = {system: [v for i in chosen for c in CATEGORIES for v in hits["any"][system][i].get(c, [])]
-            for system in SYSTEMS}
-    better = max(SYSTEMS[1:], key=lambda s: statistics.mean(flat[s]))
-    only_service, only_flat, p = mcnemar(flat[SYSTEMS[0]], flat[better])
-    print(f"\nMcNemar (any rule, all chosen): service alone {only_service}, {better} alone {only_flat}, "
-          f"exact p = {p:.2g}")
-    print(f"writes: {written / write_seconds:.1f} turns/s through process_memory and the durable queue "
-          f"(redaction, batch embedding, triple extraction, contradiction check, BM25 index)")
-    print(f"search (memory tool, top {TOP_K}, hybrid): p50 {statistics.median(latencies):.1f} ms, "
-          f"p95 {percentile(latencies, 0.95):.1f} ms over {len(latencies)} questions")
+    if len(labels) == 2:
+        mcnemar_table(versions, labels, chosen, parts)
+    for name, version in versions.items():
+        written = sum(version[i]["turns"] for i in chosen)
+        seconds = sum(version[i]["write_seconds"] for i in chosen)
+        latencies = [ms for i in chosen for ms in version[i]["latencies_ms"]]
+        print(f"{name}: writes {written / seconds:.1f} turns/s through process_memory and the durable queue; "
+              f"search p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 0.95):.1f} ms "
+              f"over {len(latencies)} questions")
+
+
+def mcnemar_table(versions: dict[str, dict[int, dict]], labels: list[str], chosen: list[int],
+                  parts: list[tuple[str, list[int]]]) -> None:
+    """McNemar's exact test per category and rule: questions only the new code finds against only
+    today's (the same questions, in the same order, in both versions)."""
+    old, new = (versions[label] for label in labels)
+    for title, part in parts:
+        if not part:
+            continue
+        print(f"\nMcNemar, {title}: new alone / today alone, exact two-sided p")
+        print("| rule | " + " | ".join(CATEGORIES.values()) + " | all |")
+        print("|---|" + "---|" * (len(CATEGORIES) + 1))
+        for rule in ("any", "all"):
+            before = scored([q for i in part for q in old[i]["questions"]], SYSTEMS[0], rule)
+            after = scored([q for i in part for q in new[i]["questions"]], SYSTEMS[0], rule)
+            cells = []
+            for category in [*CATEGORIES, None]:
+                a = after.get(category, []) if category else [v for c in CATEGORIES for v in after.get(c, [])]
+                b = before.get(category, []) if category else [v for c in CATEGORIES for v in before.get(c, [])]
+                only_new, only_old, p = mcnemar(a, b)
+                cells.append(f"{only_new} / {only_old}, p {p:.2g}")
+            print(f"| {rule} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -250,11 +250,11 @@ class PersonalStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE personal_memories SET embedder = ? WHERE embedder IS NULL", (embedder,))
 
-    def times(self, user_id: str) -> dict[int, float]:
-        """When each live memory was said (created_at: the observed time of process_memory input)."""
-        rows = self.db.query("SELECT id, created_at FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
-                             (user_id,))
-        return {r[0]: r[1] for r in rows}
+    def said(self, user_id: str) -> dict[int, tuple[float, str]]:
+        """When each live memory was said (created_at) and its text, in one read."""
+        rows = self.db.query("SELECT id, created_at, memory FROM personal_memories WHERE user_id = ? "
+                             "AND deleted_at IS NULL", (user_id,))
+        return {r[0]: (r[1], r[2]) for r in rows}
 
     def history(self, user_id: str, memory_id: int | None = None) -> list[HistoryEntry]:
         sql = "SELECT * FROM personal_memory_history WHERE user_id = ?"

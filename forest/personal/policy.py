@@ -26,6 +26,7 @@ from forest.personal.updates import UpdateJudge
 CONVERSATION_GAP_SECONDS = 30 * 60
 # The same statement, one side negated, when their calibrated similarity reaches this.
 SAME_NEGATED = 0.75
+NEGATED_READ = 8
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 
@@ -158,16 +159,17 @@ class WritePolicy:
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
             return None
-        # Only close memories are read (a chat holds hundreds on the same subject).
+        # Only close memories are read, the closest first, a few at a time (a chat holds hundreds
+        # on the same subject, and reading them all cost a write more than its SQL).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        records = self.store.memories_by_id(user_id, [ids[i] for i in np.flatnonzero(similarity >= SAME_NEGATED)])
+        close = [ids[i] for i in np.argsort(-similarity, kind="stable") if similarity[i] >= SAME_NEGATED]
         negated = bool(_NEGATION.search(text))
-        for i in np.argsort(-similarity, kind="stable"):
-            record = records.get(ids[i])
-            if record is None:
-                break
-            if negated != bool(_NEGATION.search(record.memory)):
-                return record
+        for start in range(0, len(close), NEGATED_READ):
+            records = self.store.memories_by_id(user_id, close[start:start + NEGATED_READ])
+            for memory_id in close[start:start + NEGATED_READ]:
+                record = records.get(memory_id)
+                if record is not None and negated != bool(_NEGATION.search(record.memory)):
+                    return record
         return None
 
 

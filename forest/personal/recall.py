@@ -3,6 +3,7 @@ once (process_memory's sync path, the memory tool's search). Hybrid: dense, BM25
 knowledge graph and the time the text names, each standardised and added."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,21 @@ from forest.personal.graph import (
     relations_for,
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
-from forest.personal.timeframe import periods_in, within
+from forest.personal.timeframe import asks_when, periods_in, says_when, within
 from forest.storage.graphs.base import GraphStore
+
+# The top k is chosen among this many of the best combined scores, each in turn the best
+# after its redundancy with those already chosen is taken off (maximal marginal relevance).
+DIVERSITY_POOL = 30
+# Memories said within this of each other are of one conversation (a common session timeout).
+SAME_CONVERSATION_SECONDS = 30 * 60
+# Half a standard deviation: the person a question names is a hint, not proof (a question may
+# name the other speaker: "What did Caroline tell Melanie?").
+SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
+# An answer is worth less than the question it follows matched: it is found through it.
+ANSWER_BELOW_QUESTION = 1.0
+# A conversation turn as process_memory is given it: "[when said] Speaker: words".
+_TURN = re.compile(r"^\s*(?:\[[^\]]{1,80}\]\s*)?(?P<speaker>[^\W\d][\w.'’ -]{0,40}?):\s")
 
 
 class PersonalRecall:
@@ -70,27 +84,31 @@ class PersonalRecall:
                vector: np.ndarray | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
         """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query
         (`vector`: the query's, when already embedded)."""
-        ids, combined, similarity = self._scores(user_id, query, scope, metadata, vector)
-        best = [ids[i] for i in np.argsort(-combined, kind="stable")[:top_k]]
+        ids, combined, similarity, matrix = self._scores(user_id, query, scope, metadata, vector)
+        pool = np.argsort(-combined, kind="stable")[:max(top_k, DIVERSITY_POOL)]
+        redundancy = self.embedder.calibrate(matrix[pool] @ matrix[pool].T)
+        best = [ids[i] for i in diverse(pool, combined, redundancy, top_k)]
         records = self.store.memories_by_id(user_id, best)
         return [(records[i], similarity[i]) for i in best if i in records]
 
     def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
                 metadata: dict[str, Any] | None = None,
-                vector: np.ndarray | None = None) -> tuple[list[int], np.ndarray, dict[int, float]]:
-        """Every live memory's combined score, from four routes:
+                vector: np.ndarray | None = None) -> tuple[list[int], np.ndarray, dict[int, float], np.ndarray]:
+        """Every live memory's combined score (and the memories' vectors), from these routes:
         - dense: exact cosine over the user's memories (a user holds thousands, not millions);
         - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
         - graph: memories stating facts about the entities the query names or their neighbours in
           the user's graph, in proportion to how many;
-        - time: when the query names a period (a year, a month, a date), the memories said in it.
+        - time: when the query names a period (a year, a month, a date), the memories said in it;
+          when it asks when something happened, the memories that say when (a date, "last week").
         Dense and BM25 scores live on different scales, so each is standardised over the user's
         memories (z-score) and added, and so are the graph route's fact counts; a time match adds
-        one standard deviation (a period is coarse: it holds whole sessions). On LoCoMo's dev
+        one standard deviation (a period is coarse: it holds whole sessions), and so does a time
+        said in a memory when the query asks when. On LoCoMo's dev
         conversations the z-score sum beat reciprocal rank fusion (bench/eval_locomo.py)."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
-            return [], np.zeros(0), {}
+            return [], np.zeros(0), {}, matrix
         cosine = matrix @ (self.embedder.embed_query(query) if vector is None else vector)
         similarity = dict(zip(ids, map(float, np.asarray(self.embedder.calibrate(cosine), dtype=float))))
         lexical = dict(self.store.lexical(user_id, query, len(ids), scope, metadata))
@@ -98,11 +116,17 @@ class PersonalRecall:
         facts = self._graph_memories(user_id, query)
         if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
             combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
+        said = self.store.said(user_id)   # one deleted since the vectors were read: no words, no time
+        said_at = {i: said[i][0] if i in said else 0.0 for i in ids}
+        texts = [said[i][1] if i in said else "" for i in ids]
         periods = periods_in(query)
         if periods:
-            said = self.store.times(user_id)
-            combined += np.array([1.0 if within(said.get(i), periods) else 0.0 for i in ids])
-        return ids, combined, similarity
+            combined += np.array([1.0 if within(said_at[i], periods) else 0.0 for i in ids])
+        combined += _said_by_the_one_asked_about(query, texts)
+        if asks_when(query):
+            combined += np.array([1.0 if says_when(text) else 0.0 for text in texts])
+        combined = _answers_follow(combined, [said_at[i] for i in ids], texts)
+        return ids, combined, similarity, matrix
 
     def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
         """Memory id -> facts it states about the entities one hop away from those the query names,
@@ -125,6 +149,53 @@ class PersonalRecall:
 
     def triples(self, user_id: str) -> list[Triple]:
         return [Triple(*t) for t in self.store.triples(user_id)]
+
+
+def speaker_of(memory: str) -> str | None:
+    """Who said a conversation turn ("[8 May, 2023] Caroline: ..." -> "Caroline"), None for other text."""
+    turn = _TURN.match(memory)
+    return turn.group("speaker").strip() if turn else None
+
+
+def _said_by_the_one_asked_about(query: str, texts: list[str]) -> np.ndarray:
+    """SAID_BY_THE_ONE_ASKED_ABOUT (in standard deviations) for each turn said by the person the
+    question names, when the user's memories are turns of several people ("What do Melanie's kids
+    like?" is answered by what Melanie said, not by Caroline's "How did your kids like it?");
+    zeros otherwise."""
+    speakers = [speaker_of(text) for text in texts]
+    named = {s for s in set(speakers) - {None} if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.I)}
+    if not named or len(named) == len(set(speakers) - {None}):
+        return np.zeros(len(texts))
+    return np.array([SAID_BY_THE_ONE_ASKED_ABOUT if speaker in named else 0.0 for speaker in speakers])
+
+
+def _answers_follow(combined: np.ndarray, said_at: list[float | None], texts: list[str]) -> np.ndarray:
+    """A question that matches well is answered by what is said next: the memory said right after
+    a memory that asks (in the same conversation) scores at least the question's score less
+    ANSWER_BELOW_QUESTION standard deviations."""
+    order = sorted((at, n) for n, at in enumerate(said_at) if at is not None)
+    out = combined.copy()
+    for (at, n), (next_at, m) in zip(order, order[1:]):
+        if next_at - at <= SAME_CONVERSATION_SECONDS and texts[n].rstrip().endswith(("?", "？")):
+            out[m] = max(out[m], combined[n] - ANSWER_BELOW_QUESTION)
+    return out
+
+
+def diverse(pool: np.ndarray, relevance: np.ndarray, redundancy: np.ndarray, k: int) -> list[int]:
+    """Maximal marginal relevance: of the `pool` (indexes into `relevance`, best first), k chosen
+    one at a time, each the most relevant once its greatest redundancy (calibrated similarity, 0-1,
+    `redundancy[a, b]` between pool members a and b) with those chosen is taken off: a near
+    repeat of a chosen memory loses one standard deviation, so five memories saying the same do
+    not fill the list while other evidence of the question waits below."""
+    chosen: list[int] = []
+    penalty = np.zeros(len(pool))
+    left = np.ones(len(pool), dtype=bool)
+    for _ in range(min(k, len(pool))):
+        pick = int(np.argmax(np.where(left, relevance[pool] - penalty, -np.inf)))
+        chosen.append(int(pool[pick]))
+        left[pick] = False
+        penalty = np.maximum(penalty, redundancy[pick])
+    return chosen
 
 
 def _standardised(values: np.ndarray) -> np.ndarray:

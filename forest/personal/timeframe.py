@@ -1,6 +1,7 @@
 """Periods a question names ("in May 2023", "on 8 May", "2022", "2023年5月"), to match against
 when memories were said. A period is (year, month, day), any part None when not given; a memory
-said at time t (UTC) is within it when every given part agrees."""
+said at time t (UTC) is within it when every given part agrees. And questions that ask when
+something happened, with the memories that say when (a date, "last Saturday", "two weeks ago")."""
 from __future__ import annotations
 
 import re
@@ -51,3 +52,28 @@ def within(at: float | None, periods: list[Period]) -> bool:
     day = datetime.fromtimestamp(at, tz=timezone.utc)
     return any(all(want is None or want == got for want, got in zip(p, (day.year, day.month, day.day)))
                for p in periods)
+
+
+_ASKS_WHEN = re.compile(r"\bwhen\b|\bwhat (?:date|day|time|year|month|week)\b|\bhow long ago\b|\bwhich "
+                        r"(?:year|month|day|week)\b|什么时候|哪天|哪一天|哪年|哪一年|几月|几号|何时", re.I)
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?"
+_SAYS_WHEN = re.compile(
+    rf"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|(?:last|next|this|past|previous|coming) "
+    rf"(?:{_WEEKDAY}|week(?:end)?|month|year|summer|winter|spring|fall|autumn|night|morning|evening|time)|"
+    rf"(?:on|since|until|every) {_WEEKDAY}|the other day|(?:a|one|two|three|few|couple of) (?:days?|weeks?|months?|"
+    rf"years?) (?:ago|back|before)|in (?:{_YEAR})\b)"
+    rf"|昨天|今天|明天|前天|上周|上个?月|去年|前年|上星期|最近|刚才|周末|天前|年前", re.I)
+# A memory written as "[8 May, 2023] Caroline: ..." holds when it was said, not when what it tells happened.
+_SAID_AT = re.compile(r"^\s*\[[^\]]{1,80}\]\s*")
+
+
+def asks_when(question: str) -> bool:
+    """Whether the question asks when something happened ("When did Caroline go ...?", "什么时候")."""
+    return bool(_ASKS_WHEN.search(question))
+
+
+def says_when(memory: str) -> bool:
+    """Whether the memory's own words say when (a date, a period, "last week", "yesterday"): the
+    leading "[date]" of a conversation turn is when it was said, which every turn has."""
+    words = _SAID_AT.sub("", memory, count=1)
+    return bool(_SAYS_WHEN.search(words) or periods_in(words))
