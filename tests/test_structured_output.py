@@ -115,3 +115,11 @@ def test_forest_models_check_says_which_form_the_server_took_and_which_it_refuse
             and "structure asked as tool, the server having refused json_schema)" in checked.stdout)
     llm = next(c for c in json.loads(as_json.stdout)["checked"] if c["kind"] == "llm")
     assert llm["ok"] and llm["structured_output"] == "tool" and llm["refused_forms"] == ["json_schema"]
+
+
+def test_llm_max_tokens_caps_every_replys_tokens_below_each_uses_own(make_forest):
+    with FakeOpenAI() as fake:
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_max_tokens=64)
+        forest.llm.ask("Summarize.", SummaryReply, max_tokens=1024)
+        forest.llm.ask("Summarize.", SummaryReply, max_tokens=20)
+    assert [r["max_tokens"] for r in fake.requests] == [64, 20]

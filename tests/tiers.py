@@ -23,6 +23,7 @@ SLOW_MODULES = frozenset({
     "test_packaging.py",
     "test_private_files.py",
     "test_reconcile_page.py",
+    "test_llama_server.py",  # a real llama.cpp server and model (the llm_server tier)
 })
 SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_agent.py::test_a_question_over_two_chosen_papers_reads_and_speaks_of_each",

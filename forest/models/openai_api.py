@@ -117,10 +117,11 @@ class OpenAILLM(StructuredLLM):
     provider = "openai"
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, retries: int = 2,
-                 timeout: float = 60.0, stream: bool = True) -> None:
+                 timeout: float = 60.0, stream: bool = True, max_tokens: int | None = None) -> None:
         self.model = model
         self.retries = retries
         self.timeout = timeout
+        self.max_tokens = max_tokens  # a cap on every reply's tokens (llm_max_tokens), below each use's own
         # Streamed, a request's timeout bounds each silence rather than the whole reply: a slow local
         # model writing a long answer is not cut off while it still writes.
         self.stream = stream
@@ -140,6 +141,7 @@ class OpenAILLM(StructuredLLM):
 
     def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, seconds_left: float) -> Any:
         form = self._formats[0]
+        max_tokens = min(max_tokens, self.max_tokens or max_tokens)
         deadline = time.monotonic() + seconds_left
         try:
             return self._request(form, prompt, reply_type, max_tokens, deadline)
