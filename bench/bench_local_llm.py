@@ -12,7 +12,7 @@ server refused), a repair (a reply that could not be used, asked for again) or a
 (raw control characters in a string), and the share that fell back to the extractive summary.
 Figures, not targets: the model is a base model and its summaries are poor.
 
-Run: `python bench/bench_local_llm.py [--paper 1503.00841]` (a few minutes on 2 cores).
+Run: `python bench/bench_local_llm.py [--paper 2001.05865] [--max-tokens 128]` (a few minutes on 2 cores).
 """
 from __future__ import annotations
 
@@ -73,7 +73,9 @@ def report(name: str, summarizer: TimedSummarizer, ingest_seconds: float) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--paper", default="1503.00841", help="a QASPER dev paper id (papers/<id>.txt)")
+    parser.add_argument("--paper", default="2001.05865", help="a QASPER dev paper id (papers/<id>.txt); the "
+                        "default is the shortest, 4.5 KB")
+    parser.add_argument("--max-tokens", type=int, default=128, help="llm_max_tokens for the server (0: no cap)")
     parser.add_argument("--data", type=Path, default=QASPER_DATA)
     args = parser.parse_args()
     if missing():
@@ -85,10 +87,11 @@ def main() -> None:
         report("offline (extractive:textrank)", offline, offline_seconds)
         with LlamaServer(Path(scratch)) as server:
             served, served_seconds = ingest(paper, Path(scratch) / "served", llm="openai", summarizer="llm",
-                                            llm_base_url=server.url, llm_model=MODEL_ALIAS)
+                                            llm_base_url=server.url, llm_model=MODEL_ALIAS,
+                                            llm_max_tokens=args.max_tokens)
     assert isinstance(served.inner, LLMSummarizer)
     llm = served.inner.client
-    report(f"llama.cpp server ({llm.label}, 2 threads)", served, served_seconds)
+    report(f"llama.cpp server ({llm.label}, 2 threads, llm_max_tokens {args.max_tokens})", served, served_seconds)
     counts, asked = llm.counts, llm.counts["asked"]
     refused = f", after refusing {', '.join(llm.refused_forms)}" if llm.refused_forms else ""
     fallbacks = sum(source != llm.label for source in served.sources)

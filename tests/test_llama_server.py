@@ -84,9 +84,11 @@ def test_an_ingest_takes_summaries_from_the_model_or_the_labelled_fallback_and_k
 
 
 def test_one_agent_step_goes_through_the_llm_policy(server, make_forest):
-    forest = make_forest(**settings(server))
+    # Summaries offline (the ingest test takes them from the model), one attempt, one passage shown:
+    # the agent's prompt is the longest the model gets
+    forest = make_forest(**settings(server), summarizer="textrank", llm_retries=0)
     forest.ingest_text("m", "volcanoes", topic_text("volcanoes"))
-    state = forest.step_asking(forest.start_asking("m", "How do volcanoes erupt?"))
+    state = forest.step_asking(forest.start_asking("m", "How do volcanoes erupt?", top_k=1))
     [step] = state.steps
     # The model's own decision, valid against the ids it was shown, or the offline policy saying why
     assert step.decision.source == LABEL or step.decision.source.startswith(f"{OFFLINE_LABEL} (fallback: ")
