@@ -31,9 +31,13 @@ if missing():
 
 pytestmark = pytest.mark.llm_server
 LABEL = f"openai:{MODEL_ALIAS}"
-# The model writes until the grammar closes the JSON or max_tokens ends it: a low cap keeps each
-# call to a few seconds on 2 cores.
-MAX_TOKENS = 96
+# The model writes until the grammar closes the JSON or max_tokens ends it, and a token the grammar
+# refuses makes the server try others across Gemma's 262k vocabulary (a second or more, at times):
+# a low cap keeps a call to seconds on 2 cores. One request may take what the call's whole budget
+# allows: an abandoned non-streamed request keeps the one-at-a-time server busy, so a retry after a
+# timeout only queues behind it.
+MAX_TOKENS = 64
+TIMEOUT = 140
 
 
 @pytest.fixture(scope="module")
@@ -43,19 +47,20 @@ def server(tmp_path_factory):
 
 
 def llm(server: LlamaServer, stream: bool = True) -> OpenAILLM:
-    return OpenAILLM(server.url, MODEL_ALIAS, timeout=60, stream=stream, max_tokens=MAX_TOKENS)
+    return OpenAILLM(server.url, MODEL_ALIAS, timeout=TIMEOUT, stream=stream, max_tokens=MAX_TOKENS)
 
 
 def settings(server: LlamaServer) -> dict:
     return {"llm": "openai", "llm_base_url": server.url, "llm_model": MODEL_ALIAS, "llm_max_tokens": MAX_TOKENS,
-            "chunk_size": 400}
+            "llm_timeout_seconds": TIMEOUT, "chunk_size": 400}
 
 
 def test_forest_models_check_says_the_llm_answers_and_how_structure_is_asked(server, tmp_path):
     """llama-cpp-python answers a json_schema response format with a 500 naming
     ('body', 'response_format', 'type'): the check steps down instead of reporting the server down."""
     env = forest_env(tmp_path / "store", FOREST_LLM="openai", FOREST_LLM_BASE_URL=server.url,
-                     FOREST_LLM_MODEL=MODEL_ALIAS, FOREST_LLM_MAX_TOKENS=str(MAX_TOKENS))
+                     FOREST_LLM_MODEL=MODEL_ALIAS, FOREST_LLM_MAX_TOKENS=str(MAX_TOKENS),
+                     FOREST_LLM_TIMEOUT_SECONDS=str(TIMEOUT))
     checked = run_forest(env, "models", "--check", "--json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     report = next(c for c in json.loads(checked.stdout)["checked"] if c["kind"] == "llm")
