@@ -7,7 +7,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test test-fast browser bench clean
+.PHONY: setup run test test-fast browser llm-server bench clean
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,12 @@ test: setup browser
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"
+
+# The llm_server tier (tests/test_llama_server.py) needs the llm-server extra: llama-cpp-python builds
+# from source the first time on a machine (~8 min on 2 cores; pip keeps the wheel), so `make test`
+# alone skips that tier, saying so once; CI (.ci/run) installs it first.
+llm-server: setup
+	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(BIN)/pip install --quiet --disable-pip-version-check -e ".[llm-server]"
 
 # The browser tests need Debian's chromium and chromium-driver, and fonts for Chinese and emoji
 # (without them both are drawn as empty boxes): installed here when run as root with apt-get;

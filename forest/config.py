@@ -74,6 +74,9 @@ class Settings:
     llm_retries: int = 2
     # Seconds one model request may take before it is abandoned (retries share one budget: models.llm).
     llm_timeout_seconds: float = 60.0
+    # "openai": at most this many tokens a reply (0: each use's own limit, up to 2,048). A small
+    # model on CPU that writes on past its JSON is then cut off in seconds, not minutes.
+    llm_max_tokens: int = 0
     summary_max_chars: int = 200
     # Leaves: "paragraph" packs whole paragraphs up to chunk_size characters (forest.tree.leaves),
     # "recursive" is langchain's character splitter with chunk_overlap. Leaves are embedded with
@@ -150,6 +153,8 @@ class Settings:
             raise ConfigError(f"chunker must be one of {', '.join(map(repr, CHUNKERS))}, got {self.chunker!r}")
         if self.llm_timeout_seconds <= 0 or self.llm_retries < 0:
             raise ConfigError("llm_timeout_seconds must be positive and llm_retries at least 0")
+        if self.llm_max_tokens < 0:
+            raise ConfigError("llm_max_tokens must be 0 (no cap) or positive")
         if self.top_k < 1 or self.embed_batch_size < 1:
             raise ConfigError("top_k and embed_batch_size must be positive")
         if self.max_file_mb <= 0:

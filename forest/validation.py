@@ -190,12 +190,14 @@ def _instant(text: str, end_of_day: bool) -> float:
     return moment.timestamp()
 
 
-def parse_json(raw: bytes | str, what: str) -> Any:
+def parse_json(raw: bytes | str, what: str, strict: bool = True) -> Any:
     """`raw` parsed as standard JSON (no NaN, Infinity or number out of a float's range, no integer
     over MAX_INT_DIGITS digits, no lone surrogate in a string) nested at most MAX_JSON_DEPTH deep;
-    InvalidInput naming `what` otherwise."""
+    InvalidInput naming `what` otherwise. `strict=False` lets raw control characters stand inside
+    strings (json.loads' own switch), nothing more."""
     try:
-        value = json.loads(raw, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
+        value = json.loads(raw, strict=strict, parse_constant=_refuse_constant, parse_int=_bounded_int,
+                           parse_float=_finite_float)
     except RecursionError:
         raise InvalidInput(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -3,7 +3,8 @@ do, so the real `openai` client can be tested offline:
 
 - POST /v1/chat/completions, whole or streamed (server-sent events), answering in the form asked
   for: a JSON-schema response format, a forced tool call (the reply as the call's arguments), JSON
-  mode, or plain text; forms listed in `refuses` get the 400 such a server gives;
+  mode with a schema (llama.cpp's) or without, or plain text; forms listed in `refuses` get the 400
+  such a server gives, or with `refuses_with=500` the 500 llama-cpp-python gives;
 - POST /v1/embeddings (float or base64, as the client asks) from an `embed` function;
 - GET /v1/models.
 
@@ -50,11 +51,13 @@ def hashed_embedding(texts: Sequence[str]) -> np.ndarray:
 class FakeOpenAI:
     def __init__(self, embed: Callable[[Sequence[str]], np.ndarray] = hashed_embedding,
                  models: Sequence[str] = ("test-chat", "test-embed"), api_key: str | None = None,
-                 refuses: Sequence[str] = ()) -> None:
+                 refuses: Sequence[str] = (), refuses_with: int = 400) -> None:
         self.embed = embed
         self.models = list(models)
         self.api_key = api_key
-        self.refuses = set(refuses)  # forms answered with 400: "json_schema", "tool", "json_object"
+        # forms answered with an error: "json_schema", "tool", "json_object_schema", "json_object"
+        self.refuses = set(refuses)
+        self.refuses_with = refuses_with
         self.script: list = []       # each item: reply text, or a Fault
         self.embedding_script: list[Fault] = []
         self.respond: Callable[[str], str] | None = None
@@ -116,8 +119,10 @@ class FakeOpenAI:
                     return self._error(404, f"The model `{request.get('model')}` does not exist.", "model_not_found")
                 fake.requests.append(request)
                 form = _form(request)
-                if form in fake.refuses:
+                if form in fake.refuses and fake.refuses_with == 400:
                     return self._error(400, f"{_FIELD[form]} is not supported by this model", "invalid_request_error")
+                if form in fake.refuses:  # llama-cpp-python: its request model's validation error, as a 500
+                    return self._error(fake.refuses_with, _LLAMA_CPP_REFUSAL[form], "internal_server_error")
                 item = fake._reply_to(request["messages"][-1]["content"])
                 if isinstance(item, Fault):
                     return self._fault(item)
@@ -205,13 +210,22 @@ class FakeOpenAI:
 
 
 _FIELD = {"json_schema": "response_format json_schema", "json_object": "response_format json_object",
-          "tool": "tool_choice"}
+          "json_object_schema": "response_format json_object with a schema", "tool": "tool_choice"}
+# What llama-cpp-python 0.3.36 answers, with HTTP 500, to a field its request model does not take.
+_LLAMA_CPP_REFUSAL = {
+    form: f"[{{'type': 'literal_error', 'loc': ('body', '{field}', 'type'), 'msg': \"Input should be 'text' or "
+          f"'json_object'\", 'input': '{form}'}}]"
+    for form, field in (("json_schema", "response_format"), ("tool", "tool_choice"),
+                        ("json_object_schema", "response_format"), ("json_object", "response_format"))}
 
 
 def _form(request: dict) -> str:
     if request.get("tools"):
         return "tool"
-    return (request.get("response_format") or {}).get("type") or "prompt"
+    response_format = request.get("response_format") or {}
+    if response_format.get("type") == "json_object" and "schema" in response_format:
+        return "json_object_schema"
+    return response_format.get("type") or "prompt"
 
 
 def _default_reply(prompt: str) -> str:

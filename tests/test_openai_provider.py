@@ -43,13 +43,13 @@ def test_a_reply_is_asked_for_by_its_json_schema_and_validated(stream):
 def test_a_server_without_json_schema_gets_a_tool_call_then_json_mode_then_the_prompt(stream):
     """As DeepSeek (no json_schema) or an older llama.cpp (no tools): each refused form is dropped for
     good, so later calls start with the form that works."""
-    with FakeOpenAI(refuses=("json_schema", "tool")) as fake:
+    with FakeOpenAI(refuses=("json_schema", "tool", "json_object_schema")) as fake:
         llm = client(fake, stream)
         fake.script = [json.dumps({"summary": "first"}), json.dumps({"summary": "second"})]
         first = llm.ask("one", SummaryReply)
         second = llm.ask("two", SummaryReply)
     assert (first.summary, second.summary) == ("first", "second")
-    assert fake.forms() == ["json_schema", "tool", "json_object", "json_object"]
+    assert fake.forms() == ["json_schema", "tool", "json_object_schema", "json_object", "json_object"]
     assert llm.structured_output == "json_object"
 
 

@@ -28,6 +28,7 @@ SLOW_MODULES = frozenset({
     "test_erasure_postgres.py",
     "test_embed_budget.py",
     "test_library_hostile.py",    # a `forest library import` process in each test
+    "test_llama_server.py",  # a real llama.cpp server and model (the llm_server tier)
 })
 SLOW_TESTS = frozenset({  # "file::test name", parameters included
     "test_agent.py::test_a_question_over_two_chosen_papers_reads_and_speaks_of_each",

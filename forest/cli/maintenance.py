@@ -95,6 +95,8 @@ def show_models(settings: Settings, args: argparse.Namespace) -> int:
             where = f" at {c['url']}" if c.get("url") else ""
             what = f"{c['provider']}" + (f" {c['model']}" if c.get("model") else "") + where
             how = f"; structure asked as {c['structured_output']}" if c.get("structured_output") else ""
+            if c.get("refused_forms"):
+                how += f", the server having refused {', '.join(c['refused_forms'])}"
             lines.append(f"{c['kind']}: {what}: " + (f"answers ({c['ms']} ms{how})" if c["ok"] else f"FAILED: {c['error']}"))
         return "\n".join(lines) + "\n"
 

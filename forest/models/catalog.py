@@ -73,5 +73,6 @@ def check(settings: Settings) -> list[dict[str, Any]]:
         except ForestError as exc:
             result.update(ok=False, error=str(exc))
         result["structured_output"] = llm.structured_output
+        result["refused_forms"] = list(llm.refused_forms)
     result["ms"] = round((time.perf_counter() - started) * 1000, 1)
     return [*results, result]

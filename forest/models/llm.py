@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -51,6 +52,16 @@ class Rejected(LLMError):
         self.server_message = server_message
 
 
+class ServerFault(Transient):
+    """The server answered with a 5xx: tried again, unless `server_message` (its own words) shows it
+    failed on a field of the request (llama-cpp-python answers a response_format it does not know
+    with a 500)."""
+
+    def __init__(self, message: str, server_message: str, retry_after: float | None = None) -> None:
+        super().__init__(message, retry_after)
+        self.server_message = server_message
+
+
 class StructuredLLM(ABC):
     """A provider: `_complete` makes one request; `ask` validates, repairs and retries."""
 
@@ -60,6 +71,14 @@ class StructuredLLM(ABC):
     retries: int
     timeout: float    # seconds one request may take
     structured_output = "tool"   # how a reply's structure is asked for (a provider may step down: openai_api)
+    refused_forms: tuple[str, ...] = ()  # the forms of structured output the server refused, if any
+
+    @property
+    def counts(self) -> Counter[str]:
+        """What its calls took so far (bench/bench_local_llm.py reports them): "asked" (calls),
+        "repaired" (answered after a reply that could not be used), "loosened" (a reply taken with raw
+        control characters in its strings), "stepped_down" (a form of structured output given up)."""
+        return self.__dict__.setdefault("_counts", Counter())
 
     @property
     def label(self) -> str:
@@ -80,13 +99,20 @@ class StructuredLLM(ABC):
             context: dict[str, Any] | None = None) -> R:
         """The reply, validated against `reply_type` (with `context` for its call-dependent rules)."""
         problem: list[str] = []
+        self.counts["asked"] += 1
 
         def attempt(seconds_left: float) -> R:
             asked = prompt + REPAIR.format(problem=problem[-1]) if problem else prompt
             raw = self._complete(asked, reply_type, max_tokens, seconds_left)
             try:
-                return reply_type.model_validate(raw if isinstance(raw, dict) else parse_json_object(raw),
-                                                 context=context)
+                if isinstance(raw, dict):
+                    value = raw
+                else:
+                    value, loosened = _json_object(raw)
+                    self.counts["loosened"] += loosened
+                reply = reply_type.model_validate(value, context=context)
+                self.counts["repaired"] += bool(problem)
+                return reply
             except ValidationError as exc:
                 problem.append(validation_problem(exc))
             except ValueError as exc:
@@ -123,6 +149,8 @@ def status_failure(error: Any, url: str) -> Exception:
     SDK's APIStatusError; both carry status_code, body and response)."""
     message = one_line(api_message(error), 300)
     status = error.status_code
+    if status >= 500:
+        return ServerFault(f"HTTP {status}: {message}", message, retry_after_seconds(error.response.headers))
     if retryable_status(status):
         return Transient(f"HTTP {status}: {message}", retry_after_seconds(error.response.headers))
     if status in (401, 403, 404):
@@ -146,15 +174,28 @@ def validation_problem(error: ValidationError) -> str:
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a reply, tolerating a code fence or prose around it."""
+    """The JSON object in a reply, tolerating a code fence or prose around it, and raw control
+    characters inside its strings."""
+    return _json_object(text)[0]
+
+
+def _json_object(text: str) -> tuple[dict[str, Any], bool]:
+    """parse_json_object's object, and whether it was taken only by allowing raw control characters
+    (a carriage return, a tab) inside strings: invalid JSON, but what a grammar-constrained small
+    model writes (llama.cpp), and nothing else about the reply is in doubt. Every other refusal of
+    parse_json stands."""
     stripped = _FENCE.sub("", text.strip())
     start, end = stripped.find("{"), stripped.rfind("}")
     if start < 0 or end <= start:
         raise ValueError(f"reply is not a JSON object: {text[:120]!r}")
+    candidate, loosened = stripped[start : end + 1], False
     try:
-        value = parse_json(stripped[start : end + 1], "reply")
+        value = parse_json(candidate, "reply")
     except InvalidInput as exc:
-        raise ValueError(f"{exc}: {text[:120]!r}") from None
+        try:
+            value, loosened = parse_json(candidate, "reply", strict=False), True
+        except InvalidInput:
+            raise ValueError(f"{exc}: {text[:120]!r}") from None
     if not isinstance(value, dict):
         raise ValueError("reply is JSON but not an object")
-    return value
+    return value, loosened

@@ -3,11 +3,14 @@ LM Studio, OpenAI itself) through the official `openai` client: an LLM and an em
 
 Servers differ in how far they take structured output, so the LLM starts with the strongest form
 and steps down for good when the server says it does not know one: a JSON-schema response format,
-then a forced call of a tool with the schema as its parameters, then JSON mode, then the prompt
+then a forced call of a tool with the schema as its parameters, then JSON mode with the schema
+beside it (llama.cpp's form: a grammar made from the schema), then plain JSON mode, then the prompt
 alone (the prompts spell out the structure); every answer is validated the same way whichever.
+What a server (base URL and model) took is kept for the process, so later clients of it start there.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -22,15 +25,21 @@ from forest.config import without_password
 from forest.errors import ConfigError, InvalidInput, ModelUnavailable
 from forest.limits import MAX_EMBEDDING_DIM
 from forest.models.embedders import Embedder
-from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, Rejected, StructuredLLM, call_api
+from forest.models.llm import CALL_BUDGET_SECONDS, LLMError, Rejected, ServerFault, StructuredLLM, call_api
 from forest.models.retry import CALL_DEADLINE, Transient, Unusable, with_retries
 
-FORMATS = ("json_schema", "tool", "json_object", "prompt")
+FORMATS = ("json_schema", "tool", "json_object_schema", "json_object", "prompt")
 REPLY_TOOL = "reply"
 # The request fields each form adds, as a server names them when it refuses one (vLLM, Ollama,
-# DeepSeek, llama.cpp).
+# DeepSeek, llama.cpp; llama-cpp-python names the field's path: ('body', 'response_format', 'type')).
 _FIELDS = {"json_schema": ("json_schema", "response_format"), "tool": ("tool",),
+           "json_object_schema": ("json_object", "response_format", "schema"),
            "json_object": ("json_object", "response_format")}
+# The forms each server (its URL and model) has not refused yet, strongest first: shared by every
+# client of it in this process, so a form refused once is not asked again by the next.
+_LADDERS: dict[tuple[str, str], list[str]] = {}
+_LADDERS_LOCK = threading.Lock()
+log = logging.getLogger("forest.models")
 # Unrelated texts: their mean cosine is the embedder's floor when the setting leaves it open.
 FLOOR_PROBES = ("The recipe calls for two cups of flour and a pinch of salt.",
                 "Quarterly revenue rose four percent on strong cloud sales.",
@@ -109,38 +118,52 @@ class OpenAILLM(StructuredLLM):
     provider = "openai"
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, retries: int = 2,
-                 timeout: float = 60.0, stream: bool = True) -> None:
+                 timeout: float = 60.0, stream: bool = True, max_tokens: int | None = None) -> None:
         self.model = model
         self.retries = retries
         self.timeout = timeout
+        self.max_tokens = max_tokens  # a cap on every reply's tokens (llm_max_tokens), below each use's own
         # Streamed, a request's timeout bounds each silence rather than the whole reply: a slow local
         # model writing a long answer is not cut off while it still writes.
         self.stream = stream
         self.url = without_password(base_url.rstrip("/"))  # what messages and logs show
         self._client = _client(base_url.rstrip("/"), api_key, timeout)
-        self._formats = list(FORMATS)
-        self._lock = threading.Lock()
+        with _LADDERS_LOCK:
+            self._formats = _LADDERS.setdefault((self.url, model), list(FORMATS))
 
     @property
     def structured_output(self) -> str:
         """How replies are asked for now (steps down as the server refuses a form)."""
         return self._formats[0]
 
+    @property
+    def refused_forms(self) -> tuple[str, ...]:
+        return FORMATS[:FORMATS.index(self._formats[0])]
+
     def _complete(self, prompt: str, reply_type: type[BaseModel], max_tokens: int, seconds_left: float) -> Any:
         form = self._formats[0]
+        max_tokens = min(max_tokens, self.max_tokens or max_tokens)
         deadline = time.monotonic() + seconds_left
         try:
             return self._request(form, prompt, reply_type, max_tokens, deadline)
-        except Rejected as exc:
-            # Only the server's own words about this form's field: "Unsupported parameter:
-            # 'max_tokens'" or a URL with "tool" in it is no reason to give up a form.
+        except (Rejected, ServerFault) as exc:
+            # Only the server's own words about this form's field, in a 4xx or a 5xx: "Unsupported
+            # parameter: 'max_tokens'", "out of memory" or a URL with "tool" in it is no reason to
+            # give up a form.
             said = exc.server_message.lower()
             if form == "prompt" or not any(field in said for field in _FIELDS[form]):
                 raise
-            with self._lock:
-                if self._formats[0] == form:
-                    self._formats.pop(0)
+            self._step_down(form, exc.server_message)
             return self._complete(prompt, reply_type, max_tokens, max(0.001, deadline - time.monotonic()))
+
+    def _step_down(self, form: str, said: str) -> None:
+        with _LADDERS_LOCK:
+            if self._formats[0] != form:  # another call gave it up meanwhile
+                return
+            self._formats.pop(0)
+        self.counts["stepped_down"] += 1
+        log.warning("the LLM server at %s (%s) refused structured output as %s (%s): asking as %s from now on",
+                    self.url, self.label, form, said[:200], self._formats[0])
 
     def _request(self, form: str, prompt: str, reply_type: type[BaseModel], max_tokens: int, deadline: float) -> Any:
         schema = reply_type.model_json_schema()
@@ -152,6 +175,8 @@ class OpenAILLM(StructuredLLM):
             extra["tools"] = [{"type": "function", "function": {
                 "name": REPLY_TOOL, "description": "Give your reply in this structure.", "parameters": schema}}]
             extra["tool_choice"] = {"type": "function", "function": {"name": REPLY_TOOL}}
+        elif form == "json_object_schema":
+            extra["response_format"] = {"type": "json_object", "schema": schema}
         elif form == "json_object":
             extra["response_format"] = {"type": "json_object"}
         messages = [{"role": "user", "content": prompt}]

@@ -87,7 +87,8 @@ def openai_llm(settings: Settings) -> StructuredLLM:
 
     _require(settings, "llm 'openai'", "llm_base_url", "llm_model")
     return OpenAILLM(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_retries,
-                     timeout=settings.llm_timeout_seconds, stream=settings.llm_stream)
+                     timeout=settings.llm_timeout_seconds, stream=settings.llm_stream,
+                     max_tokens=settings.llm_max_tokens or None)
 
 
 def _require(settings: Settings, part: str, *names: str) -> None:
