@@ -34,6 +34,9 @@ MAX_FILTER_DEPTH = 8      # mem0 filters' AND/OR/NOT nesting
 MAX_QUESTIONS = 10        # columns of one comparison of papers
 MAX_CELLS = 300           # papers x questions: each cell walks its paper's tree (docs/compare.md)
 
+# A file read for a document when no setting is given (the max_file_mb setting's default).
+DEFAULT_MAX_FILE_BYTES = 100_000_000
+
 # --- imports of archives and libraries ---------------------------------------------------------
 # A file is parsed whole in memory and every node written in one transaction, so an unbounded export
 # could exhaust memory or hold the write lock for minutes. A 1,000-page book is about 10,000 nodes

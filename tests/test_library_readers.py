@@ -706,3 +706,29 @@ def test_what_a_paper_says_of_itself_fills_what_its_library_leaves_empty():
     named = completed(from_folder, read)   # a folder knows only the file's name: the paper's own title wins
     assert named["title"] == "Ask the Right Questions: Active Question Reformulation" and named["collections"] == ["2018"]
     assert completed(None, PaperMetadata()) is None and completed(from_bib, None) == from_bib
+
+
+def test_a_pdf_path_swapped_for_a_fifo_after_its_check_is_refused_not_waited_on(tmp_path):
+    """The PDF reader and the metadata reader read the bytes from the descriptor they checked, so a
+    path that is a FIFO by the time it is opened (swapped after the plan's check) is refused at once."""
+    from forest.errors import InvalidInput
+    from forest.ingest.document import PaperMetadata
+    from forest.ingest.metadata import read_paper_metadata
+    from forest.ingest.pdf import read_pdf
+
+    fifo = tmp_path / "paper.pdf"
+    os.mkfifo(fifo)
+    outcome: dict = {}
+
+    def read() -> None:
+        outcome["metadata"] = read_paper_metadata(fifo)
+        try:
+            read_pdf(fifo)
+        except InvalidInput as exc:
+            outcome["pdf"] = str(exc)
+
+    thread = threading.Thread(target=read, daemon=True)   # a reader that opens the FIFO waits forever
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "a reader waited on the FIFO"
+    assert outcome["metadata"] == PaperMetadata() and "named pipe" in outcome["pdf"]

@@ -200,6 +200,8 @@ def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
         ALTER TABLE episodic_events DROP COLUMN embedder;
         ALTER TABLE personal_memories DROP COLUMN context_id; DROP TABLE pending_erasures;
         ALTER TABLE archives DROP COLUMN library; ALTER TABLE archives DROP COLUMN cite_as;
+        DROP INDEX idx_triples_user_open;
+        ALTER TABLE personal_triples DROP COLUMN valid_from; ALTER TABLE personal_triples DROP COLUMN valid_to;
         PRAGMA user_version = 6;""")
     raw.close()
     upgraded = make_forest(data_dir=tmp_path / "store")

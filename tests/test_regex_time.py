@@ -41,6 +41,7 @@ BUILT_AT_RUN_TIME = {
     ("forest/personal/tags.py", "sub"): "a phrase, re.escape'd: a literal",
     ("forest/personal/graph.py", "compile"): "_rule() compiles the rule table at import (in the globals, walked)",
     ("forest/research/claims/negation.py", "search"): "a word, re.escape'd, and a fixed list of suffixes between lookarounds",
+    ("forest/personal/recall.py", "search"): "a speaker's name, re.escape'd, between fixed one-character lookarounds",
 }
 RE_CALLS = ("compile", "search", "match", "fullmatch", "sub", "subn", "split", "findall", "finditer")
 

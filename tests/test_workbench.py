@@ -56,7 +56,8 @@ def wait_for(app: AppTest, condition, seconds: float = 120) -> AppTest:
 # What a page may import from the engine: the service (through `forest`), the base layer every face
 # shares, the views made for faces, and the serving layer the workbench hosts. The rest is reached
 # through MemoryForest and the parts it exposes (forest.research, forest.personal).
-PAGE_IMPORTS = {"forest", "forest.errors", "forest.text", "forest.validation", "forest.records"}
+PAGE_IMPORTS = {"forest", "forest.errors", "forest.text", "forest.markdown_safety", "forest.limits", "forest.validation",
+                "forest.records"}
 PAGE_IMPORT_PACKAGES = ("forest.views.", "forest.serving.")
 ENGINE_INSIDES = {"agent", "store", "db", "retriever", "vectors", "embedder", "reranker", "summarizer", "sources"}
 

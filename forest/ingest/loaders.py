@@ -34,7 +34,7 @@ def load_document(path: str | Path, max_bytes: int | None = None,
     if max_bytes is not None and size > max_bytes:
         raise InvalidInput(f"{path.name}: {size / 1e6:,.1f} MB is over {limit}")
     if suffix == ".pdf":
-        return _readable(read_pdf(path, on_page))
+        return _readable(read_pdf(path, on_page, max_bytes) if max_bytes is not None else read_pdf(path, on_page))
     raw = read_limited(path, max_bytes, limit) if max_bytes is not None else path.read_bytes()
     return text_document(path.stem, decode_text(raw, path.name), str(path.resolve()))
 

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forest.ingest.document import PaperMetadata  # defined beside the Document it travels in
+from forest.ingest.files import read_limited
 from forest.ingest.pdf_layout import TextLine, body_text_size, page_text
+from forest.limits import DEFAULT_MAX_FILE_BYTES
 from forest.text import is_cjk_char
 
 if TYPE_CHECKING:
@@ -106,13 +108,14 @@ SPACING_ACCENTS = {"´": "\u0301", "`": "\u0300", "¨": "\u0308", "ˆ": "\u0302"
 MARKS = "*∗†‡§¶#⁎✉⇑⊥♯♮&,;:.()[]{}|'\"“”’‘ ·•◦⋆★☆"
 
 
-def read_paper_metadata(path: str | Path) -> PaperMetadata:
-    """Open the PDF at `path` and read its metadata; an unreadable file gives an empty result."""
+def read_paper_metadata(path: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> PaperMetadata:
+    """Open the PDF at `path` and read its metadata; an unreadable file (not a regular file, over
+    `max_bytes`, not a PDF) gives an empty result."""
     import pymupdf
 
     try:
-        pdf = pymupdf.open(Path(path), filetype="pdf")
-    except Exception:  # not a PDF, corrupt, missing: nothing to read
+        pdf = pymupdf.open(str(path), stream=read_limited(path, max_bytes, "the file size limit"), filetype="pdf")
+    except Exception:  # not a PDF, corrupt, missing, a FIFO or device: nothing to read
         return PaperMetadata()
     with pdf:
         return paper_metadata(pdf)

@@ -25,8 +25,10 @@ from pathlib import Path
 
 from forest.ingest.document import CAPTION, TEXT, Document, Heading, Passage
 from forest.errors import InvalidInput
+from forest.ingest.files import read_limited
 from forest.ingest.metadata import paper_metadata
 from forest.ingest.pdf_layout import TextBlock, TextLine, body_text_size, page_text
+from forest.limits import DEFAULT_MAX_FILE_BYTES
 
 CAPTION_START = re.compile(
     r"^(?:(?:Figure|Fig\.|Table|Algorithm|Listing)\s*(?:[A-Z]?\d+(?:\.\d+)?|[IVXL]+)\s*[:.|]"
@@ -64,14 +66,18 @@ class _Paragraph:
 ProgressFn = Callable[[int, int], None]
 
 
-def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
-    """Parse `path` into passages; every unreadable PDF raises InvalidInput with a clear reason."""
+def read_pdf(path: str | Path, progress: ProgressFn | None = None,
+             max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Document:
+    """Parse `path` into passages; every unreadable PDF raises InvalidInput with a clear reason.
+    The bytes are read once, from the descriptor checked to be a regular file (read_limited), and
+    parsed from memory: a path swapped for a FIFO or device after a check cannot hang the read."""
     import pymupdf
 
     path = Path(path)
-    _check_pdf_bytes(path)
+    data = read_limited(path, max_bytes, f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)")
+    _check_pdf_bytes(path, data)
     try:
-        pdf = pymupdf.open(path, filetype="pdf")
+        pdf = pymupdf.open(str(path), stream=data, filetype="pdf")
     except Exception as exc:  # PyMuPDF raises FileDataError, RuntimeError, ValueError... for bad files
         raise InvalidInput(f"{path.name}: the PDF is corrupt and cannot be opened ({exc})") from None
     with pdf:
@@ -127,13 +133,8 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None) -> Document:
                     page_count=page_count, headings=_headings(pages), metadata=metadata)
 
 
-def _check_pdf_bytes(path: Path) -> None:
-    with path.open("rb") as handle:
-        head = handle.read(1024)
-        handle.seek(0, 2)
-        size = handle.tell()
-        handle.seek(max(0, size - 2048))
-        tail = handle.read()
+def _check_pdf_bytes(path: Path, data: bytes) -> None:
+    head, tail = data[:1024], data[-2048:]
     if not head.strip():
         raise InvalidInput(f"{path.name}: the file is empty")
     if b"%PDF-" not in head:

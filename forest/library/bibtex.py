@@ -32,9 +32,9 @@ from forest.library.identity import normalize_arxiv_id
 from forest.records import Archive
 from forest.text import truncate
 from forest.library.entries import (
-    DEFAULT_MAX_BYTES, Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
+    Creator, LibraryEntry, LibraryError, LibraryReading, SkippedItem, normalize_doi, year_in,
 )
-from forest.limits import MAX_BIBTEX_FIELD_CHARS
+from forest.limits import DEFAULT_MAX_FILE_BYTES, MAX_BIBTEX_FIELD_CHARS
 
 BIBTEX_SUFFIXES = (".bib", ".bibtex", ".biblatex")
 FILE_FIELDS = ("file", "pdf")     # "pdf": Papers and BibDesk exports
@@ -60,7 +60,7 @@ BIBTEX_TYPES = {
 }
 
 
-def read_bibtex(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> LibraryReading:
+def read_bibtex(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> LibraryReading:
     path = Path(path).expanduser()
     if not path.is_file():
         raise LibraryError(f"{path} is not a file")

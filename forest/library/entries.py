@@ -10,8 +10,6 @@ from forest.errors import InvalidInput
 
 # "paper": what the document says of itself (its PDF's metadata and first page), no library behind it.
 SourceKind = Literal["zotero", "bibtex", "folder", "paper"]
-# The most bytes a library's file is read to (Settings.max_file_mb's default; the service passes the setting).
-DEFAULT_MAX_BYTES = 100_000_000
 
 # Creator types that make a work's author line; Zotero also names "artist", "director", "programmer"
 # ... as the primary creator of some item types, so when none of these is present, the first

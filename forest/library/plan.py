@@ -26,7 +26,8 @@ from typing import Any
 from forest.errors import InvalidInput
 from forest.ingest.files import open_regular
 from forest.ingest.metadata import read_paper_metadata
-from forest.library.entries import DEFAULT_MAX_BYTES, LibraryEntry
+from forest.library.entries import LibraryEntry
+from forest.limits import DEFAULT_MAX_FILE_BYTES
 from forest.library.identity import KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, find_same
 from forest.library.paper import completed
 
@@ -83,7 +84,7 @@ class ImportPlan:
                 "duplicates": len(self.duplicates)}
 
 
-def file_sha256(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+def file_sha256(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
     """The SHA-256 of a regular file of at most `max_bytes` (forest.ingest.files.open_regular: a
     FIFO, a device, a directory or a socket is refused, never waited on); InvalidInput otherwise."""
     digest = hashlib.sha256()
@@ -102,7 +103,7 @@ def _limit_text(max_bytes: int) -> str:
 
 
 def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],
-                on_duplicate: str = "skip", max_bytes: int = DEFAULT_MAX_BYTES) -> ImportPlan:
+                on_duplicate: str = "skip", max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ImportPlan:
     """Sort a library's entries into new, changed, unchanged, already held, replacing, missing and
     duplicate, given the papers the library holds. Files are read (hashed, their first page read),
     nothing is written. An entry whose file cannot be read (not a regular file, over `max_bytes`)

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from forest.library.bibtex import BIBTEX_SUFFIXES, read_bibtex
-from forest.library.entries import DEFAULT_MAX_BYTES, LibraryError, LibraryReading, SourceKind
+from forest.library.entries import LibraryError, LibraryReading, SourceKind
+from forest.limits import DEFAULT_MAX_FILE_BYTES
 from forest.library.folders import read_folder
 from forest.library.zotero import DATABASE, read_zotero
 from forest.text import truncate
@@ -33,7 +34,7 @@ def library_kind(path: Path | str) -> SourceKind:
                        "of PDF, Markdown and text files")
 
 
-def read_library(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> LibraryReading:
+def read_library(path: Path | str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> LibraryReading:
     """The library's entries; a .bib is read within `max_bytes`."""
     path = Path(path).expanduser()
     kind = library_kind(path)
