@@ -1,5 +1,5 @@
 # `make run`: set up and open the workbench.
-# Test tiers: `make test` runs the whole suite (what CI runs); `make test-fast` leaves out the tests
+# Test tiers: `make test` runs the whole suite (what CI runs, the llama.cpp tier included); `make test-fast` leaves out the tests
 # marked slow (1 s of CPU or more, measured), browser (headless Chromium) and faults (killed writer processes), for
 # everyday work. tests/conftest.py applies the marks; run one tier by hand with e.g.
 # `pytest -m browser` or `pytest -m "not slow"`.
@@ -25,17 +25,21 @@ run: setup
 # set up once). A serial run used about one of the two cores: it spends much of its time waiting on
 # the processes it starts (the workbench, Chromium, CLI commands, servers).
 TEST_WORKERS ?= 2
-test: setup browser
+test: setup browser llm-server
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"
 
-# The llm_server tier (tests/test_llama_server.py) needs the llm-server extra: llama-cpp-python builds
-# from source the first time on a machine (~8 min on 2 cores; pip keeps the wheel), so `make test`
-# alone skips that tier, saying so once; CI (.ci/run) installs it first.
-llm-server: setup
+# The llm_server tier (tests/test_llama_server.py) needs the llm-server extra, which `make test`
+# installs once per venv: llama-cpp-python builds from source the first time on a machine (~8 min on
+# 2 cores idle; pip keeps the wheel). `make test-fast` leaves it out; a pytest run without the extra
+# skips that tier, saying so once.
+llm-server: $(VENV)/.llm-server
+
+$(VENV)/.llm-server: $(VENV)/.installed
 	CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-2} $(BIN)/pip install --quiet --disable-pip-version-check -e ".[llm-server]"
+	touch $@
 
 # The browser tests need Debian's chromium and chromium-driver, and fonts for Chinese and emoji
 # (without them both are drawn as empty boxes): installed here when run as root with apt-get;

@@ -4,7 +4,7 @@ for the module. The model is a base model: what is checked is the protocol (how 
 and taken, streaming, a server killed mid-call), and that whatever it answers is used or labelled
 as the offline fallback, never half-kept.
 
-The tier needs the `llm-server` extra (`make llm-server`; CI installs it): without it the module is
+The tier needs the `llm-server` extra (`make test` installs it, as does `make llm-server`): without it the module is
 skipped, said once in the summary."""
 from __future__ import annotations
 
