@@ -1,7 +1,7 @@
 """What a write keeps and what it replaces: the privacy decision (private information is kept,
-general knowledge is left to the main model)
-and contradictions (a new memory about the same subject supersedes the old one, or retires the
-facts of it it contradicts).
+general knowledge is left to the main model), updates (a new value of a one-value fact, or an
+ending said outright, ends the earlier fact: forest.personal.updates) and contradictions (a
+memory that denies an earlier one about the same subject supersedes it).
 
 A write is planned outside any transaction (classification, embedding, fact extraction: the slow
 part, with Claude a request each) and applied in a short one."""
@@ -19,11 +19,9 @@ from forest.models.embedders import Embedder
 from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
+from forest.personal.turns import CONVERSATION_GAP_SECONDS
 from forest.personal.updates import UpdateJudge
 
-# A memory is read in its conversation: the input said just before it (same user and scope, at
-# most this long before; a common session timeout) is indexed with it for BM25.
-CONVERSATION_GAP_SECONDS = 30 * 60
 # The same statement, one side negated, when their calibrated similarity reaches this.
 SAME_NEGATED = 0.75
 NEGATED_READ = 8

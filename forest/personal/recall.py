@@ -22,20 +22,17 @@ from forest.personal.graph import (
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
 from forest.personal.timeframe import asks_when, periods_in, says_when, within
+from forest.personal.turns import CONVERSATION_GAP_SECONDS, speaker_of
 from forest.storage.graphs.base import GraphStore
 
 # The top k is chosen among this many of the best combined scores, each in turn the best
 # after its redundancy with those already chosen is taken off (maximal marginal relevance).
 DIVERSITY_POOL = 30
-# Memories said within this of each other are of one conversation (a common session timeout).
-SAME_CONVERSATION_SECONDS = 30 * 60
 # Half a standard deviation: the person a question names is a hint, not proof (a question may
 # name the other speaker: "What did Caroline tell Melanie?").
 SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
 # An answer is worth less than the question it follows matched: it is found through it.
 ANSWER_BELOW_QUESTION = 1.0
-# A conversation turn as process_memory is given it: "[when said] Speaker: words".
-_TURN = re.compile(r"^\s*(?:\[[^\]]{1,80}\]\s*)?(?P<speaker>[^\W\d][\w.'’ -]{0,40}?):\s")
 
 
 class PersonalRecall:
@@ -117,7 +114,7 @@ class PersonalRecall:
         if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
             combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
         said = self.store.said(user_id)   # one deleted since the vectors were read: no words, no time
-        said_at = {i: said[i][0] if i in said else 0.0 for i in ids}
+        said_at = {i: said[i][0] if i in said else None for i in ids}
         texts = [said[i][1] if i in said else "" for i in ids]
         periods = periods_in(query)
         if periods:
@@ -151,12 +148,6 @@ class PersonalRecall:
         return [Triple(*t) for t in self.store.triples(user_id)]
 
 
-def speaker_of(memory: str) -> str | None:
-    """Who said a conversation turn ("[8 May, 2023] Caroline: ..." -> "Caroline"), None for other text."""
-    turn = _TURN.match(memory)
-    return turn.group("speaker").strip() if turn else None
-
-
 def _said_by_the_one_asked_about(query: str, texts: list[str]) -> np.ndarray:
     """SAID_BY_THE_ONE_ASKED_ABOUT (in standard deviations) for each turn said by the person the
     question names, when the user's memories are turns of several people ("What do Melanie's kids
@@ -176,7 +167,7 @@ def _answers_follow(combined: np.ndarray, said_at: list[float | None], texts: li
     order = sorted((at, n) for n, at in enumerate(said_at) if at is not None)
     out = combined.copy()
     for (at, n), (next_at, m) in zip(order, order[1:]):
-        if next_at - at <= SAME_CONVERSATION_SECONDS and texts[n].rstrip().endswith(("?", "？")):
+        if next_at - at <= CONVERSATION_GAP_SECONDS and texts[n].rstrip().endswith(("?", "？")):
             out[m] = max(out[m], combined[n] - ANSWER_BELOW_QUESTION)
     return out
 

@@ -12,8 +12,10 @@ Secrets are redacted (forest.redaction) from every text and metadata value befor
 is stored or searched; an id holding one is refused. Deleting erases: the text leaves the files.
 
 The memory access tool (mem0 memory-tool spec) adds, searches, updates, deletes and shows history, scoped by
-user_id, agent_id, run_id and metadata; every change is in the history. A new memory that
-contradicts an old one about the same subject supersedes it (an UPDATE with history).
+user_id, agent_id, run_id and metadata; every change is in the history. A statement that gives a
+new value of a one-value fact ("Actually I moved: I live in Munich now") or says it ended ("I quit")
+supersedes the earlier memory (an UPDATE with history; what a compound memory says that still holds
+is kept) and closes its edge in the graph; "I also ..." ends nothing.
 
 PersonalMemory composes the parts, one job each: recall (the sync read path, hybrid scoring),
 policy (privacy, contradictions, what a write keeps), writer (the queue's worker thread) and

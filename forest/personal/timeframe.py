@@ -5,6 +5,8 @@ something happened, with the memories that say when (a date, "last Saturday", "t
 from __future__ import annotations
 
 import re
+
+from forest.personal.turns import words_of
 from datetime import datetime, timezone
 
 MONTHS = {name: n for n, names in enumerate((
@@ -63,8 +65,6 @@ _SAYS_WHEN = re.compile(
     rf"(?:on|since|until|every) {_WEEKDAY}|the other day|(?:a|one|two|three|few|couple of) (?:days?|weeks?|months?|"
     rf"years?) (?:ago|back|before)|in (?:{_YEAR})\b)"
     rf"|昨天|今天|明天|前天|上周|上个?月|去年|前年|上星期|最近|刚才|周末|天前|年前", re.I)
-# A memory written as "[8 May, 2023] Caroline: ..." holds when it was said, not when what it tells happened.
-_SAID_AT = re.compile(r"^\s*\[[^\]]{1,80}\]\s*")
 
 
 def asks_when(question: str) -> bool:
@@ -75,5 +75,5 @@ def asks_when(question: str) -> bool:
 def says_when(memory: str) -> bool:
     """Whether the memory's own words say when (a date, a period, "last week", "yesterday"): the
     leading "[date]" of a conversation turn is when it was said, which every turn has."""
-    words = _SAID_AT.sub("", memory, count=1)
+    words = words_of(memory)
     return bool(_SAYS_WHEN.search(words) or periods_in(words))

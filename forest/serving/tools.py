@@ -362,8 +362,10 @@ class ForestTools:
         switched off); an unreachable database is an error (HTTP 503), the call not done. Every
         change is kept in the history (old value, new value, event ADD, UPDATE or DELETE, who,
         when); delete erases the memory's words from the store, its history keeping only that it
-        was added, changed and deleted. A new memory that contradicts an old one about the same
-        subject replaces it (an UPDATE in the history). Secrets in the text and metadata are
+        was added, changed and deleted. A new value of a one-value fact ("I live in Munich now" after
+        "I live in Berlin") or an ending said outright ("I quit") replaces the earlier memory (an
+        UPDATE in the history), keeping what a compound memory says that still holds; "I also ..."
+        replaces nothing. Secrets in the text and metadata are
         stored as their type ("[PIN]")."""
         with _tool_errors():   # an outage (ServiceUnavailable) is a 503, as on every tool
             return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
