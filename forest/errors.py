@@ -69,7 +69,7 @@ RANDOM_KEY_ENTROPY = 4.5
 def key_spans(text: str) -> list[tuple[int, int]]:
     """Where `text` holds a key: a provider's, a bearer credential, or a random-looking run."""
     spans = [m.span() for m in PROVIDER_KEY.finditer(text)]
-    spans += [m.span("value") for m in _CREDENTIAL.finditer(text)]
+    spans += [m.span("value") for m in _CREDENTIAL.finditer(text) if _token_like(m.group("value"))]
     spans += [m.span() for m in _BASE64_RUN.finditer(text) if _random(m.group(0))]
     return spans
 
@@ -86,6 +86,13 @@ def mask_keys(text: str) -> str:
             out.append(text[last:start] + "[API_KEY]")
         last = max(last, end)
     return "".join(out) + text[last:]
+
+
+def _token_like(value: str) -> bool:
+    """A credential, not a word ("Basic authentication required", "bearer tokenization failed"):
+    it holds a digit, mixes cases or ends in base64's padding."""
+    return (any(c.isdigit() for c in value) or value.endswith("=")
+            or (any(c.isupper() for c in value) and any(c.islower() for c in value)))
 
 
 def _random(run: str) -> bool:

@@ -195,3 +195,12 @@ def test_a_database_outage_is_a_503_on_every_face_the_memory_tool_included(postg
         assert reply.status_code == 503, reply.text
         assert "PostgreSQL" in reply.json()["error"] and "\n" not in reply.json()["error"]
     assert by_mcp.is_error and "PostgreSQL" in by_mcp.content[0].text
+
+
+def test_words_after_bearer_or_basic_are_not_taken_for_keys():
+    from forest.errors import mask_keys
+
+    said = "HTTP 401: Basic authentication required; bearer tokenization failed"
+    assert mask_keys(said) == said
+    assert mask_keys("Incorrect API key provided: Bearer abcdef0123456789") == \
+        "Incorrect API key provided: Bearer [API_KEY]"
