@@ -136,6 +136,11 @@ class Settings:
     max_document_chars: int = 5_000_000
     max_file_mb: float = 100.0
 
+    @property
+    def max_file_bytes(self) -> int:
+        """max_file_mb in bytes: the most of one file a read takes."""
+        return int(self.max_file_mb * 1_000_000)
+
     def __post_init__(self) -> None:
         rate_window(self.rate_limit)  # a malformed rate_limit is refused when the settings are read
         if self.redis_url and not str(self.redis_url).startswith(REDIS_SCHEMES):

@@ -52,8 +52,7 @@ class DoctorReport:
 
     @property
     def healthy(self) -> bool:
-        return not (self.stale_builds or self.orphan_vectors or self.missing_vectors or self.bad_paths
-                    or self.loose_permissions or self.bad_settings or self.graph_drift or self.graph_error)
+        return not (self.drift or self.loose_permissions or self.bad_settings or self.graph_drift or self.graph_error)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "healthy": self.healthy}

@@ -93,7 +93,7 @@ class EngineParts:
         """Every write of trees: ingest, append, rebuild, join, import, delete."""
         from forest.tree.pipeline import TreePipeline
 
-        return TreePipeline(self.store, self.vectors, self.embedder, self.summarizer, self.sources,
+        return TreePipeline(self.store, self.vectors, self.embedder, lambda: self.summarizer, self.sources,
                             self._build_lock, self.settings)
 
     @cached_property

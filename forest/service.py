@@ -42,8 +42,8 @@ class MemoryForest(EngineParts):
 
     # --- writing trees (forest.tree.pipeline) -------------------------------------------------
     def read_file(self, path: str | Path, progress: ProgressFn | None = None) -> Document:
-        """Parse one file into a Document; a PDF is kept in the store at once (pipeline.read_file)."""
-        from forest.tree.pipeline import read_file
+        """Parse one file into a Document; a PDF is kept in the store at once (ingest.loaders.read_file)."""
+        from forest.ingest.loaders import read_file
 
         return read_file(path, self.settings, self.sources, progress)
 
@@ -92,9 +92,11 @@ class MemoryForest(EngineParts):
     def import_library(self, model_id: str, path: str | Path, progress: ProgressFn | None = None,
                        on_duplicate: str = "skip") -> dict[str, Any]:
         """A Zotero data directory, a BibTeX file or a folder, each paper once (forest.library.importing)."""
+        from forest.library import read_library
         from forest.library.importing import import_library
 
-        return import_library(self.pipeline, check_model_id(model_id), path, progress or no_progress, on_duplicate)
+        model_id, reading = check_model_id(model_id), read_library(path, self.settings.max_file_bytes)
+        return import_library(self.pipeline, model_id, reading, progress or no_progress, on_duplicate)
 
     # --- reading trees ----------------------------------------------------------------------
     def archives(self, model_id: str) -> list[Archive]:
@@ -136,7 +138,7 @@ class MemoryForest(EngineParts):
                archive_ids: Sequence[int] | None = None) -> list[ScoredNode]:
         """Raw hits: 'vector', 'bm25' or 'hybrid'; within `archive_ids` if given."""
         return self.retriever.search(check_model_id(model_id), check_query(query), self._top_k(top_k),
-                                     check_search_mode(mode), self._scope(model_id, archive_ids))
+                                     self._mode(mode), self._scope(model_id, archive_ids))
 
     def retrieve(self, model_id: str, query: str, top_k: int | None = None,
                  mode: str | None = None, archive_ids: Sequence[int] | None = None) -> list[Representative]:

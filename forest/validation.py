@@ -11,7 +11,7 @@ from forest.errors import InvalidInput, looks_like_key, mask_keys
 from forest.redaction import redact, redact_metadata, secret_format
 from forest.limits import (
     MAX_ID, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_MEMORY_CHARS, MAX_METADATA_KEYS, MAX_MODEL_ID,
-    MAX_PATH_CHARS, MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID)
+    MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID)
 
 # Letters and digits of any script, and . _ - : @ (no space, slash or markup).
 _MODEL_ID = re.compile(rf"[\w.:@-]{{1,{MAX_MODEL_ID}}}")
@@ -121,10 +121,10 @@ def check_budget(tokens: int) -> int:
     return tokens
 
 
-def check_threshold(threshold: float) -> float:
-    """A 0-1 relevance score."""
+def check_threshold(threshold: float, what: str = "relevance score") -> float:
+    """A 0-1 score (relevance, similarity)."""
     if not 0 <= threshold <= 1:
-        raise InvalidInput(f"threshold is a 0-1 relevance score, got {threshold}")
+        raise InvalidInput(f"threshold is a 0-1 {what}, got {threshold}")
     return threshold
 
 

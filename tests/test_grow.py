@@ -179,3 +179,14 @@ def test_an_append_from_another_process_in_between_is_detected(forest, make_fore
     assert grown.settings["documents"][-1]["name"] == "theirs"
     assert grown.settings["documents"][-1]["first_leaf"] == archive.leaves
     assert not any("chlorophyll" in n.content for n in nodes.values())
+
+
+def test_writes_that_summarize_nothing_never_make_the_summarizer(forest, make_forest):
+    """Export, delete and search on an engine that has built nothing: the summarizer (and the LLM
+    behind it, which a broken configuration would fail to make) is never made."""
+    archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
+    other = make_forest(data_dir=forest.settings.data_dir)
+    assert other.export_archive("m", archive.id)["archive"]["name"] == "notes"
+    assert other.search("m", "volcanoes", mode=None)   # None: the search_mode setting
+    other.delete_archive("m", archive.id)
+    assert "summarizer" not in other.__dict__ and "llm" not in other.__dict__

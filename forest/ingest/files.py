@@ -54,6 +54,11 @@ def _check_regular(path: Path, mode: int) -> None:
         raise InvalidInput(f"{path} is {kind}, not a file")
 
 
+def file_limit(max_bytes: int) -> str:
+    """How a refusal names the file size limit."""
+    return f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)"
+
+
 @contextmanager
 def open_regular(path: str | Path, limit: int, limit_text: str) -> Iterator[BinaryIO]:
     """`path` opened for reading if it is a regular file of at most `limit` bytes; InvalidInput

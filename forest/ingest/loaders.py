@@ -9,17 +9,22 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from forest.config import Settings
 from forest.ingest.document import Document
 from forest.errors import InvalidInput
-from forest.ingest.files import read_limited, regular_file
-from forest.text import display_title
+from forest.ingest.files import file_limit, read_limited, regular_file
+from forest.limits import DEFAULT_MAX_FILE_BYTES
+from forest.records import Progress, ProgressFn, no_progress
+from forest.storage.source_files import SourceFiles
+from forest.text import counted, display_title
 from forest.ingest.markdown import read_markdown
 from forest.ingest.pdf import read_pdf
+from forest.validation import check_unicode
 
 SUPPORTED_SUFFIXES = (".pdf", ".txt", ".md", ".markdown")
 
 
-def load_document(path: str | Path, max_bytes: int | None = None,
+def load_document(path: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
                   on_page: Callable[[int, int], None] | None = None) -> Document:
     """Read one file; `on_page(done, total)` reports parsing progress (PDF pages)."""
     path = regular_file(path)
@@ -30,13 +35,34 @@ def load_document(path: str | Path, max_bytes: int | None = None,
     size = path.stat().st_size
     if size == 0:
         raise InvalidInput(f"{path.name}: the file is empty")
-    limit = f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)" if max_bytes is not None else ""
-    if max_bytes is not None and size > max_bytes:
-        raise InvalidInput(f"{path.name}: {size / 1e6:,.1f} MB is over {limit}")
+    if size > max_bytes:
+        raise InvalidInput(f"{path.name}: {size / 1e6:,.1f} MB is over {file_limit(max_bytes)}")
     if suffix == ".pdf":
-        return _readable(read_pdf(path, on_page, max_bytes) if max_bytes is not None else read_pdf(path, on_page))
-    raw = read_limited(path, max_bytes, limit) if max_bytes is not None else path.read_bytes()
+        return _readable(read_pdf(path, on_page, max_bytes))
+    raw = read_limited(path, max_bytes, file_limit(max_bytes))
     return text_document(path.stem, decode_text(raw, path.name), str(path.resolve()))
+
+
+def check_size(name: str, text: str, settings: Settings) -> None:
+    """A document's text: valid Unicode, within max_document_chars."""
+    check_unicode(text, f"document {name!r}")
+    if len(text) > settings.max_document_chars:
+        raise InvalidInput(f"document {name!r} has {len(text):,} characters, over the limit of "
+                           f"{settings.max_document_chars:,} (setting max_document_chars)")
+
+
+def read_file(path: str | Path, settings: Settings, sources: SourceFiles,
+              progress: ProgressFn | None = None) -> Document:
+    """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
+    into the store at once (Document.kept_file, held until its build starts), so the caller may
+    delete the file before the build and its citations still open their pages."""
+    report = progress or no_progress
+    document = load_document(path, settings.max_file_bytes,
+                             on_page=lambda done, total: report(Progress("parse", done, total, "pages")))
+    check_size(document.name, document.text, settings)
+    report(Progress("parse", 1, 1, counted(len(document.passages), "passage")))
+    kept = sources.keep(document.source, hold=True)
+    return dataclasses.replace(document, kept_file=kept) if kept else document
 
 
 def text_document(name: str, text: str, source: str | None = None) -> Document:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forest.ingest.document import PaperMetadata  # defined beside the Document it travels in
-from forest.ingest.files import read_limited
+from forest.ingest.files import file_limit, read_limited
 from forest.ingest.pdf_layout import TextLine, body_text_size, page_text
 from forest.limits import DEFAULT_MAX_FILE_BYTES
 from forest.text import is_cjk_char
@@ -114,7 +114,7 @@ def read_paper_metadata(path: str | Path, max_bytes: int = DEFAULT_MAX_FILE_BYTE
     import pymupdf
 
     try:
-        pdf = pymupdf.open(str(path), stream=read_limited(path, max_bytes, "the file size limit"), filetype="pdf")
+        pdf = pymupdf.open(str(path), stream=read_limited(path, max_bytes, file_limit(max_bytes)), filetype="pdf")
     except Exception:  # not a PDF, corrupt, missing, a FIFO or device: nothing to read
         return PaperMetadata()
     with pdf:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from forest.ingest.document import CAPTION, TEXT, Document, Heading, Passage
 from forest.errors import InvalidInput
-from forest.ingest.files import read_limited
+from forest.ingest.files import file_limit, read_limited
 from forest.ingest.metadata import paper_metadata
 from forest.ingest.pdf_layout import TextBlock, TextLine, body_text_size, page_text
 from forest.limits import DEFAULT_MAX_FILE_BYTES
@@ -74,7 +74,7 @@ def read_pdf(path: str | Path, progress: ProgressFn | None = None,
     import pymupdf
 
     path = Path(path)
-    data = read_limited(path, max_bytes, f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)")
+    data = read_limited(path, max_bytes, file_limit(max_bytes))
     _check_pdf_bytes(path, data)
     try:
         pdf = pymupdf.open(str(path), stream=data, filetype="pdf")

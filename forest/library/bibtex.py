@@ -27,7 +27,7 @@ from bibtexparser.model import DuplicateBlockKeyBlock, Entry, Field
 from pylatexenc.latex2text import LatexNodes2Text
 from pylatexenc.latexencode import UnicodeToLatexEncoder
 
-from forest.ingest.files import read_limited
+from forest.ingest.files import file_limit, read_limited
 from forest.library.identity import normalize_arxiv_id
 from forest.records import Archive
 from forest.text import truncate
@@ -90,7 +90,7 @@ def _parsed_alone(raw: str, library: bibtexparser.Library) -> list[Entry]:
 
 
 def _read_text(path: Path, max_bytes: int) -> str:
-    data = read_limited(path, max_bytes, f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)")
+    data = read_limited(path, max_bytes, file_limit(max_bytes))
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:

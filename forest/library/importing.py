@@ -1,5 +1,5 @@
-"""Importing a researcher's library into a model_id's forest: read it, plan it (each paper once,
-forest.library.plan), build what is new, update what changed, and report every item.
+"""Importing a researcher's library, once read (forest.library.read), into a model_id's forest: plan
+it (each paper once, forest.library.plan), build what is new, update what changed, report every item.
 
 The builds go through the tree pipeline, which this layer sees only as the `Builds` it is given
 (forest.tree.pipeline.TreePipeline is one)."""
@@ -13,7 +13,6 @@ from forest.errors import AlreadyInLibrary, ForestError, ServiceUnavailable
 from forest.library.citation import cite_as
 from forest.library.identity import KnownDocument
 from forest.library.plan import ImportPlan, plan_import
-from forest.library.read import read_library
 from forest.library.entries import LibraryReading
 from forest.records import Archive, Progress, ProgressFn
 from forest.storage.archives import ForestStore
@@ -36,7 +35,7 @@ class Builds(Protocol):
     def delete_archive(self, model_id: str, archive_id: int) -> None: ...
 
 
-def import_library(builds: Builds, model_id: str, path: str | Path, progress: ProgressFn,
+def import_library(builds: Builds, model_id: str, reading: LibraryReading, progress: ProgressFn,
                    on_duplicate: str = "skip") -> dict[str, Any]:
     """Import a Zotero data directory, a BibTeX file or a folder. New papers become archives
     carrying their metadata, the library's completed by what each PDF says of itself (each in one
@@ -46,20 +45,20 @@ def import_library(builds: Builds, model_id: str, path: str | Path, progress: Pr
     documents and items without a document are reported without failing the rest. A model server
     that does not answer stops the import."""
     store = builds.store
-    max_bytes = int(builds.settings.max_file_mb * 1_000_000)
-    reading = read_library(path, max_bytes)
     with builds.writer_lock:  # what an interrupted import was building goes, before it is built again
         remove_builds(store, builds.vectors,
                       stale_builds(store.db, [a for a in store.all_archives() if a["model_id"] == model_id]))
     archives = store.archives(model_id)
-    plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate, max_bytes)
+    plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate,
+                       builds.settings.max_file_bytes)
     names = {a.id: a.name for a in archives}
+    decided = set(names)   # what the plan saw, and what this import builds: never a duplicate of its own
     imported, updated, replaced, failed, built_since = [], [], [], [], []
     for done, planned in enumerate(plan.to_build):
         progress(Progress("import", done, len(plan.to_build), planned.title))
         try:  # planned again under the writer lock: what a concurrent import built since is not built twice
             archive = builds.ingest_file(planned.entry.path, model_id, name=planned.title,
-                                         on_duplicate=on_duplicate, planned_against=set(names),
+                                         on_duplicate=on_duplicate, planned_against=decided,
                                          library={**planned.metadata, "file_sha256": planned.sha256})
         except AlreadyInLibrary as exc:
             built_since.append({"title": planned.title, "path": str(planned.entry.path),
@@ -70,6 +69,7 @@ def import_library(builds: Builds, model_id: str, path: str | Path, progress: Pr
         except ForestError as exc:  # this document cannot be read or built: the others go on
             failed.append({"title": planned.title, "path": str(planned.entry.path), "error": str(exc)})
             continue
+        decided.add(archive.id)
         said = {"archive_id": archive.id, "title": archive.name, "cite_as": archive.cite_as}
         if planned.archive_id is None:
             imported.append(said)

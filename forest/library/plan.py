@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from forest.errors import InvalidInput
-from forest.ingest.files import open_regular
+from forest.ingest.files import file_limit, open_regular
 from forest.ingest.metadata import read_paper_metadata
 from forest.library.entries import LibraryEntry
 from forest.limits import DEFAULT_MAX_FILE_BYTES
@@ -89,17 +89,13 @@ def file_sha256(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str:
     FIFO, a device, a directory or a socket is refused, never waited on); InvalidInput otherwise."""
     digest = hashlib.sha256()
     read = 0
-    with open_regular(path, max_bytes, _limit_text(max_bytes)) as handle:
+    with open_regular(path, max_bytes, file_limit(max_bytes)) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             read += len(block)
             if read > max_bytes:      # a file that grows while it is read stays bounded
-                raise InvalidInput(f"{path.name} is over {_limit_text(max_bytes)}")
+                raise InvalidInput(f"{path.name} is over {file_limit(max_bytes)}")
             digest.update(block)
     return digest.hexdigest()
-
-
-def _limit_text(max_bytes: int) -> str:
-    return f"the limit of {max_bytes / 1e6:,.1f} MB (setting max_file_mb)"
 
 
 def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],

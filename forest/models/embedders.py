@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from forest.errors import ModelUnavailable
-from forest.limits import EMBED_TOKEN_BUDGET, MAX_EMBEDDING_DIM
+from forest.limits import EMBED_TOKEN_BUDGET
 
 if TYPE_CHECKING:
     from forest.storage.valkey import SharedVectorCache

@@ -1,7 +1,8 @@
 """Builds the swappable parts (embedder, reranker, summarizer, LLM, vector store) from Settings.
 
 Parts register by name through entry points, one group per kind. Memory Forest's own parts are
-declared in its pyproject.toml (factories in forest.models.providers) and found the same way as a
+declared in its pyproject.toml (factories in forest.models.providers, and the vector stores' in
+forest.storage.vectors.providers) and found the same way as a
 plugin's: a package that declares
 
     [project.entry-points."memory_forest.embedders"]

@@ -3,8 +3,8 @@
 `start` retrieves the representative nodes; each `step` asks the policy for a decision and, on
 EXPLORE, replaces the explored node in the context by its children that clear the threshold
 (drill-down, one level). `step` may be given the node to explore (a person's override); the
-workbench's Ask page, MCP's ask_memory and the OpenAI endpoint call `run` (MemoryForest.ask),
-over all of a model_id's archives or the ones chosen.
+workbench's Ask page, MCP's ask_memory and the OpenAI endpoint run it to its answer (`finish`,
+through MemoryForest.ask), over all of a model_id's archives or the ones chosen.
 
 `start` also picks the guides, the passages to read toward (choose_guides): the passage whose
 sentence holds every word of the question closest together first, then the best of the budgeted

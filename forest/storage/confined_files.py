@@ -27,7 +27,7 @@ def write_confined(folder: Path | str, files: Mapping[str, str]) -> list[str]:
     """Write `files` ({path relative to folder, '/'-separated: text}) as UTF-8 under `folder`
     (made 0700 if missing); the paths written, sorted. An InvalidInput names what was refused."""
     parts = {name: _components(name) for name in files}
-    staging = None
+    staging, renamed = None, 0
     try:
         root = make_private_dir(folder)
         with ExitStack() as fds:
@@ -49,9 +49,11 @@ def write_confined(folder: Path | str, files: Mapping[str, str]) -> list[str]:
             placed = {f: _folder(root_fd, f, opened) for f in folders}
             for where, base in parts.values():  # all written and checked: now the renames
                 os.rename(base, base, src_dir_fd=staged[where], dst_dir_fd=placed[where])
+                renamed += 1
     except OSError as exc:
+        written = f"{renamed} of {len(parts)} notes were put in place" if renamed else "nothing was written"
         raise InvalidInput(f"cannot write the notes under {folder}: {exc.strerror or exc}"
-                           f"{f': {exc.filename}' if exc.filename else ''}; nothing was written") from None
+                           f"{f': {exc.filename}' if exc.filename else ''}; {written}") from None
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -150,8 +150,6 @@ def copy_vectors(source: Database, vectors: VectorStore, target: VectorStore, pr
 
 
 def _stack(rows: list[Any]) -> Any:
-    import numpy as np
-
     return np.stack(rows).astype(np.float32)
 
 

@@ -5,7 +5,6 @@ write alone.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -14,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from forest.config import Settings
 from forest.errors import AlreadyInLibrary, ConfigError, InvalidInput
-from forest.ingest import load_document, text_document
+from forest.ingest import text_document
+from forest.ingest.loaders import check_size, read_file
 from forest.ingest.document import Document
 from forest.library import KnownDocument, PaperIdentity, SamePaper, check_on_duplicate, cite_as, completed, find_same
 from forest.models.embedders import Embedder
@@ -25,7 +25,7 @@ from forest.storage.source_files import SourceFiles
 from forest.storage.sql.database import Lock
 from forest.storage.vectors.base import VectorStore
 from forest.text import counted
-from forest.validation import check_model_id, check_unicode
+from forest.validation import check_model_id, check_threshold
 
 if TYPE_CHECKING:
     from forest.tree.build import ArchiveBuilder, BuildParams
@@ -34,35 +34,20 @@ if TYPE_CHECKING:
     from forest.tree.outline import DocumentOutline
 
 
-def check_size(name: str, text: str, settings: Settings) -> None:
-    """A document's text: valid Unicode, within max_document_chars."""
-    check_unicode(text, f"document {name!r}")
-    if len(text) > settings.max_document_chars:
-        raise InvalidInput(f"document {name!r} has {len(text):,} characters, over the limit of "
-                           f"{settings.max_document_chars:,} (setting max_document_chars)")
-
-
-def read_file(path: str | Path, settings: Settings, sources: SourceFiles,
-              progress: ProgressFn | None = None) -> Document:
-    """Parse one file into a Document (checks, size limits, "parse" progress). A PDF is copied
-    into the store at once (Document.kept_file, held until its build starts), so the caller may
-    delete the file before the build and its citations still open their pages."""
-    report = progress or no_progress
-    document = load_document(path, max_bytes=int(settings.max_file_mb * 1_000_000),
-                             on_page=lambda done, total: report(Progress("parse", done, total, "pages")))
-    check_size(document.name, document.text, settings)
-    report(Progress("parse", 1, 1, counted(len(document.passages), "passage")))
-    kept = sources.keep(document.source, hold=True)
-    return dataclasses.replace(document, kept_file=kept) if kept else document
-
-
 class TreePipeline:
     """The writes of a store's trees, with the parts they use."""
 
-    def __init__(self, store: ForestStore, vectors: VectorStore, embedder: Embedder, summarizer: Summarizer,
-                 sources: SourceFiles, writer_lock: Lock, settings: Settings) -> None:
-        self.store, self.vectors, self.embedder, self.summarizer = store, vectors, embedder, summarizer
+    def __init__(self, store: ForestStore, vectors: VectorStore, embedder: Embedder,
+                 summarizer: Callable[[], Summarizer], sources: SourceFiles, writer_lock: Lock,
+                 settings: Settings) -> None:
+        """`summarizer` makes the summarizer when a build first needs one: a delete, an export or an
+        import never loads it (nor the LLM behind it)."""
+        self.store, self.vectors, self.embedder, self._summarizer = store, vectors, embedder, summarizer
         self.sources, self.writer_lock, self.settings = sources, writer_lock, settings
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self._summarizer()
 
     # --- new archives -----------------------------------------------------------------------
     def ingest_text(self, model_id: str, name: str, text: str, *, source: str | None = None,
@@ -190,8 +175,7 @@ class TreePipeline:
         """Pairs of the model_id's archives, most similar first: candidates to join."""
         from forest.tree.grow import similar_archives
 
-        if not 0 <= threshold <= 1:
-            raise InvalidInput(f"threshold is a 0-1 similarity, got {threshold}")
+        threshold = check_threshold(threshold, "similarity")
         return similar_archives(self.store, self.vectors, self.embedder, model_id, threshold)
 
     def join_archives(self, model_id: str, archive_ids: list[int], name: str | None = None) -> Archive:

@@ -144,7 +144,7 @@ def session_files(session_ids: Iterable[str]) -> dict[str, str]:
     'a-b'; 'A' and 'a' on a file system that ignores case) get a suffix (-2, -3, ...)."""
     names: dict[str, str] = {}
     taken: set[str] = set()
-    for session_id in session_ids:
+    for session_id in dict.fromkeys(session_ids):   # a session named twice is one note
         stem = name = _slug(session_id, "session")
         suffix = 1
         while name.casefold() in taken:
