@@ -157,3 +157,38 @@ def test_a_store_from_before_validity_dates_gets_them_when_it_upgrades(tmp_path,
         assert upgraded.personal.user_graph("ann", include_ended=True)["relations"][0]["valid_to"] is not None
     finally:
         upgraded.personal.stop()
+
+
+def test_an_llm_decides_an_update_before_the_write_transaction_and_can_keep_both(make_forest):
+    """With an LLM configured it decides whether a statement replaces an earlier one; it is asked
+    while no write transaction holds the store (a model call must never hold the writer lock),
+    and its 'no' keeps both memories."""
+    import sqlite3
+
+    from fake_openai import FakeOpenAI
+
+    locked_when_asked: list[bool] = []
+
+    def respond(prompt: str) -> str:
+        if "Earlier:" in prompt and "Later:" in prompt:
+            probe = sqlite3.connect(forest.db.path, timeout=0)
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.rollback()
+                locked_when_asked.append(False)
+            except sqlite3.OperationalError:   # database is locked: a write transaction is open
+                locked_when_asked.append(True)
+            finally:
+                probe.close()
+            return json.dumps({"supersedes": False, "reason": "the later adds a second home"})
+        city = "Munich" if "Munich" in prompt else "Berlin"
+        return json.dumps({"triples": [{"source": "ann", "relationship": "lives in", "target": city}]})
+
+    with FakeOpenAI() as fake:
+        fake.respond = respond
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0)
+        for text in ("I live in Berlin.", "I live in Munich now."):
+            reply = forest.personal.memory_tool("add", "ann", text=text)
+            assert reply["status"] == "success", reply
+        assert locked_when_asked == [False]
+        assert sorted(_memories(forest.personal, "ann")) == ["I live in Berlin.", "I live in Munich now."]

@@ -189,3 +189,14 @@ PROMPT_EXTRACT_TRIPLES = {
 def triples_prompt(text: str, speaker: str) -> str:
     prompt = {**PROMPT_EXTRACT_TRIPLES, "input_data": {"speaker": speaker, "text": text}}
     return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
+
+
+def update_prompt(earlier: str, later: str) -> str:
+    """Does a later statement replace an earlier one (forest.personal.updates)?"""
+    return ("Two statements a person made about themselves, the earlier first.\n"
+            f"Earlier: {earlier}\nLater: {later}\n"
+            "Does the later statement replace what the earlier says about the same attribute of the same "
+            "person (a move, a new job, a break-up, a change), so that the earlier is no longer true? "
+            "A later statement that only adds information replaces nothing. "
+            'Answer as JSON: {"supersedes": true|false, "reason": "..."}')
+

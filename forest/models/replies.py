@@ -125,3 +125,11 @@ class TriplesReply(Reply):
     """Knowledge-graph extraction: the NeuroMemory v2 spec's (source, relationship, target) triples."""
 
     triples: list[Triple]
+
+
+class UpdateReply(Reply):
+    """Whether a later statement replaces an earlier one (forest.personal.updates)."""
+
+    supersedes: bool
+    reason: str = ""
+

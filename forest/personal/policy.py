@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,12 @@ class WritePlan:
     vector: np.ndarray | None = None
     triples: list[Triple] | None = None
     queue_item: int | None = None   # process_memory input: its queue id (what was said before it is its context)
+    # What the statement updates, worked out before the transaction (forest.personal.updates): the
+    # facts it says ended, the memories an LLM said it does not update, and the vectors of the
+    # clauses that earlier memories keep.
+    ending: list[tuple[str, str, str]] = field(default_factory=list)
+    rejected: set[int] = field(default_factory=set)
+    kept_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class WritePolicy:
@@ -78,9 +84,27 @@ class WritePolicy:
         return plans
 
     def plan_write(self, plan: WritePlan, vector: np.ndarray) -> None:
-        """The slow part of a write (with Claude, a request): its facts."""
+        """The slow part of a write (with Claude, requests): its facts, what it updates as far as
+        the store shows now (an LLM's decisions, the vectors of the clauses earlier memories keep);
+        apply reads the store again inside the transaction and uses these."""
         plan.vector = vector
         plan.triples = self.extractor.extract(plan.text, speaker=plan.user_id)
+        plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.user_id)
+        with self.store.db.snapshot() as conn:
+            ended = self._ended(conn, plan)
+        records = self.store.memories_by_id(plan.user_id, list(ended))
+        plan.rejected = self.updates.rejected(ended, plan.text, lambda m: records[m].memory)
+        kept = {kept_part(records[m].memory, facts, plan.user_id) for m, facts in ended.items()
+                if m in records and m not in plan.rejected} - {None, ""}
+        if kept:
+            plan.kept_vectors = dict(zip(kept, self.embedder.embed_passages(sorted(kept))))
+
+    def _ended(self, conn, plan: WritePlan) -> dict[int, list[tuple[str, str, str]]]:
+        """Memory id -> its facts the plan's statement ends, read through `conn`, less those an LLM
+        said the statement does not update."""
+        ended = self.updates.ended(plan.text, plan.triples, plan.user_id, plan.ending,
+                                   lambda pairs: self.store.facts_with(conn, plan.user_id, pairs))
+        return {m: facts for m, facts in ended.items() if m not in plan.rejected}
 
     def apply(self, conn, plan: WritePlan) -> dict[str, Any]:
         """The short write: add the memory (or supersede), inside `conn`'s transaction."""
@@ -103,9 +127,7 @@ class WritePolicy:
         # repeated): the memory is there already, and a second copy would crowd every search.
         if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
             return same, "repeated", f"memory {same} says the same"
-        ended = self.updates.ended(plan.text, plan.triples, user_id,
-                                   lambda pairs: self.store.facts_with(conn, user_id, pairs),
-                                   lambda memory_id: self.store.memories_by_id(user_id, [memory_id])[memory_id].memory)
+        ended = self._ended(conn, plan)
         records = self.store.memories_by_id(user_id, list(ended))
         stated = self.store.facts_of(user_id, list(records))
         kept = {m: kept_part(records[m].memory, facts, user_id) for m, facts in ended.items() if m in records}
@@ -146,10 +168,10 @@ class WritePolicy:
             if memory_id in gone:
                 self.store.delete(conn, plan.user_id, memory_id, plan.at, plan.actor, why)
                 continue
-            if kept.get(memory_id):
-                self.store.update(conn, plan.user_id, memory_id, kept[memory_id],
-                                  self.embedder.embed_passages([kept[memory_id]])[0], self.embedder.name, plan.at,
-                                  plan.actor, why)
+            if text := kept.get(memory_id):   # its vector made before the transaction, unless new since
+                vector = plan.kept_vectors[text] if text in plan.kept_vectors else self.embedder.embed_passages([text])[0]
+                self.store.update(conn, plan.user_id, memory_id, text, vector, self.embedder.name, plan.at, plan.actor,
+                                  why)
             self.store.end_facts(conn, plan.user_id, memory_id, plan.at, facts)
 
     def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:

@@ -19,9 +19,9 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 
-from pydantic import BaseModel
-
 from forest.models.llm import LLMError, StructuredLLM
+from forest.models.prompts import update_prompt
+from forest.models.replies import UpdateReply
 from forest.personal.graph import Triple, entity_key
 
 log = logging.getLogger("forest.personal.updates")
@@ -46,20 +46,6 @@ _QUIT = re.compile(r"\b(?:quit|resigned from|left my job)\s+(?:my\s+)?(?:job\s+|
                    re.IGNORECASE)
 _ZH_QUIT = re.compile(r"从([^，。,.\s]{1,20}?)(?:辞职|离职)")
 _BROKE_UP = re.compile(r"\b(?:broke up|split up|divorced|separated)\b|分手|离婚", re.IGNORECASE)
-
-
-class UpdateReply(BaseModel):
-    supersedes: bool
-    reason: str = ""
-
-
-def update_prompt(earlier: str, later: str) -> str:
-    return ("Two statements a person made about themselves, the earlier first.\n"
-            f"Earlier: {earlier}\nLater: {later}\n"
-            "Does the later statement replace what the earlier says about the same attribute of the same "
-            "person (a move, a new job, a break-up, a change), so that the earlier is no longer true? "
-            "A later statement that only adds information replaces nothing. "
-            'Answer as JSON: {"supersedes": true|false, "reason": "..."}')
 
 
 def attribute(relationship: str) -> str:
@@ -97,17 +83,26 @@ class UpdateJudge:
         self.extract = extract
         self.llm = llm
 
-    def ended(self, text: str, triples: list[Triple], speaker: str,
-              facts_of_attribute: Callable[[list[tuple[str, str]]], list[tuple[int, Fact]]],
-              memory_text: Callable[[int], str]) -> dict[int, list[Fact]]:
-        """Memory id -> its facts the statement ends. `facts_of_attribute` gives the live
-        (memory_id, fact) of those (source_key, relationship) pairs; `memory_text` a memory's text."""
+    def ending_facts(self, text: str, triples: list[Triple], speaker: str) -> list[Fact]:
+        """The facts a statement says outright have ended ("I quit my job at X"), when it gives no
+        new value: found before the write (with an LLM extractor, a request), passed to `ended`."""
+        if additive(text) or new_values(triples):
+            return []
+        positive = ended_statement(text)
+        if positive is None:
+            return []
+        return [(entity_key(t.source), t.relationship, entity_key(t.target)) for t in self.extract(positive, speaker)]
+
+    def ended(self, text: str, triples: list[Triple], speaker: str, ending: list[Fact],
+              facts_of_attribute: Callable[[list[tuple[str, str]]], list[tuple[int, Fact]]]) -> dict[int, list[Fact]]:
+        """Memory id -> its facts the statement ends, by the rules: quick, run inside the write's
+        transaction. `ending`: ending_facts; `facts_of_attribute` gives the live (memory_id, fact)
+        of those (source_key, relationship) pairs."""
         if additive(text):
             return {}
         values = new_values(triples)
         wanted = [(source, relation) for source, attr in values
                   for relation in SINGLE_VALUED | set(SAME_ATTRIBUTE) if attribute(relation) == attr]
-        ending = [] if values else self._ending_facts(text, speaker)
         wanted += [(source, relation) for source, relation, _ in ending]
         if _BROKE_UP.search(text):
             wanted += [(entity_key(speaker), relation) for relation in PARTNERS]
@@ -118,15 +113,14 @@ class UpdateJudge:
             if (new is not None and new != target) or fact in ending or (relation in PARTNERS and not values
                                                                           and _BROKE_UP.search(text)):
                 ended.setdefault(memory_id, []).append(fact)
-        if self.llm is not None:
-            ended = {m: facts for m, facts in ended.items() if self._llm_agrees(memory_text(m), text)}
         return ended
 
-    def _ending_facts(self, text: str, speaker: str) -> list[Fact]:
-        positive = ended_statement(text)
-        if positive is None:
-            return []
-        return [(entity_key(t.source), t.relationship, entity_key(t.target)) for t in self.extract(positive, speaker)]
+    def rejected(self, ended: dict[int, list[Fact]], text: str, memory_text: Callable[[int], str]) -> set[int]:
+        """The memories of `ended` a configured LLM says the statement does not update (none
+        offline): asked before the write, never inside its transaction."""
+        if self.llm is None:
+            return set()
+        return {m for m in ended if not self._llm_agrees(memory_text(m), text)}
 
     def _llm_agrees(self, earlier: str, later: str) -> bool:
         """The LLM's decision; the rules' (yes) when it fails."""
