@@ -105,9 +105,10 @@ def workbench(tmp_path_factory):
             driver.quit()
 
 
-def wait(driver, condition, seconds: float = 60):
+def wait(driver, condition, seconds: float = 60, message: str = ""):
     """`condition` true within `seconds`; an element Streamlit re-renders meanwhile is looked up again."""
-    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,)).until(condition,
+                                                                                                        message)
 
 
 def open_page(driver, title: str) -> None:

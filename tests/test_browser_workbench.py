@@ -12,6 +12,8 @@ from test_browser import MISSING, chromium, open_page, streamlit_app, wait
 from test_browser_reading import PAPER, assert_highlights
 
 if not MISSING:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -63,11 +65,19 @@ def selectbox(driver, label: str):
 def choose(driver, label: str, option: str) -> None:
     """Pick `option` in the selectbox labelled `label`, and wait for the run it starts. Its text is
     typed first, as a person with a long list does: the list draws only the options in view."""
-    field = wait(driver, lambda d: selectbox(d, label))
-    field.click()
-    field.send_keys(option)
-    wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
-                                 if o.text.strip() == option), None)).click()
+    for attempt in range(3):
+        # a run still drawing the page redraws the box and closes its list: start when it is done
+        field = wait(driver, lambda d: settled(d) and selectbox(d, label))
+        field.click()
+        field.send_keys(option)
+        try:
+            wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                         if o.text.strip() == option), None), 20).click()
+            break
+        except TimeoutException:
+            if attempt == 2:
+                raise
+            ActionChains(driver).send_keys(Keys.ESCAPE).perform()
     wait(driver, lambda d: selectbox(d, label).get_attribute("value") == option and settled(d))
 
 

@@ -123,6 +123,18 @@ def test_another_user_is_untouched(personal):
     assert _live_places(personal, "ann") == {"Berlin"}
 
 
+def test_each_speaker_of_a_transcript_updates_only_their_own_facts(personal):
+    # LoCoMo keeps two people's turns in one user's memory: Melanie's "I live in Denver now" is not
+    # Caroline's move, and Caroline's later move ends her fact, not Melanie's
+    _say(personal, "conv", "[8 May, 2023] Caroline: I live in Boston.", "[9 May, 2023] Melanie: I live in Denver now.")
+    assert any("Boston" in m for m in _memories(personal, "conv")), _memories(personal, "conv")
+    _say(personal, "conv", "[1 June, 2023] Caroline: I moved, I live in Austin now.")
+    memories = _memories(personal, "conv")
+    assert not any("Boston" in m for m in memories) and any("Denver" in m for m in memories), memories
+    assert {(s, t) for s, r, t in personal.store.triples("conv") if r == "lives in"} == \
+        {("Melanie", "Denver"), ("Caroline", "Austin")}
+
+
 @pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职"])
 def test_hostile_input_is_read_in_linear_time(text):
     import time

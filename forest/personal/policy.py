@@ -19,7 +19,7 @@ from forest.models.embedders import Embedder
 from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
-from forest.personal.turns import CONVERSATION_GAP_SECONDS
+from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person
 from forest.personal.updates import UpdateJudge
 
 # The same statement, one side negated, when their calibrated similarity reaches this.
@@ -48,6 +48,11 @@ class WritePlan:
     ending: list[tuple[str, str, str]] = field(default_factory=list)
     rejected: set[int] = field(default_factory=set)
     kept_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def speaker(self) -> str:
+        """Who "I" is: each speaker in a transcript updates only their own facts."""
+        return first_person(self.text, self.user_id)
 
 
 class WritePolicy:
@@ -88,13 +93,13 @@ class WritePolicy:
         the store shows now (an LLM's decisions, the vectors of the clauses earlier memories keep);
         apply reads the store again inside the transaction and uses these."""
         plan.vector = vector
-        plan.triples = self.extractor.extract(plan.text, speaker=plan.user_id)
-        plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.user_id)
+        plan.triples = self.extractor.extract(plan.text, speaker=plan.speaker)
+        plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.speaker)
         with self.store.db.snapshot() as conn:
             ended = self._ended(conn, plan)
         records = self.store.memories_by_id(plan.user_id, list(ended))
         plan.rejected = self.updates.rejected(ended, plan.text, lambda m: records[m].memory)
-        kept = {kept_part(records[m].memory, facts, plan.user_id) for m, facts in ended.items()
+        kept = {kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items()
                 if m in records and m not in plan.rejected} - {None, ""}
         if kept:
             plan.kept_vectors = dict(zip(kept, self.embedder.embed_passages(sorted(kept))))
@@ -102,7 +107,7 @@ class WritePolicy:
     def _ended(self, conn, plan: WritePlan) -> dict[int, list[tuple[str, str, str]]]:
         """Memory id -> its facts the plan's statement ends, read through `conn`, less those an LLM
         said the statement does not update."""
-        ended = self.updates.ended(plan.text, plan.triples, plan.user_id, plan.ending,
+        ended = self.updates.ended(plan.text, plan.triples, plan.speaker, plan.ending,
                                    lambda pairs: self.store.facts_with(conn, plan.user_id, pairs))
         return {m: facts for m, facts in ended.items() if m not in plan.rejected}
 
@@ -130,7 +135,7 @@ class WritePolicy:
         ended = self._ended(conn, plan)
         records = self.store.memories_by_id(user_id, list(ended))
         stated = self.store.facts_of(user_id, list(records))
-        kept = {m: kept_part(records[m].memory, facts, user_id) for m, facts in ended.items() if m in records}
+        kept = {m: kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items() if m in records}
         whole = [m for m in kept if kept[m] == "" or (kept[m] is None and set(ended[m]) >= set(stated.get(m, [])))]
         if not ended and (negated := self._negated(user_id, plan.text, plan.vector)) is not None:
             whole = [negated.id]

@@ -14,6 +14,7 @@ from forest.personal.graph import TripleExtractor
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
 from forest.personal.policy import WritePlan, WritePolicy, keyed
 from forest.personal.recall import PersonalRecall
+from forest.personal.turns import first_person
 from forest.storage.sql.database import Database
 from forest.validation import (check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id,
                                in_id_range)
@@ -123,7 +124,7 @@ class MemoryTool:
             text = current.memory
         new = checked_text(text or "", "memory")
         # embedding and extraction before the transaction
-        vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=user_id)
+        vector, triples = self.embedder.embed_passages([new])[0], self.extractor.extract(new, speaker=first_person(new, user_id))
         with self.store.writing(user_id) as conn:
             done = self.store.update(conn, user_id, memory_id, new, vector, self.embedder.name, self.clock(), actor,
                                      metadata=metadata or None)

@@ -20,3 +20,9 @@ def words_of(memory: str) -> str:
     """What a turn says, without its "[when said]" (when it was said is not when what it tells happened)."""
     turn = _TURN.match(memory)
     return memory[turn.end():] if turn else memory
+
+
+def first_person(memory: str, user_id: str) -> str:
+    """Who "I" is in a memory: the speaker of a transcript's turn ("[8 May, 2023] Caroline: I
+    moved"), else the user. Two people talking in one user's memory each have their own facts."""
+    return speaker_of(memory) or user_id
