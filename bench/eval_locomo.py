@@ -13,6 +13,8 @@ worktree by bench/baseline.py and run in a process of its own) and this checkout
 conversations and questions. Three rules per question: "any" (an evidence turn among the 5),
 "all" (every evidence turn among them) and "fraction" (their share). McNemar's exact test per
 category compares the two engines on "any" and "all" (the discordant questions: found by one only).
+Each engine also says how many memories its writes superseded or deleted, and how many evidence
+turns were no longer live memories when the questions were asked (LoCoMo holds a few real updates).
 
 Settings are chosen on conversations 1-5 (dev); 6-10 (held out, never tuned on) are reported apart,
 and all ten. Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only,
@@ -253,6 +255,9 @@ def run(data: list[dict], chosen: list[int]) -> list[dict]:
             user = sample["sample_id"]
             conversation = turns(sample["conversation"])
             written, write_seconds = write_conversation(personal, sample)
+            live = {m.metadata.get("dia_id") for m in personal.store.memories(user)}
+            evidence = set().union(*(e for _, e in evidence_questions(sample)))
+            changed = sum(e.event in ("UPDATE", "DELETE") for e in personal.store.history(user))
             texts = [text for _, text, _ in conversation]
             dia_ids = [dia_id for dia_id, _, _ in conversation]
             bm25 = flat_bm25(texts)
@@ -267,7 +272,8 @@ def run(data: list[dict], chosen: list[int]) -> list[dict]:
                                   SYSTEMS[1]: [dia_ids[i] for i in bm25_top(bm25, qa["question"], TOP_K)],
                                   SYSTEMS[2]: [dia_ids[i] for i in dense]})
             results.append({"index": index, "turns": written, "write_seconds": write_seconds,
-                            "latencies_ms": latencies, "questions": questions})
+                            "latencies_ms": latencies, "questions": questions, "superseded": changed,
+                            "evidence_turns": len(evidence), "evidence_gone": len(evidence - live)})
             print(f"{user}: {written} turns written and searched", file=sys.stderr)
     finally:
         personal.stop()
@@ -302,6 +308,10 @@ def report(versions: dict[str, dict[int, dict]]) -> None:
     if len(labels) == 2:
         mcnemar_table(versions, labels, chosen, parts)
     for name, version in versions.items():
+        if all("superseded" in version[i] for i in chosen):
+            print(f"{name}: {sum(version[i]['superseded'] for i in chosen)} memories superseded or deleted while the "
+                  f"turns were written; {sum(version[i]['evidence_gone'] for i in chosen)} of "
+                  f"{sum(version[i]['evidence_turns'] for i in chosen)} evidence turns no longer live when asked")
         written = sum(version[i]["turns"] for i in chosen)
         seconds = sum(version[i]["write_seconds"] for i in chosen)
         latencies = [ms for i in chosen for ms in version[i]["latencies_ms"]]

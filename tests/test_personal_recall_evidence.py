@@ -33,7 +33,8 @@ def test_near_repeats_leave_room_for_the_other_evidence_of_a_question(personal):
     question = "What did Caroline do with the support group?"
     ids, combined, _, _ = personal.recall._scores("u1", question)
     # by score alone the six repeats come first and fill the top five
-    assert personal.store.said("u1")[ids[int(np.argsort(-combined)[6])]][1] == other
+    seventh = ids[int(np.argsort(-combined)[6])]
+    assert personal.store.said("u1", [seventh])[seventh][1] == other
     found = _texts(personal.memory_tool("search", "u1", query=question, top_k=5))
     assert other in found
     assert sum(text in repeats for text in found) == 4
@@ -90,13 +91,42 @@ def test_turns_said_by_the_person_asked_about_and_answers_to_a_matching_question
     turns = ["[8 May, 2023] Caroline: How did your kids like the museum?",
              "[8 May, 2023] Melanie: They loved the dinosaur bones!", "Plain memory, no speaker."]
     assert [speaker_of(t) for t in turns] == ["Caroline", "Melanie", None]
-    assert list(_said_by_the_one_asked_about("What do Melanie's kids like?", turns)) == [0.0, 0.5, 0.0]
+    words = dict(enumerate(turns))
+    assert _said_by_the_one_asked_about("What do Melanie's kids like?", words) == {1: 0.5}
     # naming everyone (or no one) who speaks prefers no one
-    assert not _said_by_the_one_asked_about("What did Caroline ask Melanie?", turns).any()
+    assert not _said_by_the_one_asked_about("What did Caroline ask Melanie?", words)
     # the answer said right after a matching question rises to one standard deviation below it
-    raised = _answers_follow(np.array([4.0, 0.5, 0.0]), [MAY_8, MAY_8 + 1, MAY_8 + 2], turns)
+    raised = _answers_follow(np.array([4.0, 0.5, 0.0]), [MAY_8, MAY_8 + 1, MAY_8 + 2], words)
     assert list(raised) == [4.0, 3.0, 0.0]
     # not when said in another conversation (hours later), nor after a statement
-    assert list(_answers_follow(np.array([4.0, 0.5, 0.0]), [MAY_8, MAY_8 + 86400, None], turns)) == [4.0, 0.5, 0.0]
-    assert list(_answers_follow(np.array([0.5, 4.0, 0.0]), [MAY_8, MAY_8 + 1, MAY_8 + 2], turns)) == [0.5, 4.0, 0.0]
+    assert list(_answers_follow(np.array([4.0, 0.5, 0.0]), [MAY_8, MAY_8 + 86400, None], words)) == [4.0, 0.5, 0.0]
+    assert list(_answers_follow(np.array([0.5, 4.0, 0.0]), [MAY_8, MAY_8 + 1, MAY_8 + 2], words)) == [0.5, 4.0, 0.0]
+
+
+def test_reading_words_only_within_reach_of_the_pool_ranks_as_reading_them_all(make_forest, monkeypatch):
+    """The signals read from words are worked out for the memories they could lift into the pool:
+    the pool is the same as when every memory's words are read, and fewer memories are read."""
+    import forest.personal.recall as recall
+
+    personal = make_forest(memory_privacy_filter=False).personal
+
+    names, places = ("Caroline", "Melanie"), ("museum", "beach", "lake", "park", "library", "garden", "studio")
+    turns = [f"[8 May, 2023] {names[n % 2]}: " + (f"How was the {places[n % 7]}, trip {n}?" if n % 3 == 0 else
+                                                  f"The {places[n % 7]} had {n} visitors {'yesterday' if n % 4 else 'today'}.")
+             for n in range(120)]
+    for n, text in enumerate(turns):
+        personal.process_memory("conv", text, observed_at=MAY_8 + n * 60)
+    assert personal.drain(120)
+    read: list[int] = []
+    said = personal.store.said
+    monkeypatch.setattr(personal.store, "said", lambda user, ids: read.append(len(ids)) or said(user, ids))
+    for question in ("When did Melanie go to the museum?", "What did Caroline say about the beach?"):
+        ids, within_reach, _, _ = personal.recall._scores("conv", question, pool_size=5)
+        ids_all, every_word, _, _ = personal.recall._scores("conv", question, pool_size=len(ids))
+        assert ids == ids_all and len(ids) == len(turns) and read[-2] < read[-1] == len(ids)
+        best = np.argsort(-every_word, kind="stable")[:5]
+        assert list(np.argsort(-within_reach, kind="stable")[:5]) == list(best)
+        assert np.allclose(within_reach[best], every_word[best])
+    assert recall.MOST_THE_WORDS_ADD >= recall.SAID_BY_THE_ONE_ASKED_ABOUT + 1.0
+    personal.stop()
 

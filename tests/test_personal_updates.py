@@ -135,6 +135,24 @@ def test_each_speaker_of_a_transcript_updates_only_their_own_facts(personal):
         {("Melanie", "Denver"), ("Caroline", "Austin")}
 
 
+def test_chat_turns_alike_to_an_embedder_do_not_take_each_other_back(make_forest):
+    # In LoCoMo an embedder finds all of a chat's turns alike, so any turn with a "not" or "never"
+    # was taken for the negation of one before it: 228 turns of five conversations were superseded
+    personal = make_forest(memory_privacy_filter=False).personal
+    chat = ["[8 May, 2023] Gina: Thanks! Keep going for your dreams and don't quit!",
+            "[9 May, 2023] Gina: Keep it up!",
+            "[9 May, 2023] Melanie: Wow, that's cool! What happened that was so awesome? Did you hear any stories?",
+            "[10 May, 2023] Melanie: Nope, never been to something like that. What was it about? What made it so special?",
+            "[10 May, 2023] Jon: I like jazz records."]
+    _say(personal, "chat", *chat)
+    assert _memories(personal, "chat") == chat
+    _say(personal, "chat", "[11 May, 2023] Gina: I don't like jazz records.")   # Gina's, not Jon's
+    assert chat[-1] in _memories(personal, "chat")
+    _say(personal, "chat", "[12 May, 2023] Jon: I don't like jazz records.")    # the same statement negated
+    assert chat[-1] not in _memories(personal, "chat")
+    personal.stop()
+
+
 @pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职"])
 def test_hostile_input_is_read_in_linear_time(text):
     import time

@@ -250,10 +250,18 @@ class PersonalStore:
         with self.db.transaction() as conn:
             conn.execute("UPDATE personal_memories SET embedder = ? WHERE embedder IS NULL", (embedder,))
 
-    def said(self, user_id: str) -> dict[int, tuple[float, str]]:
-        """When each live memory was said (created_at) and its text, in one read."""
-        rows = self.db.query("SELECT id, created_at, memory FROM personal_memories WHERE user_id = ? "
-                             "AND deleted_at IS NULL", (user_id,))
+    def said_at(self, user_id: str) -> dict[int, float]:
+        """When each live memory was said (created_at)."""
+        rows = self.db.query("SELECT id, created_at FROM personal_memories WHERE user_id = ? AND deleted_at IS NULL",
+                             (user_id,))
+        return {r[0]: r[1] for r in rows}
+
+    def said(self, user_id: str, ids: list[int]) -> dict[int, tuple[float, str]]:
+        """When each of these live memories was said (created_at) and its text, in one read."""
+        if not ids:
+            return {}
+        rows = self.db.query(f"SELECT id, created_at, memory FROM personal_memories WHERE user_id = ? AND "
+                             f"deleted_at IS NULL AND id IN ({','.join('?' * len(ids))})", (user_id, *ids))
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def history(self, user_id: str, memory_id: int | None = None) -> list[HistoryEntry]:

@@ -19,11 +19,15 @@ from forest.models.embedders import Embedder
 from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
-from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person
+from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person, words_of
 from forest.personal.updates import UpdateJudge
+from forest.text import content_terms, s_stem
 
-# The same statement, one side negated, when their calibrated similarity reaches this.
+# The same statement, one side negated, when their calibrated similarity reaches this and this
+# share of the content words of each is in the other (chat turns on one subject are all alike to an
+# embedder: "Keep it up!" does not take back "Keep going for your dreams and don't quit!").
 SAME_NEGATED = 0.75
+SAME_WORDS = 0.6
 NEGATED_READ = 8
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
@@ -188,14 +192,22 @@ class WritePolicy:
         # on the same subject, and reading them all cost a write more than its SQL).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
         close = [ids[i] for i in np.argsort(-similarity, kind="stable") if similarity[i] >= SAME_NEGATED]
-        negated = bool(_NEGATION.search(text))
+        negated, speaker = bool(_NEGATION.search(text)), first_person(text, user_id)
         for start in range(0, len(close), NEGATED_READ):
             records = self.store.memories_by_id(user_id, close[start:start + NEGATED_READ])
             for memory_id in close[start:start + NEGATED_READ]:
                 record = records.get(memory_id)
-                if record is not None and negated != bool(_NEGATION.search(record.memory)):
+                if record is not None and negated != bool(_NEGATION.search(record.memory)) and \
+                        first_person(record.memory, user_id) == speaker and _same_words(text, record.memory):
                     return record
         return None
+
+
+def _same_words(a: str, b: str) -> bool:
+    """Whether two statements say the same words but for their negations (and a turn's "[when
+    said] speaker:"): SAME_WORDS of the content words of each are in the other."""
+    words = [{s_stem(t) for t in content_terms(_NEGATION.sub(" ", words_of(text)))} for text in (a, b)]
+    return min(map(len, words)) > 0 and len(words[0] & words[1]) >= SAME_WORDS * max(map(len, words))
 
 
 def kept_part(memory: str, ended: list[tuple[str, str, str]], speaker: str) -> str | None:

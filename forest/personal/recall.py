@@ -33,6 +33,8 @@ DIVERSITY_POOL = 30
 SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
 # An answer is worth less than the question it follows matched: it is found through it.
 ANSWER_BELOW_QUESTION = 1.0
+# The most the signals read from a memory's words add to its score (who said it, and when).
+MOST_THE_WORDS_ADD = SAID_BY_THE_ONE_ASKED_ABOUT + 1.0
 
 
 class PersonalRecall:
@@ -81,16 +83,17 @@ class PersonalRecall:
                vector: np.ndarray | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
         """Hybrid retrieval; the score returned is the memory's calibrated similarity to the query
         (`vector`: the query's, when already embedded)."""
-        ids, combined, similarity, matrix = self._scores(user_id, query, scope, metadata, vector)
-        pool = np.argsort(-combined, kind="stable")[:max(top_k, DIVERSITY_POOL)]
+        pool_size = max(top_k, DIVERSITY_POOL)
+        ids, combined, similarity, matrix = self._scores(user_id, query, scope, metadata, vector, pool_size)
+        pool = np.argsort(-combined, kind="stable")[:pool_size]
         redundancy = self.embedder.calibrate(matrix[pool] @ matrix[pool].T)
         best = [ids[i] for i in diverse(pool, combined, redundancy, top_k)]
         records = self.store.memories_by_id(user_id, best)
         return [(records[i], similarity[i]) for i in best if i in records]
 
     def _scores(self, user_id: str, query: str, scope: dict[str, str | None] | None = None,
-                metadata: dict[str, Any] | None = None,
-                vector: np.ndarray | None = None) -> tuple[list[int], np.ndarray, dict[int, float], np.ndarray]:
+                metadata: dict[str, Any] | None = None, vector: np.ndarray | None = None,
+                pool_size: int = DIVERSITY_POOL) -> tuple[list[int], np.ndarray, dict[int, float], np.ndarray]:
         """Every live memory's combined score (and the memories' vectors), from these routes:
         - dense: exact cosine over the user's memories (a user holds thousands, not millions);
         - lexical: BM25 (FTS5) with our tokenizer, every query term a quoted phrase;
@@ -102,7 +105,10 @@ class PersonalRecall:
         memories (z-score) and added, and so are the graph route's fact counts; a time match adds
         one standard deviation (a period is coarse: it holds whole sessions), and so does a time
         said in a memory when the query asks when. On LoCoMo's dev
-        conversations the z-score sum beat reciprocal rank fusion (bench/eval_locomo.py)."""
+        conversations the z-score sum beat reciprocal rank fusion (bench/eval_locomo.py).
+        The signals read from a memory's words (who said it, whether it says when, whether it
+        answers a question) are worked out only for the memories they could lift into the best
+        `pool_size`; the others keep the score they have, which ranks them the same."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name, scope, metadata)
         if not ids:
             return [], np.zeros(0), {}, matrix
@@ -113,17 +119,25 @@ class PersonalRecall:
         facts = self._graph_memories(user_id, query)
         if facts:  # specific evidence, standardised like the other routes: a rare match weighs much
             combined += _standardised(np.array([float(facts.get(i, 0)) for i in ids]))
-        said = self.store.said(user_id)   # one deleted since the vectors were read: no words, no time
-        said_at = {i: said[i][0] if i in said else None for i in ids}
-        texts = [said[i][1] if i in said else "" for i in ids]
+        times = self.store.said_at(user_id)   # one deleted since the vectors were read: no time, no words
+        said_at = [times.get(i) for i in ids]
         periods = periods_in(query)
         if periods:
-            combined += np.array([1.0 if within(said_at[i], periods) else 0.0 for i in ids])
-        combined += _said_by_the_one_asked_about(query, texts)
-        if asks_when(query):
-            combined += np.array([1.0 if says_when(text) else 0.0 for text in texts])
-        combined = _answers_follow(combined, [said_at[i] for i in ids], texts)
-        return ids, combined, similarity, matrix
+            combined += np.array([1.0 if within(at, periods) else 0.0 for at in said_at])
+        return ids, _words_read(query, combined, said_at, self._words(user_id, ids, combined, said_at, pool_size)), \
+            similarity, matrix
+
+    def _words(self, user_id: str, ids: list[int], combined: np.ndarray, said_at: list[float | None],
+               pool_size: int) -> dict[int, str]:
+        """Index -> words of the memories the word signals could lift into the best `pool_size`:
+        those within the most they add of the pool's last score, and the memory said right after
+        each (an answer follows its question)."""
+        cutoff = np.sort(combined)[-min(pool_size, len(combined))] - MOST_THE_WORDS_ADD
+        reach = {int(n) for n in np.flatnonzero(combined >= cutoff)}
+        order = sorted((at, n) for n, at in enumerate(said_at) if at is not None)
+        reach |= {m for (_, n), (_, m) in zip(order, order[1:]) if n in reach}
+        said = self.store.said(user_id, [ids[n] for n in sorted(reach)])
+        return {n: said[ids[n]][1] for n in reach if ids[n] in said}
 
     def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
         """Memory id -> facts it states about the entities one hop away from those the query names,
@@ -148,26 +162,38 @@ class PersonalRecall:
         return [Triple(*t) for t in self.store.triples(user_id)]
 
 
-def _said_by_the_one_asked_about(query: str, texts: list[str]) -> np.ndarray:
+def _words_read(query: str, combined: np.ndarray, said_at: list[float | None], words: dict[int, str]) -> np.ndarray:
+    """The combined scores with what the memories' `words` (index -> text, those read) add: who
+    said them, whether they say when, and the answer after a question that matched."""
+    out = combined.copy()
+    for n, bonus in _said_by_the_one_asked_about(query, words).items():
+        out[n] += bonus
+    if asks_when(query):
+        for n, text in words.items():
+            out[n] += 1.0 if says_when(text) else 0.0
+    return _answers_follow(out, said_at, words)
+
+
+def _said_by_the_one_asked_about(query: str, words: dict[int, str]) -> dict[int, float]:
     """SAID_BY_THE_ONE_ASKED_ABOUT (in standard deviations) for each turn said by the person the
-    question names, when the user's memories are turns of several people ("What do Melanie's kids
-    like?" is answered by what Melanie said, not by Caroline's "How did your kids like it?");
-    zeros otherwise."""
-    speakers = [speaker_of(text) for text in texts]
-    named = {s for s in set(speakers) - {None} if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.I)}
-    if not named or len(named) == len(set(speakers) - {None}):
-        return np.zeros(len(texts))
-    return np.array([SAID_BY_THE_ONE_ASKED_ABOUT if speaker in named else 0.0 for speaker in speakers])
+    question names, when the memories read are turns of several people ("What do Melanie's kids
+    like?" is answered by what Melanie said, not by Caroline's "How did your kids like it?")."""
+    speakers = {n: speaker_of(text) for n, text in words.items()}
+    everyone = set(speakers.values()) - {None}
+    named = {s for s in everyone if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", query, re.I)}
+    if not named or named == everyone:
+        return {}
+    return {n: SAID_BY_THE_ONE_ASKED_ABOUT for n, speaker in speakers.items() if speaker in named}
 
 
-def _answers_follow(combined: np.ndarray, said_at: list[float | None], texts: list[str]) -> np.ndarray:
+def _answers_follow(combined: np.ndarray, said_at: list[float | None], words: dict[int, str]) -> np.ndarray:
     """A question that matches well is answered by what is said next: the memory said right after
     a memory that asks (in the same conversation) scores at least the question's score less
     ANSWER_BELOW_QUESTION standard deviations."""
     order = sorted((at, n) for n, at in enumerate(said_at) if at is not None)
     out = combined.copy()
     for (at, n), (next_at, m) in zip(order, order[1:]):
-        if next_at - at <= CONVERSATION_GAP_SECONDS and texts[n].rstrip().endswith(("?", "？")):
+        if next_at - at <= CONVERSATION_GAP_SECONDS and words.get(n, "").rstrip().endswith(("?", "？")):
             out[m] = max(out[m], combined[n] - ANSWER_BELOW_QUESTION)
     return out
 
