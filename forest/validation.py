@@ -7,7 +7,7 @@ import re
 from datetime import date, datetime, time, timezone
 from typing import Any
 
-from forest.errors import InvalidInput, looks_like_key, mask_keys
+from forest.errors import InvalidInput, mask_keys
 from forest.redaction import redact, redact_metadata, secret_format
 from forest.limits import (
     MAX_ID, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_MEMORY_CHARS, MAX_METADATA_KEYS, MAX_MODEL_ID,
@@ -33,7 +33,7 @@ def in_id_range(value: int) -> bool:
 def check_model_id(model_id: str) -> str:
     """A tenant's name: an identifier that reads the same in a URL, a command line and a log."""
     _check_name(model_id, "model_id", MAX_MODEL_ID)
-    check_not_key(model_id, "model_id")
+    check_not_secret(model_id, "model_id")
     if not _MODEL_ID.fullmatch(model_id):
         raise InvalidInput(f"model_id {model_id[:60]!r} is not a name: it may hold {MODEL_ID_RULE}")
     return model_id
@@ -69,14 +69,15 @@ def _scope_id(value: str, what: str) -> str:
     # fullmatch: a trailing line break is not part of an id
     if not isinstance(value, str) or not _SCOPE_ID.fullmatch(value):
         raise InvalidInput(f"{what} must be {SCOPE_ID_RULE}")
-    return check_not_key(value, what)
+    return check_not_secret(value, what)
 
 
-def check_not_key(value: str, what: str) -> str:
-    """Ids are stored, logged and shown in clear, so one shaped like a key (a provider's prefix, a
-    40-character AWS secret) is refused, and the message does not repeat it."""
-    if looks_like_key(value):
-        raise InvalidInput(f"{what} looks like a secret key: ids are stored in clear, never put a secret in one")
+def check_not_secret(value: str, what: str) -> str:
+    """Ids are stored, logged, shown and compared in clear, so one that holds a secret by its
+    format (a provider's key, a 40-character AWS secret, a token, a card number) is refused rather
+    than stored or redacted into another id, and the message does not repeat it."""
+    if kind := secret_format(value):
+        raise InvalidInput(f"{what} looks like a secret ({kind}): ids are stored in clear, never put a secret in one")
     return value
 
 
@@ -254,29 +255,17 @@ def checked_text(text: str, what: str) -> str:
 
 
 def checked_user_id(user_id: str) -> str:
-    return _no_secret("user_id", check_scope_id(user_id, "user_id"))
+    return check_scope_id(user_id, "user_id")
 
 
 def checked_scope(agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
-    scope = {"agent_id": check_optional_scope_id(agent_id, "agent_id"),
-             "run_id": check_optional_scope_id(run_id, "run_id")}
-    for name, value in scope.items():
-        if value is not None:
-            _no_secret(name, value)
-    return scope
+    return {"agent_id": check_optional_scope_id(agent_id, "agent_id"),
+            "run_id": check_optional_scope_id(run_id, "run_id")}
 
 
 def checked_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """Checked metadata, its text values redacted (a key is an identifier, a value free text)."""
     metadata = check_metadata(metadata)
     for key in metadata:
-        _no_secret("a metadata key", key)   # named, not repeated: the message reaches /calls and logs
+        check_not_secret(key, "a metadata key")   # named, not repeated: the message reaches /calls and logs
     return redact_metadata(metadata)
-
-
-def _no_secret(name: str, value: str) -> str:
-    """Ids are stored, shown and compared in clear, so one that holds a secret (by its format: a
-    key, a token, a card number) is refused rather than stored or redacted into another id."""
-    if kind := secret_format(value):
-        raise InvalidInput(f"{name} looks like a secret ({kind}): ids are stored in clear, never put a secret in one")
-    return value

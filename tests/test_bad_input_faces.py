@@ -490,7 +490,7 @@ CELLS: dict[str, dict[str, Cell]] = {
                      json={"model_id": "alice", "question": "Who played bebop?", "session_id": ""}),
     },
     # ids are stored, logged and shown in clear: one shaped like a key is refused, and not repeated
-    "model_id shaped like a key (an AWS secret)": _bad_model_id(AWS_SECRET, "model_id looks like a secret key"),
+    "model_id shaped like a key (an AWS secret)": _bad_model_id(AWS_SECRET, "model_id looks like a secret (API_KEY)"),
     "personal memory: user_id or agent_id shaped like a key (an AWS secret)": {
         "CLI": Cli(("personal", "process", "I like jazz", "--user-id", AWS_SECRET), "user_id looks like a secret"),
         "MCP": Mcp("process_memory", {"user_id": AWS_SECRET, "input": "I like jazz"}, "user_id looks like a secret"),
