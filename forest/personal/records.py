@@ -4,10 +4,12 @@ routes build on them). Faces serialize once, at their edge."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forest.personal.graph import Triple
 from forest.records import iso
+
+if TYPE_CHECKING:  # only named in annotations: the graph module loads networkx, which the mem0 routes need not
+    from forest.personal.graph import Triple
 
 
 @dataclass(frozen=True, slots=True)
