@@ -44,6 +44,7 @@ from forest.personal.records import (
     Cleared,
     EntityCount,
     MemoryContext,
+    PersonalMemoryRecord,
     QueueCounts,
     QueuedWrite,
     Tag,
