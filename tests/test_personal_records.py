@@ -99,7 +99,8 @@ CALLS = [
 ]
 
 
-@pytest.mark.parametrize("tool, arguments, direct", CALLS, ids=[f"{c[0]}-{n}" for n, c in enumerate(CALLS)])
+@pytest.mark.parametrize("tool, arguments, direct", CALLS,
+                         ids=["search", "history", "refused", "graph", "graph-with-ended"])
 def test_mcp_and_rest_send_the_records_dict(served, tool, arguments, direct):
     server, forest, _ = served
     record = direct(forest.personal)
@@ -137,7 +138,7 @@ def test_mem0_routes_shape_the_same_records(served):
     (("graph",), lambda p: p.user_graph("ann")),
     (("history",), lambda p: p.memory_tool("history", "ann")),
     (("search", "green", "tea"), lambda p: p.memory_tool("search", "ann", query="green tea")),
-])
+], ids=["graph", "history", "search"])
 def test_cli_json_is_the_records_dict(served, command, direct):
     _, forest, data_dir = served
     done = subprocess.run([FOREST, "personal", command[0], *command[1:], "--user-id", "ann", "--json"],

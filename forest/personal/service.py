@@ -165,8 +165,8 @@ class PersonalMemory:
         return "\n".join(lines)
 
     def memory_tool(self, action: str, user_id: str, **arguments: Any) -> ToolReply:
-        """The memory access tool (MemoryTool.run): {operation, status, payload}; only an outage
-        (ServiceUnavailable) raises."""
+        """The memory access tool (MemoryTool.run): its reply (operation, status, payload); only an
+        outage (ServiceUnavailable) raises."""
         return self.tool.run(action, user_id, **arguments)
 
     # --- the write worker -------------------------------------------------------------------
@@ -182,9 +182,7 @@ class PersonalMemory:
         self.writer.stop()
 
     def worker_state(self) -> WorkerState:
-        state = self.writer.state()
-        return WorkerState(state["running"], QueueCounts(**state["queue"]), state["failures"], state["last_error"],
-                           state["last_error_at"], state["written"])
+        return self.writer.state()
 
     def reembed(self, user_id: str | None = None, batch: int = 64,
                 progress: Callable[[int, int], None] | None = None) -> int:
