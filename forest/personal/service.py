@@ -150,7 +150,8 @@ class PersonalMemory:
             decision = self.policy.apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
         lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
-        lines += [f"  - match: {c.record.memory!r} (score: {round(c.score, 4):.2f})" for c in chunks] or ["  - no match"]
+        lines += [f"  - match: {c.record.memory!r} (score: {round(c.score, 4):.2f})" for c in chunks] or \
+            ["  - no match"]
         lines.append(f"[graph search] start: {', '.join(start) or '(no known entity in the input)'}")
         lines += [f"  - path {n}: {format_path(p)}" for n, p in enumerate(paths, 1)] or ["  - no path"]
         lines += ["", "=== Storage decision ===",

@@ -63,8 +63,8 @@ class MemoryTool:
             query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
             run_id: str | None = None, metadata: dict[str, Any] | None = None,
             filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> ToolReply:
-        """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
-        give status fallback with the reason. A database or model server that cannot be reached
+        """The reply (operation, status: success | fallback | disabled, payload), a record the faces
+        serialize with to_dict(). Bad input and unknown ids give status fallback with the reason. A database or model server that cannot be reached
         raises ServiceUnavailable: the call was not done, and every face reports it as 503."""
         handler = _HANDLERS.get(action)
         if handler is None:
