@@ -53,12 +53,13 @@ def test_every_public_method_returns_a_typed_record(service):
                          "write_queue": records.WriteQueue}
 
 
-def test_records_are_frozen_and_slotted():
+def test_records_are_frozen_slotted_and_serializable():
     made = [kind for kind in vars(records).values() if dataclasses.is_dataclass(kind)
             and kind.__module__ == records.__name__]
     assert len(made) >= 15
     for kind in made:
         assert kind.__dataclass_params__.frozen and "__slots__" in vars(kind), kind.__name__
+        assert callable(getattr(kind, "to_dict", None)), f"{kind.__name__} has no wire shape"
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +146,21 @@ def test_cli_json_is_the_records_dict(served, command, direct):
                           env=forest_env(data_dir), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == direct(forest.personal).to_dict()
+
+
+def test_process_memory_over_mcp_and_rest_is_the_records_dict(served):
+    """The same context three ways (the input is a question: the write path keeps nothing of it),
+    equal but for the time the retrieval took."""
+    server, forest, _ = served
+    arguments = {"user_id": "ann", "input": "Where does my sister Mia work?"}
+
+    def untimed(reply: dict) -> dict:
+        assert isinstance(reply["metadata"].pop("retrieval_time_ms"), float)
+        assert forest.personal.drain()
+        assert sorted(m.memory for m in forest.personal.memories("ann")) == sorted(SAID)  # the other tests' store
+        return reply
+
+    direct = untimed(forest.personal.process_memory("ann", arguments["input"]).to_dict())
+    assert direct["vector_chunks"][0]["memory"] == SAID[1] and direct["metadata"]["queued"] is True
+    assert untimed(_mcp(server.url + "/mcp", "process_memory", arguments)) == direct
+    assert untimed(httpx.post(f"{server.url}/tools/process_memory", json=arguments, timeout=60).json()) == direct
