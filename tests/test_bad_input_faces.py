@@ -630,7 +630,7 @@ def test_ids_beyond_sqlite_integers_are_not_found_on_every_path(served) -> None:
     """Ids SQLite cannot even bind (the engine used to crash with OverflowError) are unknown ids."""
     forest, before = served.forest, snapshot(served.data_dir)
     for action in ("history", "update", "delete"):
-        reply = forest.personal.memory_tool(action, "ann", memory_id=BEYOND, text="I like jazz")
+        reply = forest.personal.memory_tool(action, "ann", memory_id=BEYOND, text="I like jazz").to_dict()
         assert reply["status"] == "fallback" and reply["payload"]["error"] == f"memory {BEYOND} not found for this user"
     for attempt in (lambda: forest.research.reconcile_nodes("alice", served.ids["alice_leaf"], BEYOND),
                     lambda: forest.join_archives("alice", [served.ids["alice_archive"], BEYOND]),

@@ -45,7 +45,7 @@ def plant(data_dir, beacon: Beacon) -> None:
         research.add_message(MODEL, SESSION, "user", f"Who played bebop? {image(beacon, 'message-user')}")
         research.add_message(MODEL, SESSION, "assistant", f"Charlie Parker {image(beacon, 'message-assistant')}")
         research.record(MODEL, SESSION, "observation", f"Heard bebop {image(beacon, 'episodic-event')}")
-        reply = forest.personal.memory_tool("add", USER, text=f"I love bebop {image(beacon, 'memory')}")
+        reply = forest.personal.memory_tool("add", USER, text=f"I love bebop {image(beacon, 'memory')}").to_dict()
         assert reply["status"] == "success", reply
     finally:
         forest.close()

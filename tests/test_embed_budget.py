@@ -25,8 +25,8 @@ def test_a_text_past_the_budget_is_embedded_from_its_first_budgeted_tokens(embed
 
 def test_a_long_memory_is_kept_whole_and_found_by_its_last_word(make_forest, tmp_path):
     forest = make_forest(tmp_path / "store", memory_privacy_filter=False)
-    reply = forest.personal.memory_tool("add", "ann", text=LONG)
+    reply = forest.personal.memory_tool("add", "ann", text=LONG).to_dict()
     assert reply["status"] == "success", reply
     assert [m.memory for m in forest.personal.memories("ann")] == [LONG]
-    found = forest.personal.memory_tool("search", "ann", query="Zanzibarquay")["payload"]["results"]
+    found = forest.personal.memory_tool("search", "ann", query="Zanzibarquay").to_dict()["payload"]["results"]
     assert [r["memory"] for r in found] == [LONG]

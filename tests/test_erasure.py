@@ -46,10 +46,10 @@ def test_clear_user_memory_leaves_no_byte_of_the_users_words(make_forest, tmp_pa
     assert personal.drain()
     assert files_holding(tmp_path / "store"), "the words were stored (else this test proves nothing)"
 
-    assert personal.clear_user_memory("ann")["memories_removed"] == 3
+    assert personal.clear_user_memory("ann").to_dict()["memories_removed"] == 3
     assert files_holding(tmp_path / "store") == []       # open: the WAL was checkpointed and truncated
     assert [m.memory for m in personal.memories("bob")] == ["I like espresso."]
-    assert personal.memory_tool("search", "bob", query="espresso")["payload"]["results"]
+    assert personal.memory_tool("search", "bob", query="espresso").to_dict()["payload"]["results"]
     personal.stop()
     forest.close()
     assert files_holding(tmp_path / "store") == []
@@ -68,13 +68,13 @@ def test_a_memory_deleted_with_the_memory_tool_leaves_no_byte_behind(make_forest
     assert forest.db.query_one("SELECT context_id FROM personal_memories WHERE id = ?", (kept.id,))[0] == doomed.id
     personal.memory_tool("update", "ann", memory_id=doomed.id, text=f"Our summer house is near {WORD}.")
 
-    reply = personal.memory_tool("delete", "ann", memory_id=doomed.id)
+    reply = personal.memory_tool("delete", "ann", memory_id=doomed.id).to_dict()
     assert reply["status"] == "success"
     assert [(h["event"], h["old_value"], h["new_value"]) for h in reply["payload"]["history"]] == [
         ("ADD", None, None), ("UPDATE", None, None), ("DELETE", None, None)]  # what happened, not what it said
     assert files_holding(tmp_path / "store") == []
     # the memory said after it is still found by its own words, no longer by the deleted context
-    found = personal.memory_tool("search", "ann", query="every August kids")["payload"]["results"]
+    found = personal.memory_tool("search", "ann", query="every August kids").to_dict()["payload"]["results"]
     assert [r["id"] for r in found] == [kept.id]
     personal.stop()
     forest.close()
@@ -88,7 +88,7 @@ def test_input_the_privacy_filter_discards_is_not_kept_nor_lent_as_context(make_
     personal.process_memory("ann", f"{WORD} is the capital city of the republic of Xandria.", observed_at=at)
     personal.process_memory("ann", "My sister Mia lives in Lisbon.", observed_at=at + 5)
     assert personal.drain()
-    first, second = sorted(personal.write_queue("ann")["items"], key=lambda i: i["id"])
+    first, second = sorted(personal.write_queue("ann").to_dict()["items"], key=lambda i: i["id"])
     assert first["decision"]["action"] == "discarded" and second["decision"]["action"] == "stored"
     assert [m.memory for m in personal.memories("ann")] == ["My sister Mia lives in Lisbon."]
     assert forest.db.query_one("SELECT context FROM personal_memories WHERE user_id = 'ann'")[0] is None

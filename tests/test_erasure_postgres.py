@@ -36,10 +36,10 @@ def test_deleted_text_leaves_no_byte_in_the_postgres_data_directory(make_forest,
         "the words were written (else this test proves nothing)"
 
     forest.delete_archive("m", doomed.id)
-    assert personal.memory_tool("delete", "ann", memory_id=memory_id)["status"] == "success"
+    assert personal.memory_tool("delete", "ann", memory_id=memory_id).to_dict()["status"] == "success"
     assert files_holding(pgdata, pieces(DOCUMENT_WORD)) == []
     assert files_holding(pgdata, pieces(MEMORY_WORD)) == []
     # what was kept is still found, by words and by meaning
     assert [a.id for a in forest.archives("m")] == [kept.id] and forest.search("m", "bebop")
-    found = personal.memory_tool("search", "ann", query="sailing on Sundays")["payload"]["results"]
+    found = personal.memory_tool("search", "ann", query="sailing on Sundays").to_dict()["payload"]["results"]
     assert [r["memory"] for r in found] == ["I sail every Sunday in summer."]

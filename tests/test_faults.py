@@ -90,20 +90,20 @@ def test_a_claude_call_that_hangs_holds_up_no_other_write(make_forest, monkeypat
         personal.process_memory("ann", "My grandmother grew up in Lisbon.")
         assert fake.hung.wait(60)
         personal.process_memory("ann", "I am allergic to peanuts.")
-        added = personal.memory_tool("add", "ann", text="I drive a blue Volvo.")
+        added = personal.memory_tool("add", "ann", text="I drive a blue Volvo.").to_dict()
         research.add_note("m", "s", "finding", "Fusion adds 8% inference time.")
         research.update_knowledge("m", "feature fusion", "Helps at 5-shot.")
         # The hung call is still open: nothing waited for it.
         assert fake.holding == 1 and added["status"] == "success"
         deadline = time.monotonic() + 60  # drain waits for what is due; the retry is due 2 s after the failure
-        while any(i["status"] == "pending" for i in personal.write_queue("ann")["items"]) and time.monotonic() < deadline:
+        while any(i["status"] == "pending" for i in personal.write_queue("ann").to_dict()["items"]) and time.monotonic() < deadline:
             assert personal.drain(60)
             time.sleep(0.2)
     assert fake.held == 1 and fake.holding == 0  # llm_retries=0 and the SDK retries nothing: the queue does
     memories = [m.memory for m in personal.memories("ann")]
     assert sorted(memories) == sorted(["My grandmother grew up in Lisbon.", "I am allergic to peanuts.",
                                        "I drive a blue Volvo."])
-    decisions = {i["input"]: i for i in personal.write_queue("ann")["items"]}
+    decisions = {i["input"]: i for i in personal.write_queue("ann").to_dict()["items"]}
     hung = decisions["My grandmother grew up in Lisbon."]
     assert hung["status"] == "done" and hung["attempts"] == 2 and "did not answer" in hung["error"]
     assert hung["decision"]["privacy"]["decided_by"] == "claude:claude-sonnet-4-5"

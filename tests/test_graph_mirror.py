@@ -58,7 +58,7 @@ def graph_edges(personal, user_id: str) -> list[GraphEdge]:
 def add(personal, user_id: str, *texts: str) -> list[int]:
     ids = []
     for text in texts:
-        reply = personal.memory_tool("add", user_id, text=text)
+        reply = personal.memory_tool("add", user_id, text=text).to_dict()
         assert reply["status"] == "success", reply
         ids.append(reply["payload"]["results"][0]["memory_id"])
     return ids
@@ -97,7 +97,7 @@ def test_writes_supersedes_deletes_and_erasure_reach_the_graph(mirrored):
     assert mirrored.doctor().graph_drift == {}
 
     # Deleted: its fact and the entity no other fact names leave the graph.
-    assert personal.memory_tool("delete", "ann", memory_id=ids[1])["status"] == "success"
+    assert personal.memory_tool("delete", "ann", memory_id=ids[1]).to_dict()["status"] == "success"
     assert ("anna", "works at", "acme") not in {e.key for e in graph_edges(personal, "ann")}
     assert "Acme" not in personal.store.mirror.graph.entity_names("ann")
     assert graph_edges(personal, "ann") == sql_edges(personal, "ann")
@@ -120,7 +120,7 @@ def test_one_users_graph_never_reaches_anothers(mirrored):
     add(personal, "bob", "My colleague is Anna.", "Anna lives in Oslo.", "I work at Acme.")
     walked = personal.recall.graph("ann", "Where does Anna work and live?")[1]
     assert {t.target for t in walked} <= {"Anna", "Acme"} and "Oslo" not in {t.target for t in walked}
-    assert {r["target"] for r in personal.user_graph("bob")["relations"]} == {"Anna", "Oslo", "Acme"}
+    assert {r["target"] for r in personal.user_graph("bob").to_dict()["relations"]} == {"Anna", "Oslo", "Acme"}
     # the same name is two nodes, one per user, and no edge joins them
     rows = personal.store.mirror.graph.run(
         "MATCH (a:Entity {name: $name})-[r]-(b:Entity) RETURN a.user_id, b.user_id, r.user_id", {"name": "anna"})
@@ -131,7 +131,7 @@ def test_one_users_graph_never_reaches_anothers(mirrored):
 def test_user_graph_and_the_walk_from_the_graph_equal_sql_and_networkx(mirrored):
     personal = mirrored.personal
     add(personal, "ann", *FAMILY)
-    assert personal.user_graph("ann") == from_sql(personal, lambda: personal.user_graph("ann"))
+    assert personal.user_graph("ann").to_dict() == from_sql(personal, lambda: personal.user_graph("ann").to_dict())
     for question in QUESTIONS:
         start, relations = personal.recall.graph("ann", question)
         expected_start, expected = from_sql(personal, lambda: personal.recall.graph("ann", question))
@@ -151,7 +151,7 @@ def test_doctor_finds_and_repairs_injected_drift(mirrored, tmp_path):
     graph.remove("ann", [real[1].key])
     graph.upsert("ann", [GraphEdge(**{**vars(real[2]), "memory_ids": (1, 2, 3)})])
     # reads come from the graph: the injected edge shows until doctor repairs it
-    assert {"source": "ann", "relationship": "owns", "target": "Yacht"} in personal.user_graph("ann")["relations"]
+    assert {"source": "ann", "relationship": "owns", "target": "Yacht"} in personal.user_graph("ann").to_dict()["relations"]
 
     report = mirrored.doctor()
     assert report.graph_drift == {"ann": {"missing": 1, "extra": 1, "stale": 1}} and not report.healthy
@@ -165,7 +165,7 @@ def test_doctor_finds_and_repairs_injected_drift(mirrored, tmp_path):
         assert "graph mirror drift for user ann: 1 missing, 1 extra, 1 stale edges" in shown.stdout, shown.stderr
     assert mirrored.doctor(repair_drift=True).repaired
     assert mirrored.doctor().graph_drift == {} and graph_edges(personal, "ann") == sql_edges(personal, "ann")
-    assert personal.user_graph("ann") == from_sql(personal, lambda: personal.user_graph("ann"))
+    assert personal.user_graph("ann").to_dict() == from_sql(personal, lambda: personal.user_graph("ann").to_dict())
 
 
 def test_doctor_sees_a_closed_edge_reopened_in_the_graph_and_closes_it_again(mirrored):
@@ -175,10 +175,10 @@ def test_doctor_sees_a_closed_edge_reopened_in_the_graph_and_closes_it_again(mir
     paris = next(e for e in graph_edges(personal, "cy") if e.target == "Paris")
     assert paris.valid_to is not None
     graph.upsert("cy", [GraphEdge(**{**vars(paris), "valid_to": None})])   # drift: Paris holds again
-    assert "Paris" in {r["target"] for r in personal.user_graph("cy")["relations"]}
+    assert "Paris" in {r["target"] for r in personal.user_graph("cy").to_dict()["relations"]}
     assert mirrored.doctor().graph_drift == {"cy": {"missing": 0, "extra": 0, "stale": 1}}
     assert mirrored.doctor(repair_drift=True).repaired
-    assert {r["target"] for r in personal.user_graph("cy")["relations"]} == {"Berlin"}
+    assert {r["target"] for r in personal.user_graph("cy").to_dict()["relations"]} == {"Berlin"}
     assert graph_edges(personal, "cy") == sql_edges(personal, "cy")
 
 
@@ -197,7 +197,7 @@ def test_a_write_while_the_graph_is_down_is_kept_and_doctor_repairs_the_mirror(m
             report = forest.doctor()
         assert len([r for r in caplog.records if "graph mirror" in r.getMessage()]) == 1   # said once
         assert len(sql_edges(personal, "ann")) == 4                       # every write kept in SQL
-        assert len(personal.user_graph("ann")["relations"]) == 4          # answered from SQL meanwhile
+        assert len(personal.user_graph("ann").to_dict()["relations"]) == 4          # answered from SQL meanwhile
         assert report.graph_error and not report.healthy
 
         server.start()   # back, and empty (it keeps nothing on disk): all of ann is missing

@@ -356,4 +356,4 @@ def test_an_inferred_add_is_refused_while_personal_memory_is_switched_off(make_f
     forest = make_forest(memory_enabled=False)
     with pytest.raises(ConfigError, match="switched off"):
         forest.personal.queue_write("ann", "I live in Lisbon")
-    assert forest.personal.write_queue("ann")["state"] == {"pending": 0, "done": 0, "failed": 0}
+    assert forest.personal.write_queue("ann").to_dict()["state"] == {"pending": 0, "done": 0, "failed": 0}

@@ -254,7 +254,7 @@ def test_personal_writes_wait_in_the_queue_while_the_llm_is_down(make_forest):
         forest.personal.process_memory("ann", "I moved to Porto last spring.")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            items = forest.personal.write_queue("ann")["items"]
+            items = forest.personal.write_queue("ann").to_dict()["items"]
             if items and items[0]["status"] == "done":
                 break
             time.sleep(0.2)

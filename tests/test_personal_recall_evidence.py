@@ -35,12 +35,12 @@ def test_near_repeats_leave_room_for_the_other_evidence_of_a_question(personal):
     # by score alone the six repeats come first and fill the top five
     seventh = ids[int(np.argsort(-combined)[6])]
     assert personal.store.said("u1", [seventh])[seventh][1] == other
-    found = _texts(personal.memory_tool("search", "u1", query=question, top_k=5))
+    found = _texts(personal.memory_tool("search", "u1", query=question, top_k=5).to_dict())
     assert other in found
     assert sum(text in repeats for text in found) == 4
     # another user's memories are never among them
     personal.memory_tool("add", "u2", text=repeats)
-    assert set(_texts(personal.memory_tool("search", "u2", query="support group", top_k=5))) <= set(repeats)
+    assert set(_texts(personal.memory_tool("search", "u2", query="support group", top_k=5).to_dict())) <= set(repeats)
 
 
 def test_when_questions_and_the_memories_that_say_when():
@@ -69,7 +69,7 @@ def test_a_when_question_lifts_the_memories_that_say_when(personal, monkeypatch)
     _, plain, _, _ = personal.recall._scores("caroline", question)
     assert list(np.round(lifted - plain, 6)) == [0.0, 0.0, 1.0, 0.0]
     monkeypatch.undo()
-    top = _texts(personal.memory_tool("search", "caroline", query=question, top_k=1))
+    top = _texts(personal.memory_tool("search", "caroline", query=question, top_k=1).to_dict())
     assert top == [said[2]]
 
 
@@ -81,7 +81,7 @@ def test_the_session_date_stays_on_every_memory(personal):
     (memory,) = personal.memories("caroline")
     assert memory.memory.startswith("[1:56 pm on 8 May, 2023] Caroline:")
     assert memory.created_at == MAY_8
-    found = personal.memory_tool("search", "caroline", query="When did Caroline go to the support group?", top_k=1)
+    found = personal.memory_tool("search", "caroline", query="When did Caroline go to the support group?", top_k=1).to_dict()
     assert found["payload"]["results"][0]["created_at"].startswith("2023-05-08")
 
 

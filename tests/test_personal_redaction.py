@@ -62,7 +62,7 @@ def test_ordinary_numbers_and_ids_stay(text):
 
 
 def test_metadata_values_are_redacted_and_an_id_holding_a_secret_is_refused(personal):
-    reply = personal.memory_tool("add", "ann", text="I moved to Porto", metadata={"note": "wifi password: Porto#2024"})
+    reply = personal.memory_tool("add", "ann", text="I moved to Porto", metadata={"note": "wifi password: Porto#2024"}).to_dict()
     assert reply["status"] == "success"
     assert personal.memories("ann")[0].metadata == {"note": "wifi password: [PASSWORD]"}
     personal.process_memory("ann", "I like the beach", metadata={"source": "key sk_live_4eC39HqLyjWDarjtT1zdp7dcTYoo"})
@@ -70,11 +70,11 @@ def test_metadata_values_are_redacted_and_an_id_holding_a_secret_is_refused(pers
     stored = json.dumps([m.metadata for m in personal.memories("ann")])
     assert "sk_live" not in stored and "[API_KEY]" in stored
     for scope in ({"agent_id": "sk_live_4eC39HqLyjWDarjtT1zdp7dcTYooMQau"}, {"run_id": JWT}):
-        refused = personal.memory_tool("add", "ann", text="I like tea", **scope)
+        refused = personal.memory_tool("add", "ann", text="I like tea", **scope).to_dict()
         assert refused["status"] == "fallback" and "looks like a secret" in refused["payload"]["error"]
     with pytest.raises(Exception, match="looks like a secret"):
         personal.process_memory("ann", "I like tea", agent_id="AKIAIOSFODNN7EXAMPLE")
-    assert personal.memory_tool("add", "ann", text="I like tea", run_id="9b2f4c7a-1d3e-4f5a-8b6c-7d8e9f0a1b2c")[
+    assert personal.memory_tool("add", "ann", text="I like tea", run_id="9b2f4c7a-1d3e-4f5a-8b6c-7d8e9f0a1b2c").to_dict()[
         "status"] == "success"  # a UUID is an ordinary id
 
 
@@ -98,7 +98,7 @@ def test_a_secret_never_reaches_the_store_the_logs_or_claude(make_forest, caplog
             trace = personal.debug_process_memory("u1", "My PIN is 4321, remember that.")
             assert personal.drain(60)
             update = personal.memory_tool("update", "u1", memory_id=personal.memories("u1")[0].id,
-                                          text="new password: Qwerty!234")
+                                          text="new password: Qwerty!234").to_dict()
             assert update["status"] == "success"
         finally:
             personal.stop()

@@ -21,20 +21,20 @@ def _texts(reply):
 def test_the_graph_route_answers_a_two_hop_question_no_single_memory_answers(personal, monkeypatch):
     personal.memory_tool("add", "u1", text=["Tom is married to Anna.", "Anna works at Pinewood Labs.", *DISTRACTORS])
     question = "Where does Tom's wife work?"
-    found = _texts(personal.memory_tool("search", "u1", query=question, top_k=9))
+    found = _texts(personal.memory_tool("search", "u1", query=question, top_k=9).to_dict())
     assert {"Tom is married to Anna.", "Anna works at Pinewood Labs."} <= set(found[:4])
     # Without the graph route the second hop (Anna's job shares only "work" with the question)
     # falls behind distractors that share more words.
     monkeypatch.setattr(personal.recall, "_graph_memories", lambda user_id, query: {})
-    flat = _texts(personal.memory_tool("search", "u1", query=question, top_k=9))
+    flat = _texts(personal.memory_tool("search", "u1", query=question, top_k=9).to_dict())
     assert flat.index("Anna works at Pinewood Labs.") > found.index("Anna works at Pinewood Labs.")
 
 
 def test_hybrid_search_finds_an_exact_rare_term_and_a_paraphrase(personal):
     personal.memory_tool("add", "u1", text=["My locker code word is XQ-77 at the gym.", "I adore Sichuan food.",
                                             *DISTRACTORS])
-    assert _texts(personal.memory_tool("search", "u1", query="XQ-77", top_k=1)) == ["My locker code word is XQ-77 at the gym."]
-    assert _texts(personal.memory_tool("search", "u1", query="spicy Chinese cuisine", top_k=1)) == \
+    assert _texts(personal.memory_tool("search", "u1", query="XQ-77", top_k=1).to_dict()) == ["My locker code word is XQ-77 at the gym."]
+    assert _texts(personal.memory_tool("search", "u1", query="spicy Chinese cuisine", top_k=1).to_dict()) == \
         ["I adore Sichuan food."]
 
 
@@ -47,13 +47,13 @@ def test_time_in_the_question_prefers_what_was_said_then(personal):
     assert personal.drain(60)
     assert periods_in("What did I do in June 2023?") == [(2023, 6, None)]
     for month, expected in (("May", "friends"), ("June", "cousin")):
-        top = _texts(personal.memory_tool("search", "u1", query=f"pottery class in {month} 2023", top_k=1))
+        top = _texts(personal.memory_tool("search", "u1", query=f"pottery class in {month} 2023", top_k=1).to_dict())
         assert expected in top[0]
 
 
 def test_process_memory_context_uses_the_same_retrieval(personal):
     personal.memory_tool("add", "u1", text=["Tom is married to Anna.", "Anna works at Pinewood Labs.", *DISTRACTORS])
-    context = personal.process_memory("u1", "Where does Tom's wife work?")
+    context = personal.process_memory("u1", "Where does Tom's wife work?").to_dict()
     assert {"Tom is married to Anna.", "Anna works at Pinewood Labs."} <= {c["memory"] for c in context["vector_chunks"][:5]}
 
 
@@ -105,7 +105,7 @@ def test_the_worker_survives_any_exception_and_reports_its_state(personal, monke
     monkeypatch.setattr(personal.store, "claim", flaky_claim)
     personal.process_memory("u1", "I keep bees on my balcony.")
     assert personal.drain(30)
-    state = personal.worker_state()
+    state = personal.worker_state().to_dict()
     assert state["running"] and state["failures"] == 1 and "database is locked" in state["last_error"]
     assert state["queue"]["done"] == 1 and state["queue"]["pending"] == 0
     assert [m.memory for m in personal.memories("u1")] == ["I keep bees on my balcony."]
@@ -115,27 +115,27 @@ def test_vectors_of_another_embedder_are_refused_with_a_clear_message(personal):
     personal.memory_tool("add", "u1", text="I play the cello.")
     with personal.db.transaction() as conn:
         conn.execute("UPDATE personal_memories SET embedder = 'other/model'")
-    reply = personal.memory_tool("search", "u1", query="cello")
+    reply = personal.memory_tool("search", "u1", query="cello").to_dict()
     assert reply["status"] == "fallback" and "other/model" in reply["payload"]["error"] and "re-embed" in \
         reply["payload"]["error"].lower()
     with pytest.raises(EmbedderMismatch):
         personal.store.vectors("u1", personal.embedder.name)
     assert personal.reembed("u1") == 1
-    assert _texts(personal.memory_tool("search", "u1", query="cello")) == ["I play the cello."]
+    assert _texts(personal.memory_tool("search", "u1", query="cello").to_dict()) == ["I play the cello."]
 
 
 def test_superseding_retires_the_fact_not_the_whole_memory(personal):
     personal.memory_tool("add", "ann", text="I live in Berlin, and my sister Mia lives with me.")
     personal.memory_tool("add", "ann", text="I live in Paris now, my sister Mia does not.")
-    relations = {(r["source"], r["relationship"], r["target"]) for r in personal.user_graph("ann")["relations"]}
+    relations = {(r["source"], r["relationship"], r["target"]) for r in personal.user_graph("ann").to_dict()["relations"]}
     assert ("ann", "lives in", "Paris") in relations and ("ann", "sister", "Mia") in relations
     assert ("ann", "lives in", "Berlin") not in relations
 
 
 def test_a_fact_shared_by_two_memories_survives_deleting_one(personal):
-    first = personal.memory_tool("add", "ann", text="My sister Mia works at Globex.")["payload"]["results"][0]
+    first = personal.memory_tool("add", "ann", text="My sister Mia works at Globex.").to_dict()["payload"]["results"][0]
     personal.memory_tool("add", "ann", text="I have a sister, my sister Mia is great at chess.")
     personal.memory_tool("delete", "ann", memory_id=first["memory_id"])
-    relations = {(r["source"], r["relationship"], r["target"]) for r in personal.user_graph("ann")["relations"]}
+    relations = {(r["source"], r["relationship"], r["target"]) for r in personal.user_graph("ann").to_dict()["relations"]}
     assert ("ann", "sister", "Mia") in relations
     assert ("Mia", "works at", "Globex") not in relations

@@ -52,11 +52,11 @@ def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
         _mcp(server.url, [("process_memory", {"user_id": "ann", "input": text}) for text in (
             "I live in Berlin and I work at the Max Planck Institute.", "Actually I moved: I live in Munich now.")])
         assert forest.personal.drain(60)
-        found = forest.personal.memory_tool("search", "ann", query="Where do I live?")["payload"]["results"]
+        found = forest.personal.memory_tool("search", "ann", query="Where do I live?").to_dict()["payload"]["results"]
         texts = " ".join(r["memory"] for r in found)
         assert "Munich" in texts and "Berlin" not in texts, texts
         assert any("Max Planck" in m for m in _memories(forest.personal, "ann"))   # the unaffected part stays
-        history = forest.personal.memory_tool("history", "ann")["payload"]["history"]
+        history = forest.personal.memory_tool("history", "ann").to_dict()["payload"]["history"]
         update = [e for e in history if e["event"] == "UPDATE"]
         assert update and "Berlin" in update[0]["old_value"] and "supersedes" in update[0]["reason"]
         assert "Berlin" not in (update[0]["new_value"] or "")
@@ -83,7 +83,7 @@ def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
 def test_moving_back_reopens_the_closed_fact(personal):
     _say(personal, "eve", "I live in Berlin.", "I moved to Munich.", "I moved back: I live in Berlin now.")
     assert _live_places(personal, "eve") == {"Berlin"}
-    spans = {r["target"]: r["valid_to"] for r in personal.user_graph("eve", include_ended=True)["relations"]
+    spans = {r["target"]: r["valid_to"] for r in personal.user_graph("eve", include_ended=True).to_dict()["relations"]
              if r["relationship"] in ("lives in", "moved to")}   # "moved to Munich" is kept as said
     assert spans["Berlin"] is None and spans.get("Munich") is not None, spans
 
@@ -92,7 +92,7 @@ def test_a_fact_two_memories_state_is_closed_once_for_both(personal):
     _say(personal, "fay", "I live in Berlin.", "I live in Berlin and I love jazz.", "I moved to Munich.")
     assert not any("Berlin" in m for m in _memories(personal, "fay")), _memories(personal, "fay")
     facts = {(r["relationship"], r["target"]): r["valid_to"]
-             for r in personal.user_graph("fay", include_ended=True)["relations"]}
+             for r in personal.user_graph("fay", include_ended=True).to_dict()["relations"]}
     assert facts[("lives in", "Berlin")] is not None and facts[("moved to", "Munich")] is None, facts
     assert _live_places(personal, "fay") == set()
 
@@ -180,11 +180,11 @@ def test_a_store_from_before_validity_dates_gets_them_when_it_upgrades(tmp_path,
     upgraded = make_forest(data_dir=tmp_path / "store", memory_privacy_filter=False)
     try:
         created = upgraded.db.query("SELECT created_at FROM personal_triples")[0][0]
-        (fact,) = upgraded.personal.user_graph("ann", include_ended=True)["relations"]
+        (fact,) = upgraded.personal.user_graph("ann", include_ended=True).to_dict()["relations"]
         assert fact["target"] == "Berlin" and fact["valid_to"] is None
         assert upgraded.db.query("SELECT valid_from FROM personal_triples")[0][0] == created
         _say(upgraded.personal, "ann", "I moved to Munich.")   # and closes it as a new store does
-        assert upgraded.personal.user_graph("ann", include_ended=True)["relations"][0]["valid_to"] is not None
+        assert upgraded.personal.user_graph("ann", include_ended=True).to_dict()["relations"][0]["valid_to"] is not None
     finally:
         upgraded.personal.stop()
 
@@ -218,7 +218,7 @@ def test_an_llm_decides_an_update_before_the_write_transaction_and_can_keep_both
         fake.respond = respond
         forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0)
         for text in ("I live in Berlin.", "I live in Munich now."):
-            reply = forest.personal.memory_tool("add", "ann", text=text)
+            reply = forest.personal.memory_tool("add", "ann", text=text).to_dict()
             assert reply["status"] == "success", reply
         assert locked_when_asked == [False]
         assert sorted(_memories(forest.personal, "ann")) == ["I live in Berlin.", "I live in Munich now."]

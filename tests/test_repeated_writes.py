@@ -73,9 +73,9 @@ def test_personal_input_said_again_word_for_word_is_stored_once(personal):
     assert personal.drain(60)
     assert [(m.memory, m.agent_id) for m in personal.memories("ann")] == [
         ("My sister Mia is a pediatric nurse.", None), ("My sister Mia is a pediatric nurse.", "travel")]
-    first, repeated, _ = sorted(personal.write_queue("ann")["items"], key=lambda i: i["id"])
+    first, repeated, _ = sorted(personal.write_queue("ann").to_dict()["items"], key=lambda i: i["id"])
     assert first["decision"]["action"] == "stored" and repeated["decision"]["action"] == "repeated"
     assert repeated["decision"]["memory_id"] == first["decision"]["memory_id"]
-    added = personal.memory_tool("add", "ann", text="My sister Mia is a pediatric nurse.")["payload"]["results"]
+    added = personal.memory_tool("add", "ann", text="My sister Mia is a pediatric nurse.").to_dict()["payload"]["results"]
     assert added[0]["event"] == "NONE" and added[0]["memory_id"] == first["decision"]["memory_id"]
     assert len(personal.memories("ann")) == 2

@@ -61,12 +61,12 @@ def _raw_store(forest) -> bytes:
 def test_metadata_values_of_any_type_are_redacted_before_storage(personal, forest):
     reply = personal.memory_tool("add", "ann", text="I paid for the flight",
                                  metadata={"card": 4111111111111111, "pin": 7351, "api_key": "abc123-def",
-                                           "year": 2024, "seats": 2, "paid": True})
+                                           "year": 2024, "seats": 2, "paid": True}).to_dict()
     assert reply["status"] == "success", reply
     assert personal.memories("ann")[0].metadata == {"card": "[CARD_NUMBER]", "pin": "[PIN]", "api_key": "[API_KEY]",
                                                    "year": 2024, "seats": 2, "paid": True}
     # a search filter on the redacted key finds it (the filter is redacted as the value was)
-    found = personal.memory_tool("search", "ann", query="flight", filters={"pin": 7351})
+    found = personal.memory_tool("search", "ann", query="flight", filters={"pin": 7351}).to_dict()
     assert [r["metadata"]["pin"] for r in found["payload"]["results"]] == ["[PIN]"]
     forest.db.close()
     raw = _raw_store(forest)

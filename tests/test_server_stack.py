@@ -123,9 +123,9 @@ def test_research_and_personal_memory_on_the_server_stack(backend_pair):
     for forest in (embedded, served):
         forest.personal.memory_tool("add", "ann", text="I am allergic to peanuts.", actor="test")
     for query in ("where does ann live", "food", "allergy", "sister"):
-        assert [r["memory"] for r in embedded.personal.memory_tool("search", "ann", query=query)["payload"]["results"]] \
-            == [r["memory"] for r in served.personal.memory_tool("search", "ann", query=query)["payload"]["results"]]
-    assert embedded.personal.user_graph("ann") == served.personal.user_graph("ann")
+        assert [r["memory"] for r in embedded.personal.memory_tool("search", "ann", query=query).to_dict()["payload"]["results"]] \
+            == [r["memory"] for r in served.personal.memory_tool("search", "ann", query=query).to_dict()["payload"]["results"]]
+    assert embedded.personal.user_graph("ann").to_dict() == served.personal.user_graph("ann").to_dict()
     assert embedded.research.briefing("alice", "thesis").text == served.research.briefing("alice", "thesis").text
     assert [e.event.content for e in embedded.research.search_episodic("alice", "bebop clubs")] == \
         [e.event.content for e in served.research.search_episodic("alice", "bebop clubs")]
@@ -288,7 +288,7 @@ def test_a_store_moves_to_postgres_and_back_without_embedding_again(make_forest,
     assert [r.node.id for r in server.retrieve("alice", QUESTION)] == [r.node.id for r in source.retrieve("alice", QUESTION)]
     assert [h.node.id for h in server.search("alice", "bebop", mode="bm25")] == \
         [h.node.id for h in source.search("alice", "bebop", mode="bm25")]
-    assert server.personal.memory_tool("search", "ann", query="Berlin")["payload"]["results"][0]["memory"] == \
+    assert server.personal.memory_tool("search", "ann", query="Berlin").to_dict()["payload"]["results"][0]["memory"] == \
         "I live in Berlin with my sister Anna."
     # new writes on the copy get new ids after the copied ones
     added = server.ingest_text("alice", "plants", topic_text("photosynthesis"))

@@ -57,7 +57,7 @@ with try_tab:
             if debug:
                 st.code(personal.debug_process_memory(user_id, text), language="text")
             else:
-                context = personal.process_memory(user_id, text)
+                context = personal.process_memory(user_id, text).to_dict()  # as the agent receives it
                 found = context["vector_chunks"] or context["graph_relations"]
                 st.markdown(f"**What the agent is told** ({context['metadata']['retrieval_time_ms']} ms)" if found
                             else "**Nothing known about this yet.**")
@@ -77,7 +77,7 @@ with try_tab:
 
 if graph_tab.open:
     with graph_tab:
-        graph = personal.user_graph(user_id)
+        graph = personal.user_graph(user_id).to_dict()
         if graph["relations"]:
             st.iframe(graph_html(graph["relations"], speaker=user_id), height=540)
             st.dataframe(graph["relations"], hide_index=True)
@@ -97,21 +97,20 @@ if memories_tab.open:
                     scope.append(f"metadata `{json.dumps(record.metadata, ensure_ascii=False)}`")
                 if scope:
                     st.markdown(safe_markdown(" · ".join(scope)))
-                st.dataframe(personal.memory_tool("history", user_id, memory_id=record.id)["payload"]["history"],
-                             hide_index=True)
+                history = personal.memory_tool("history", user_id, memory_id=record.id).to_dict()
+                st.dataframe(history["payload"]["history"], hide_index=True)
                 if confirmed(f"Delete memory #{record.id}", f"“{truncate(record.memory, 200)}” is forgotten.",
                              key=f"delete-memory-{record.id}"):
                     reply = personal.memory_tool("delete", user_id, memory_id=record.id, actor="workbench")
-                    if reply["status"] == "success":
+                    if reply.ok:
                         notify(f"Deleted memory #{record.id}.")
                     else:
-                        notify(f"Memory #{record.id} was not deleted: {reply['payload'].get('error', reply['status'])}",
-                               failed=True)
+                        notify(f"Memory #{record.id} was not deleted: {reply.payload.message}", failed=True)
                     st.rerun()
         if records and confirmed("Clear all of this user's memory",
                                  f"All {counted(len(records), 'memory')} of {user_id!r}, their history, graph, tags and "
                                  "queued writes are forgotten. This cannot be undone.", key=f"clear-memory-{user_id}"):
-            removed = personal.clear_user_memory(user_id)["memories_removed"]
+            removed = personal.clear_user_memory(user_id).memories_removed
             notify(f"Cleared the memory of {user_id!r}: {counted(removed, 'memory')} removed.")
             st.rerun()
 
@@ -119,13 +118,13 @@ if memories_tab.open:
 def write_queue() -> None:
     """Polls once a second while writes are pending, then reruns the page (new memories, new graph)."""
     queue = personal.write_queue(user_id)
-    state = queue["state"]
-    st.caption(f"pending {state['pending']} · done {state['done']} · failed {state['failed']}")
-    st.dataframe([{"input": truncate(d["input"], 120), "status": d["status"], "attempts": d["attempts"],
-                   "privacy": (d["decision"] or {}).get("privacy", {}).get("label"),
-                   "action": (d["decision"] or {}).get("action"), "error": d["error"]}
-                  for d in queue["items"]], hide_index=True)
-    if state["pending"]:
+    state = queue.state
+    st.caption(f"pending {state.pending} · done {state.done} · failed {state.failed}")
+    st.dataframe([{"input": truncate(d.input, 120), "status": d.status, "attempts": d.attempts,
+                   "privacy": (d.decision or {}).get("privacy", {}).get("label"),
+                   "action": (d.decision or {}).get("action"), "error": d.error}
+                  for d in queue.items], hide_index=True)
+    if state.pending:
         st.session_state["memory_writes_pending"] = True
     elif st.session_state.pop("memory_writes_pending", False):
         st.rerun()
@@ -133,5 +132,5 @@ def write_queue() -> None:
 
 if queue_tab.open:
     with queue_tab:
-        pending = personal.write_queue(user_id)["state"]["pending"]
+        pending = personal.write_queue(user_id).state.pending
         st.fragment(run_every=1.0 if pending else None)(write_queue)()

@@ -86,19 +86,19 @@ latest_calls()
 def personal_writer() -> None:
     st.subheader("Personal memory writer")
     state = forest.personal.worker_state()
-    queue = state["queue"]
+    queue = state.queue
     running, pending, done, failed = st.columns(4)
     if isinstance(server, SeparateEndpoint):  # the serve processes and workers write; this one only reads
         running.metric("workers", "elsewhere")
     else:
         # The worker starts with the first write of this process; pending items without it are a fault.
-        running.metric("worker", "running" if state["running"] else "idle" if not queue["pending"] else "not running")
-    pending.metric("queued", queue["pending"])
-    done.metric("written", queue["done"])
-    failed.metric("failed", queue["failed"])
-    if state["last_error"]:
-        st.warning(f"{counted(state['failures'], 'failure')} since start (each retried later); the latest: "
-                   f"{state['last_error']}")
+        running.metric("worker", "running" if state.running else "idle" if not queue.pending else "not running")
+    pending.metric("queued", queue.pending)
+    done.metric("written", queue.done)
+    failed.metric("failed", queue.failed)
+    if state.last_error:
+        st.warning(f"{counted(state.failures, 'failure')} since start (each retried later); the latest: "
+                   f"{state.last_error}")
 
 
 personal_writer()

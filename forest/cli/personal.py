@@ -51,7 +51,7 @@ def process_memory(forest: MemoryForest, args: argparse.Namespace) -> int:
     personal = forest.personal
     if args.debug:
         return emit(args, {"trace": personal.debug_process_memory(args.user_id, args.text)}, lambda r: r["trace"] + "\n")
-    context = personal.process_memory(args.user_id, args.text)
+    context = personal.process_memory(args.user_id, args.text).to_dict()
     personal.drain()  # a command line process would exit before the background write
     return emit(args, context, lambda c: json.dumps(c, ensure_ascii=False, indent=2) + "\n")
 
@@ -63,19 +63,19 @@ def memory_tool(forest: MemoryForest, args: argparse.Namespace) -> int:
                                         query=" ".join(text) if task == "search" else None,
                                         agent_id=getattr(args, "agent_id", None), run_id=getattr(args, "run_id", None),
                                         actor="cli")
-    if reply["status"] != "success":
-        raise ForestError(reply["payload"].get("error") or reply["payload"].get("reason"))
-    return emit(args, reply, lambda r: json.dumps(r["payload"], ensure_ascii=False, indent=2) + "\n")
+    if not reply.ok:
+        raise ForestError(reply.payload.message)
+    return emit(args, reply.to_dict(), lambda r: json.dumps(r["payload"], ensure_ascii=False, indent=2) + "\n")
 
 
 def show_graph(forest: MemoryForest, args: argparse.Namespace) -> int:
-    graph = forest.personal.user_graph(args.user_id)
+    graph = forest.personal.user_graph(args.user_id).to_dict()
     return emit(args, graph, lambda g: "".join(
         f"{r['source']} --[{r['relationship']}]--> {r['target']}\n" for r in g["relations"]) or "no relations\n")
 
 
 def tag_user(forest: MemoryForest, args: argparse.Namespace) -> int:
-    result = forest.personal.tags(args.user_id, dry_run=not args.apply)
+    result = forest.personal.tags(args.user_id, dry_run=not args.apply).to_dict()
     return emit(args, result, lambda r: "".join(
         f"{t['tag']} ({t['kind']}) {t['weight']:.2f}\n" for t in r["candidates"]) or "no tags\n")
 
@@ -88,7 +88,7 @@ def reembed_memories(forest: MemoryForest, args: argparse.Namespace) -> int:
 
 
 def clear_user(forest: MemoryForest, args: argparse.Namespace) -> int:
-    return emit(args, forest.personal.clear_user_memory(args.user_id),
+    return emit(args, forest.personal.clear_user_memory(args.user_id).to_dict(),
                 lambda r: f"removed {counted(r['memories_removed'], 'memory')}\n")
 
 
@@ -115,6 +115,6 @@ def run_worker(forest: MemoryForest, args: argparse.Namespace) -> int:
         pass
     finally:
         personal.stop()  # the item in hand is finished; the rest stays queued for another worker
-    state = personal.worker_state()
+    state = personal.worker_state().to_dict()
     return emit(args, state, lambda s: f"written {counted(s['written'], 'item')}; "
                                        f"{counted(s['queue']['pending'], 'item')} still queued\n")

@@ -16,6 +16,8 @@ from forest.records import iso
 from forest.storage.fulltext import fulltext_for, memory_text_row
 from forest.storage.fulltext.fts5 import query_phrases
 from forest.storage.graphs.base import GraphEdge
+from forest.personal.records import (EntityCount, FactSpan, HistoryEntry, PersonalMemoryRecord, QueuedDecision,
+                                     QueuedWrite)
 
 if TYPE_CHECKING:
     from forest.personal.graph_mirror import GraphMirror
@@ -25,39 +27,6 @@ MEMORY_INDEX = "personal_memory_text"
 # A claim of `limit` items takes the input of at most limit / 8 users (4 for the worker's batch of
 # 32): enough for one embedding call to batch, few enough that other workers find users to write for.
 ITEMS_PER_CLAIMED_USER = 8
-
-
-@dataclass
-class PersonalMemoryRecord:
-    id: int
-    user_id: str
-    agent_id: str | None
-    run_id: str | None
-    memory: str
-    metadata: dict[str, Any]
-    created_at: float
-    updated_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "memory": self.memory, "user_id": self.user_id, "agent_id": self.agent_id,
-                "run_id": self.run_id, "metadata": self.metadata, "created_at": iso(self.created_at),
-                "updated_at": iso(self.updated_at)}
-
-
-@dataclass
-class HistoryEntry:
-    memory_id: int
-    event: str
-    old_value: str | None
-    new_value: str | None
-    actor: str
-    reason: str
-    created_at: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory_id": self.memory_id, "event": self.event, "old_value": self.old_value,
-                "new_value": self.new_value, "actor": self.actor, "reason": self.reason,
-                "created_at": iso(self.created_at)}
 
 
 @dataclass
@@ -439,12 +408,11 @@ class PersonalStore:
                              "AND valid_to IS NULL ORDER BY id", (user_id,))
         return [tuple(r) for r in rows]
 
-    def fact_history(self, user_id: str) -> list[dict[str, str | None]]:
+    def fact_history(self, user_id: str) -> list[FactSpan]:
         """Every fact of the user with its validity, closed ones too: what was true, and when."""
         rows = self.db.query("SELECT source, relationship, target, COALESCE(valid_from, created_at), valid_to "
                              "FROM personal_triples WHERE user_id = ? ORDER BY id", (user_id,))
-        return [{"source": r[0], "relationship": r[1], "target": r[2], "valid_from": iso(r[3]),
-                 "valid_to": None if r[4] is None else iso(r[4])} for r in rows]
+        return [FactSpan(*r) for r in rows]
 
     # --- the durable write queue ------------------------------------------------------------
     def enqueue(self, user_id: str, text: str, scope: dict[str, str | None], metadata: dict[str, Any],
@@ -558,27 +526,26 @@ class PersonalStore:
                              (user_id,))
         return {"pending": 0, "done": 0, "failed": 0, **{r[0]: r[1] for r in rows}}
 
-    def queue_item(self, user_id: str, item_id: int, now: float) -> dict[str, Any] | None:
+    def queue_item(self, user_id: str, item_id: int, now: float) -> QueuedWrite | None:
         """One queued input of the user: its status, whether a worker holds it now, its decision."""
         row = self.db.query_one("SELECT id, status, attempts, decision, last_error, lease_until, observed_at "
                                 "FROM personal_write_queue WHERE user_id = ? AND id = ?", (user_id, item_id))
         if row is None:
             return None
-        return {"id": row["id"], "status": row["status"], "attempts": row["attempts"],
-                "held": row["lease_until"] is not None and row["lease_until"] >= now,
-                "decision": json.loads(row["decision"]) if row["decision"] else None,
-                "error": row["last_error"], "observed_at": row["observed_at"]}
+        return QueuedWrite(row["id"], row["status"], row["attempts"],
+                           row["lease_until"] is not None and row["lease_until"] >= now,
+                           json.loads(row["decision"]) if row["decision"] else None, row["last_error"],
+                           row["observed_at"])
 
-    def entities(self, user_id: str | None = None) -> list[dict[str, Any]]:
+    def entities(self, user_id: str | None = None) -> list[EntityCount]:
         """Live memories counted by (user, agent, run), with the first and last write times."""
         sql = ("SELECT user_id, agent_id, run_id, count(*), min(created_at), max(updated_at) FROM personal_memories "
                "WHERE deleted_at IS NULL")
         rows = self.db.query(sql + (" AND user_id = ?" if user_id else "") +
                              " GROUP BY user_id, agent_id, run_id ORDER BY user_id", (user_id,) if user_id else ())
-        return [{"user_id": r[0], "agent_id": r[1], "run_id": r[2], "count": r[3], "created_at": r[4],
-                 "updated_at": r[5]} for r in rows]
+        return [EntityCount(*r) for r in rows]
 
-    def decisions(self, user_id: str, limit: int = 20) -> list[dict[str, Any]]:
+    def decisions(self, user_id: str, limit: int = 20) -> list[QueuedDecision]:
         """The latest queue items with their decisions; a written item's input is the memory it
         became while that lives (a discarded or deleted one's is gone: "")."""
         rows = self.db.query("SELECT id, input, status, attempts, decision, last_error FROM personal_write_queue "
@@ -588,8 +555,8 @@ class PersonalStore:
         memories = self.memories_by_id(user_id, sorted(written))
         said = {i: memories[d["memory_id"]].memory if d and d.get("memory_id") in memories else ""
                 for i, d in decisions.items()}
-        return [{"id": r["id"], "input": r["input"] or said[r["id"]], "status": r["status"],
-                 "attempts": r["attempts"], "decision": decisions[r["id"]], "error": r["last_error"]} for r in rows]
+        return [QueuedDecision(r["id"], r["input"] or said[r["id"]], r["status"], r["attempts"], decisions[r["id"]],
+                               r["last_error"]) for r in rows]
 
     # --- tags -------------------------------------------------------------------------------
     def tags(self, user_id: str) -> list[dict[str, Any]]:

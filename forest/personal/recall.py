@@ -21,6 +21,7 @@ from forest.personal.graph import (
     relations_for,
 )
 from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
+from forest.personal.records import MemoryHit
 from forest.personal.timeframe import asks_when, periods_in, says_when, within
 from forest.personal.turns import CONVERSATION_GAP_SECONDS, speaker_of
 from forest.storage.graphs.base import GraphStore
@@ -50,10 +51,10 @@ class PersonalRecall:
         return self.embedder.embed_passages([text])[0]
 
     def context(self, user_id: str, text: str,
-                vector: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+                vector: np.ndarray) -> tuple[list[MemoryHit], list[Triple]]:
         """process_memory's context: the memories like the text and the relations around what it names."""
         _, relations = self.graph(user_id, text)
-        return self.vector_chunks(user_id, text, vector), [t.to_dict() for t in relations]
+        return self.vector_chunks(user_id, text, vector), relations
 
     def graph(self, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
         """The known entities the text names (the user for I, me, my) and the relations around them
@@ -74,8 +75,8 @@ class PersonalRecall:
         return start, bearing_on(text, user_id, start, related(near, start, depth, len(near)),
                                  self.settings.graph_max_relations)
 
-    def vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[dict[str, Any]]:
-        return [{"memory": record.memory, "score": round(score, 4), "id": record.id}
+    def vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[MemoryHit]:
+        return [MemoryHit(record, score)
                 for record, score in self.search(user_id, text, self.settings.vector_top_k, vector=vector)]
 
     def search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,

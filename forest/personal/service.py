@@ -36,10 +36,24 @@ from forest.models.embedders import Embedder
 from forest.models.llm import StructuredLLM
 from forest.personal.graph import Triple, TripleExtractor, format_path, graph_paths
 from forest.personal.graph_mirror import GraphMirror
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
+from forest.personal.memory_store import PersonalStore, QueuedInput
 from forest.personal.policy import WritePolicy
 from forest.personal.privacy import PrivacyClassifier
 from forest.personal.recall import PersonalRecall
+from forest.personal.records import (
+    Cleared,
+    EntityCount,
+    MemoryContext,
+    PersonalMemoryRecord,
+    QueueCounts,
+    QueuedWrite,
+    Tag,
+    TagReport,
+    ToolReply,
+    UserGraph,
+    WorkerState,
+    WriteQueue,
+)
 from forest.personal.tags import extract_tags
 from forest.personal.tool import MemoryTool
 from forest.personal.writer import WriteWorker
@@ -84,14 +98,14 @@ class PersonalMemory:
 
     # --- process_memory ---------------------------------------------------------------------
     def process_memory(self, user_id: str, text: str, *, agent_id: str | None = None, run_id: str | None = None,
-                       metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> dict[str, Any]:
+                       metadata: dict[str, Any] | None = None, observed_at: float | None = None) -> MemoryContext:
         """The sync path's context now; the write happens in the background. If the input cannot
         be queued (the database is full, locked or broken) the reply says so: status "fallback",
         metadata.queued false and the reason; the retrieval's context is returned all the same."""
         user_id, text = checked_user_id(user_id), checked_text(text, "input")
         scope, metadata = checked_scope(agent_id, run_id), checked_metadata(metadata)
         if not self.enabled:
-            return _context("disabled", [], [], 0.0)
+            return MemoryContext("disabled", (), (), 0.0, queued=False)
         started = time.perf_counter()
         vector, at = None, observed_at or self.clock()
         try:
@@ -106,10 +120,11 @@ class PersonalMemory:
             self.store.enqueue(user_id, text, scope, metadata, at, self.clock(), vector, self.embedder.name)
         except Exception as exc:  # nothing holds the input now: the caller must know it was not kept
             log.exception("could not queue the input of user %s for writing", user_id)
-            return _context("fallback", chunks, relations, elapsed,
-                            f"the input was not queued for writing and will not be remembered: {type(exc).__name__}")
+            return MemoryContext("fallback", tuple(chunks), tuple(relations), elapsed, queued=False,
+                                 error="the input was not queued for writing and will not be remembered: "
+                                       f"{type(exc).__name__}")
         self.writer.wake()
-        return _context(status, chunks, relations, elapsed)
+        return MemoryContext(status, tuple(chunks), tuple(relations), elapsed, queued=True)
 
     def debug_process_memory(self, user_id: str, text: str) -> str:
         """The spec's debug mode: the whole flow in words, run synchronously: retrieval with scores, graph
@@ -135,7 +150,8 @@ class PersonalMemory:
             decision = self.policy.apply(conn, prepared)
         timings["classification and storage"] = (time.perf_counter() - began) * 1000
         lines = ["=== Retrieval ===", f"[vector search] query: {text!r}"]
-        lines += [f"  - match: {c['memory']!r} (score: {c['score']:.2f})" for c in chunks] or ["  - no match"]
+        lines += [f"  - match: {c.record.memory!r} (score: {round(c.score, 4):.2f})" for c in chunks] or \
+            ["  - no match"]
         lines.append(f"[graph search] start: {', '.join(start) or '(no known entity in the input)'}")
         lines += [f"  - path {n}: {format_path(p)}" for n, p in enumerate(paths, 1)] or ["  - no path"]
         lines += ["", "=== Storage decision ===",
@@ -144,14 +160,14 @@ class PersonalMemory:
                   f"[decision] {decision['action']}: {decision['why']}"]
         lines += ["", "=== Timing ===", *(f"- {stage}: {ms:.1f} ms" for stage, ms in timings.items()),
                   f"- total: {sum(timings.values()):.1f} ms"]
-        lines += ["", "=== Raw data ===", f"vector results: {chunks}",
+        lines += ["", "=== Raw data ===", f"vector results: {[c.context_dict() for c in chunks]}",
                   f"graph triples: {[(t.source, t.relationship, t.target) for t in relations]}",
                   f"decision: {decision}"]
         return "\n".join(lines)
 
-    def memory_tool(self, action: str, user_id: str, **arguments: Any) -> dict[str, Any]:
-        """The memory access tool (MemoryTool.run): {operation, status, payload}; only an outage
-        (ServiceUnavailable) raises."""
+    def memory_tool(self, action: str, user_id: str, **arguments: Any) -> ToolReply:
+        """The memory access tool (MemoryTool.run): its reply (operation, status, payload); only an
+        outage (ServiceUnavailable) raises."""
         return self.tool.run(action, user_id, **arguments)
 
     # --- the write worker -------------------------------------------------------------------
@@ -166,7 +182,7 @@ class PersonalMemory:
     def stop(self) -> None:
         self.writer.stop()
 
-    def worker_state(self) -> dict[str, Any]:
+    def worker_state(self) -> WorkerState:
         return self.writer.state()
 
     def reembed(self, user_id: str | None = None, batch: int = 64,
@@ -183,7 +199,7 @@ class PersonalMemory:
                 progress(start + len(part), len(rows))
         return len(rows)
 
-    def tags(self, user_id: str, dry_run: bool = True, limit: int = 20) -> dict[str, Any]:
+    def tags(self, user_id: str, dry_run: bool = True, limit: int = 20) -> TagReport:
         """Preference and topic tags from the user's memories; dry_run returns the candidates
         only, otherwise they are upserted (applying again changes nothing)."""
         user_id = checked_user_id(user_id)
@@ -191,8 +207,8 @@ class PersonalMemory:
                                   self.recall.triples(user_id), check_top_k(limit, MAX_TOP_K_MEMORIES))
         if not dry_run and candidates:
             self.store.upsert_tags(user_id, candidates, self.clock())
-        return {"candidates": candidates, "applied": [] if dry_run else candidates,
-                "stored": self.store.tags(user_id)}
+        found = tuple(Tag(**t) for t in candidates)
+        return TagReport(found, () if dry_run else found, tuple(Tag(**t) for t in self.store.tags(user_id)))
 
     def memories(self, user_id: str) -> list[PersonalMemoryRecord]:
         """The user's live memories, oldest first (the workbench's list)."""
@@ -211,7 +227,7 @@ class PersonalMemory:
         self.writer.wake()
         return item_id
 
-    def queued_write(self, user_id: str, item_id: int) -> dict[str, Any] | None:
+    def queued_write(self, user_id: str, item_id: int) -> QueuedWrite | None:
         """One queue item of the user: status (pending, done, failed), whether a worker holds it,
         attempts, its decision and last error; None if the user has no such item."""
         return self.store.queue_item(checked_user_id(user_id), item_id, self.clock())
@@ -222,45 +238,31 @@ class PersonalMemory:
 
 
 
-    def entities(self, user_id: str | None = None) -> list[dict[str, Any]]:
+    def entities(self, user_id: str | None = None) -> list[EntityCount]:
         """Who has live memories: each user (or only `user_id`), and the agents and runs within,
         with counts and first and last write times."""
         return self.store.entities(None if user_id is None else checked_user_id(user_id))
 
-    def write_queue(self, user_id: str, limit: int = 50) -> dict[str, Any]:
+    def write_queue(self, user_id: str, limit: int = 50) -> WriteQueue:
         """The queue's counts for the user and its latest items with their decisions."""
         user_id = checked_user_id(user_id)
-        return {"state": self.store.queue_state(user_id), "items": self.store.decisions(user_id, limit)}
+        return WriteQueue(QueueCounts(**self.store.queue_state(user_id)), tuple(self.store.decisions(user_id, limit)))
 
-    def clear_user_memory(self, user_id: str) -> dict[str, Any]:
+    def clear_user_memory(self, user_id: str) -> Cleared:
         user_id = checked_user_id(user_id)
         with self.store.writing(user_id) as conn:
             removed = self.store.clear(conn, user_id)
         self.db.finish_erasures()
-        return {"user_id": user_id, "memories_removed": removed}
+        return Cleared(user_id, removed)
 
-    def user_graph(self, user_id: str, include_ended: bool = False) -> dict[str, Any]:
+    def user_graph(self, user_id: str, include_ended: bool = False) -> UserGraph:
         """get_user_graph: every entity and relation of the user that holds now (from the graph
         mirror when it answers for the user); include_ended: also those a later statement
         superseded, each with its validity (valid_from, valid_to: null while it holds), from SQL."""
         user_id = checked_user_id(user_id)
         if include_ended:
-            relations = self.store.fact_history(user_id)
-        else:
-            mirror = self.store.mirror
-            edges = mirror.read(user_id, lambda graph: graph.current_edges(user_id)) if mirror else None
-            triples = self.recall.triples(user_id) if edges is None else \
-                [Triple(e.source, e.relationship, e.target) for e in edges]
-            relations = [t.to_dict() for t in triples]
-        entities = sorted({r["source"] for r in relations} | {r["target"] for r in relations})
-        return {"user_id": user_id, "entities": entities, "relations": relations}
-
-
-def _context(status: str, chunks: list[dict[str, Any]], relations: list[dict[str, str]],
-             elapsed_ms: float, not_queued: str | None = None) -> dict[str, Any]:
-    """process_memory's reply; `not_queued`: why the input was not queued (it will not be kept)."""
-    metadata = {"retrieval_time_ms": round(elapsed_ms, 1), "has_memory": bool(chunks or relations),
-                "queued": not_queued is None and status != "disabled"}
-    if not_queued:
-        metadata["error"] = not_queued
-    return {"status": status, "vector_chunks": chunks, "graph_relations": relations, "metadata": metadata}
+            return UserGraph(user_id, tuple(self.store.fact_history(user_id)))
+        mirror = self.store.mirror
+        edges = mirror.read(user_id, lambda graph: graph.current_edges(user_id)) if mirror else None
+        return UserGraph(user_id, tuple(self.recall.triples(user_id) if edges is None else
+                                        (Triple(e.source, e.relationship, e.target) for e in edges)))

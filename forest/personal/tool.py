@@ -11,9 +11,10 @@ from forest.config import Settings
 from forest.errors import ForestError, InvalidInput, NotFound, ServiceUnavailable
 from forest.models.embedders import Embedder
 from forest.personal.graph import TripleExtractor
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
+from forest.personal.memory_store import PersonalStore
 from forest.personal.policy import WritePlan, WritePolicy, keyed
 from forest.personal.recall import PersonalRecall
+from forest.personal.records import Added, AddedMemory, Found, History, MemoryHit, Refused, ToolPayload, ToolReply
 from forest.personal.turns import first_person
 from forest.storage.sql.database import Database
 from forest.validation import (check_top_k, checked_metadata, checked_scope, checked_text, checked_user_id,
@@ -61,16 +62,16 @@ class MemoryTool:
     def run(self, action: str, user_id: str, *, text: str | list[str] | None = None,
             query: str | None = None, memory_id: int | None = None, agent_id: str | None = None,
             run_id: str | None = None, metadata: dict[str, Any] | None = None,
-            filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> dict[str, Any]:
-        """{operation, status: success | fallback | disabled, payload}. Bad input and unknown ids
-        give status fallback with the reason. A database or model server that cannot be reached
+            filters: dict[str, Any] | None = None, top_k: int = 5, actor: str | None = None) -> ToolReply:
+        """The reply (operation, status: success | fallback | disabled, payload), a record the faces
+        serialize with to_dict(). Bad input and unknown ids give status fallback with the reason. A database or model server that cannot be reached
         raises ServiceUnavailable: the call was not done, and every face reports it as 503."""
         handler = _HANDLERS.get(action)
         if handler is None:
-            return _reply(action, "fallback", {"error": f"action must be one of {', '.join(ACTIONS)}"})
+            return ToolReply(action, "fallback", Refused(f"action must be one of {', '.join(ACTIONS)}"))
         if not self.settings.memory_enabled:
-            return _reply(action, "disabled", {"reason": "MEMORY_ENABLED=false: memory is switched off; nothing "
-                                                         "was read or written"})
+            return ToolReply(action, "disabled", Refused("MEMORY_ENABLED=false: memory is switched off; nothing "
+                                                         "was read or written", disabled=True))
         try:
             user_id = checked_user_id(user_id)
             if memory_id is not None and not in_id_range(memory_id):
@@ -78,39 +79,41 @@ class MemoryTool:
             call = ToolCall(action, user_id, text, query, memory_id, agent_id, run_id,
                             checked_scope(agent_id, run_id), checked_metadata(metadata), filters, top_k,
                             actor or agent_id or "memory_tool")
-            return _reply(action, "success", handler(self, call))
+            return ToolReply(action, "success", handler(self, call))
         except ServiceUnavailable:
             raise
         except ForestError as exc:
-            return _reply(action, "fallback", {"error": str(exc)})
+            return ToolReply(action, "fallback", Refused(str(exc)))
 
-    def _add(self, call: ToolCall) -> dict[str, Any]:
-        return {"results": self.add(call.user_id, call.text, call.scope, call.metadata, call.actor)}
+    def _add(self, call: ToolCall) -> Added:
+        return Added(tuple(self.add(call.user_id, call.text, call.scope, call.metadata, call.actor)))
 
-    def _search(self, call: ToolCall) -> dict[str, Any]:
+    def _search(self, call: ToolCall) -> Found:
         filters = dict(call.filters or {})  # scope ids may come in the filters, as mem0 sends them
         scope = checked_scope(filters.pop("agent_id", call.agent_id), filters.pop("run_id", call.run_id))
-        found = self.search(call.user_id, call.query or "", call.top_k, scope, checked_metadata(filters))
-        return {"results": [{**r.to_dict(), "score": round(s, 4)} for r, s in found]}
+        return Found(tuple(self.search(call.user_id, call.query or "", call.top_k, scope, checked_metadata(filters))))
 
-    def _history(self, call: ToolCall) -> dict[str, Any]:
-        return {"history": [e.to_dict() for e in self.store.history(call.user_id, call.memory_id)]}
+    def _history(self, call: ToolCall, changed: int | None = None) -> History:
+        """The history of the call's memory (every change of the user without one); `changed`: the
+        memory an update or delete just changed, named in the payload."""
+        return History(tuple(self.store.history(call.user_id, call.memory_id)), changed)
 
-    def _update(self, call: ToolCall) -> dict[str, Any]:
+    def _update(self, call: ToolCall) -> History:
         memory_id = call.named_memory()
         self.update(call.user_id, memory_id, call.text if isinstance(call.text, str) else "", call.actor, call.metadata)
-        return {"memory_id": memory_id, **self._history(call)}
+        return self._history(call, memory_id)
 
-    def _delete(self, call: ToolCall) -> dict[str, Any]:
+    def _delete(self, call: ToolCall) -> History:
         memory_id = call.named_memory()
         self.delete(call.user_id, memory_id, call.actor)
-        return {"memory_id": memory_id, **self._history(call)}
+        return self._history(call, memory_id)
 
     def search(self, user_id: str, query: str, top_k: int, scope: dict[str, str | None] | None = None,
-               metadata: dict[str, Any] | None = None) -> list[tuple[PersonalMemoryRecord, float]]:
+               metadata: dict[str, Any] | None = None) -> list[MemoryHit]:
         """The user's memories best matching the query (hybrid recall), with their scores."""
-        return self.recall.search(user_id, checked_text(query, "query"), check_top_k(top_k, MAX_TOP_K_MEMORIES),
-                                  scope, metadata)
+        return [MemoryHit(record, score) for record, score in
+                self.recall.search(user_id, checked_text(query, "query"), check_top_k(top_k, MAX_TOP_K_MEMORIES),
+                                   scope, metadata)]
 
     def update(self, user_id: str, memory_id: int, text: str | None, actor: str,
                metadata: dict[str, Any] | None = None) -> None:
@@ -143,7 +146,7 @@ class MemoryTool:
         self.db.finish_erasures()
 
     def add(self, user_id: str, text: str | list[str] | None, scope: dict[str, str | None],
-            metadata: dict[str, Any], actor: str) -> list[dict[str, Any]]:
+            metadata: dict[str, Any], actor: str) -> list[AddedMemory]:
         """Batch add (explicit writes skip the privacy filter); each may supersede an old memory."""
         texts = [text] if isinstance(text, str) else list(text or [])
         if not texts or len(texts) > MAX_MEMORY_BATCH:
@@ -156,8 +159,7 @@ class MemoryTool:
             self.policy.plan_write(plan, vector)
             with self.store.writing(user_id) as conn:
                 memory_id, event, why = self.policy.add_or_supersede(conn, plan)
-            results.append({"memory_id": memory_id, "memory": memory, "event": MEM0_EVENTS.get(event, "ADD"),
-                            "reason": why})
+            results.append(AddedMemory(memory_id, memory, MEM0_EVENTS.get(event, "ADD"), why))
         return results
 
 
@@ -165,12 +167,8 @@ class MemoryTool:
 MEM0_EVENTS = {"superseded": "UPDATE", "repeated": "NONE"}
 
 
-def _reply(operation: str, status: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {"operation": operation, "status": status, "payload": payload}
-
-
 # The tool's actions: each a method taking the checked call and giving the reply's payload.
-_HANDLERS: dict[str, Callable[[MemoryTool, ToolCall], dict[str, Any]]] = {
+_HANDLERS: dict[str, Callable[[MemoryTool, ToolCall], ToolPayload]] = {
     "add": MemoryTool._add, "search": MemoryTool._search, "update": MemoryTool._update,
     "delete": MemoryTool._delete, "history": MemoryTool._history}
 ACTIONS = tuple(_HANDLERS)

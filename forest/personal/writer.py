@@ -17,6 +17,7 @@ from forest.errors import ServiceUnavailable
 from forest.storage.sql.database import Database
 from forest.personal.memory_store import PersonalStore, QueuedInput
 from forest.personal.policy import WritePlan, WritePolicy
+from forest.personal.records import QueueCounts, WorkerState
 
 log = logging.getLogger("forest.personal")
 
@@ -75,12 +76,12 @@ class WriteWorker:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> WorkerState:
         """This process's write worker, for the Server page: whether it runs, the queue's depth by
         status (every user), failures since start and the last error. (`forest doctor`, from any
         process, reads the queue itself: PersonalStore.queue_health.)"""
-        return {"running": self._thread is not None and self._thread.is_alive(), "queue": self.store.queue_totals(),
-                **self._health}
+        return WorkerState(self._thread is not None and self._thread.is_alive(),
+                           QueueCounts(**self.store.queue_totals()), **self._health)
 
     def _release_orphans(self) -> None:
         try:

@@ -323,7 +323,7 @@ class ForestTools:
         knowledge is not. The reply never waits for that write."""
         with _tool_errors():
             return self.forest.personal.process_memory(user_id, input, agent_id=agent_id, run_id=run_id,
-                                                       metadata=metadata)
+                                                       metadata=metadata).to_dict()
 
     def debug_process_memory(self, user_id: UserId,
                              input: Annotated[str, Field(description="The user's message.",
@@ -340,7 +340,7 @@ class ForestTools:
         """The user's knowledge graph as it holds now: entities and (source, relationship, target)
         relations; include_ended adds what was true before, with its validity dates."""
         with _tool_errors():
-            return self.forest.personal.user_graph(user_id, include_ended=include_ended)
+            return self.forest.personal.user_graph(user_id, include_ended=include_ended).to_dict()
 
     def memory(self, user_id: UserId,
                action: Annotated[str, Field(description="add | search | update | delete | history")],
@@ -370,13 +370,13 @@ class ForestTools:
         with _tool_errors():   # an outage (ServiceUnavailable) is a 503, as on every tool
             return self.forest.personal.memory_tool(action, user_id, text=text, query=query, memory_id=memory_id,
                                                     agent_id=agent_id, run_id=run_id, metadata=metadata,
-                                                    filters=filters, top_k=top_k)
+                                                    filters=filters, top_k=top_k).to_dict()
 
     def clear_user_memory(self, user_id: UserId) -> dict[str, Any]:
         """Delete everything remembered about the user: memories, history, graph, tags and queued
         input. Cannot be undone."""
         with _tool_errors():
-            return self.forest.personal.clear_user_memory(user_id)
+            return self.forest.personal.clear_user_memory(user_id).to_dict()
 
 
 def _child(scored) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from forest.compat.mem0.shapes import (
     parse_memory_ref,
 )
 from forest.errors import InvalidInput, NotFound, ServiceUnavailable
+from forest.personal.records import ToolPayload
 from forest.personal.service import PersonalMemory
 from forest.personal.tool import MEM0_EVENTS
 from forest.records import iso
@@ -41,11 +42,11 @@ class Mem0Api:
             raise ServiceUnavailable("memory is switched off (MEMORY_ENABLED=false): nothing was read or written")
         return personal
 
-    def _tool(self, action: str, user_id: str, **arguments: Any) -> dict[str, Any]:
+    def _tool(self, action: str, user_id: str, **arguments: Any) -> ToolPayload:
         reply = self.personal.memory_tool(action, user_id, actor="mem0", **arguments)
-        if reply["status"] != "success":
-            raise InvalidInput(reply["payload"].get("error") or reply["payload"].get("reason", "refused"))
-        return reply["payload"]
+        if not reply.ok:
+            raise InvalidInput(reply.payload.message)
+        return reply.payload
 
     # --- writes -----------------------------------------------------------------------------
     def add(self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None,
@@ -62,8 +63,8 @@ class Mem0Api:
             raise InvalidInput("timestamp must be Unix seconds")
         if not infer:
             added = self._tool("add", user_id, text=texts, agent_id=agent_id, run_id=run_id, metadata=metadata)
-            return {"results": [added_shape(user_id, r["memory_id"], r["memory"], r["event"])
-                                for r in added["results"]], "status": "SUCCEEDED"}
+            return {"results": [added_shape(user_id, r.memory_id, r.memory, r.event) for r in added.results],
+                    "status": "SUCCEEDED"}
         items = [self.personal.queue_write(user_id, text, agent_id=agent_id, run_id=run_id, metadata=metadata,
                                            observed_at=timestamp) for text in texts]
         event_id = event_ref(user_id, items)
@@ -91,7 +92,7 @@ class Mem0Api:
         if not user_id or user_id == "*":
             raise InvalidInput("delete_all needs a user_id (one user's memories; '*' is not accepted)")
         if agent_id is None and run_id is None:
-            return self.personal.clear_user_memory(user_id)["memories_removed"]
+            return self.personal.clear_user_memory(user_id).memories_removed
         scope = {k: v for k, v in (("agent_id", agent_id), ("run_id", run_id)) if v is not None}
         doomed = [r for r in self.personal.memories(user_id) if all(getattr(r, k) == v for k, v in scope.items())]
         for record in doomed:
@@ -141,7 +142,7 @@ class Mem0Api:
             # a filter the store cannot apply whole is applied to a longer list
             wanted = top_k if chosen.pushed_down else MAX_TOP_K_MEMORIES
             hits = self.personal.tool.search(checked_user_id(user_id), query, wanted, chosen.scope, chosen.metadata)
-            found += [memory_shape(r, round(s, 4)) for r, s in hits if chosen.matches(r)]
+            found += [memory_shape(h.record, round(h.score, 4)) for h in hits if chosen.matches(h.record)]
         found.sort(key=lambda m: -m["score"])
         return [m for m in found if threshold is None or m["score"] >= threshold][:top_k]
 
@@ -157,7 +158,7 @@ class Mem0Api:
 
     def history(self, ref: str) -> list[dict[str, Any]]:
         user_id, number = parse_memory_ref(ref)
-        entries = self._tool("history", user_id, memory_id=number)["history"]
+        entries = self._tool("history", user_id, memory_id=number).entries
         if not entries:
             raise NotFound("Memory not found!")
         record = self.personal.memory(user_id, number)
@@ -169,16 +170,16 @@ class Mem0Api:
         merged: dict[tuple[str, str], dict[str, Any]] = {}
         for row in self.personal.entities(user_id):
             for kind in ENTITY_TYPES:
-                name = row[f"{kind}_id"]
+                name = getattr(row, f"{kind}_id")
                 if name is None:
                     continue
-                key = (kind, name if kind == "user" else f"{row['user_id']}/{name}")
-                entity = merged.setdefault(key, {"id": key[1], "name": name, "type": kind, "owner": row["user_id"],
-                                                 "total_memories": 0, "created_at": row["created_at"],
-                                                 "updated_at": row["updated_at"], "metadata": None})
-                entity["total_memories"] += row["count"]
-                entity["created_at"] = min(entity["created_at"], row["created_at"])
-                entity["updated_at"] = max(entity["updated_at"], row["updated_at"])
+                key = (kind, name if kind == "user" else f"{row.user_id}/{name}")
+                entity = merged.setdefault(key, {"id": key[1], "name": name, "type": kind, "owner": row.user_id,
+                                                 "total_memories": 0, "created_at": row.created_at,
+                                                 "updated_at": row.updated_at, "metadata": None})
+                entity["total_memories"] += row.count
+                entity["created_at"] = min(entity["created_at"], row.created_at)
+                entity["updated_at"] = max(entity["updated_at"], row.updated_at)
         return [{**e, "created_at": iso(e["created_at"]), "updated_at": iso(e["updated_at"])}
                 for e in merged.values()]
 
@@ -189,17 +190,17 @@ class Mem0Api:
         states = [self.personal.queued_write(user_id, item) for item in items]
         if None in states:
             raise NotFound("Event not found or you don't have permission to access it.")
-        statuses = {_EVENT_STATUS.get(s["status"], "RUNNING" if s["held"] else "PENDING") for s in states}
+        statuses = {_EVENT_STATUS.get(s.status, "RUNNING" if s.held else "PENDING") for s in states}
         status = next(s for s in ("FAILED", "RUNNING", "PENDING", "SUCCEEDED") if s in statuses)
         results = []
         for state in states:
-            written = (state["decision"] or {}).get("memory_id")
+            written = (state.decision or {}).get("memory_id")
             record = self.personal.memory(user_id, written) if isinstance(written, int) else None
             if record is not None:
-                event = MEM0_EVENTS.get(state["decision"].get("action"), "ADD")
+                event = MEM0_EVENTS.get(state.decision.get("action"), "ADD")
                 results.append(added_shape(user_id, record.id, record.memory, event))
-        errors = [s["error"] for s in states if s["status"] == "failed" and s["error"]]
-        created = iso(min(s["observed_at"] for s in states))
+        errors = [s.error for s in states if s.status == "failed" and s.error]
+        created = iso(min(s.observed_at for s in states))
         return {"id": ref, "event_type": "ADD", "status": status, "results": results,
                 "payload": {"user_id": user_id}, "metadata": None, "created_at": created, "updated_at": created,
                 "error": "; ".join(errors) or None}

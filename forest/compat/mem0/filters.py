@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forest.errors import InvalidInput
-from forest.personal.memory_store import PersonalMemoryRecord
+from forest.personal.records import PersonalMemoryRecord
 from forest.limits import MAX_FILTER_DEPTH
 
 ENTITY_KEYS = ("user_id", "agent_id", "run_id")

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from forest.errors import InvalidInput
-from forest.personal.memory_store import PersonalMemoryRecord
+from forest.personal.records import HistoryEntry, PersonalMemoryRecord
 
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _ID_SHAPE = "ids on this server are '<number>.<user>' as add, search and get_all return them"
@@ -56,10 +56,10 @@ def parse_event_ref(ref: str) -> tuple[str, list[int]]:
     return _user_of(part, ref), [int(i) for i in items]
 
 
-def memory_shape(record: PersonalMemoryRecord | dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """A memory as mem0 shows it (a record, or the memory tool's dict of one). The run is both
-    run_id (mem0's open-source Memory) and session_id (its platform)."""
-    row = record if isinstance(record, dict) else record.to_dict()
+def memory_shape(record: PersonalMemoryRecord, score: float | None = None) -> dict[str, Any]:
+    """A memory as mem0 shows it. The run is both run_id (mem0's open-source Memory) and
+    session_id (its platform)."""
+    row = record.to_dict()
     shaped = {"id": memory_ref(row["user_id"], row["id"]), "memory": row["memory"], "user_id": row["user_id"],
               "agent_id": row["agent_id"], "run_id": row["run_id"], "session_id": row["run_id"], "app_id": None,
               "metadata": row["metadata"] or None, "categories": [], "created_at": row["created_at"],
@@ -69,9 +69,10 @@ def memory_shape(record: PersonalMemoryRecord | dict[str, Any], score: float | N
     return shaped
 
 
-def history_shape(user_id: str, entry: dict[str, Any], number: int, scope: dict[str, Any]) -> dict[str, Any]:
+def history_shape(user_id: str, history: HistoryEntry, number: int, scope: dict[str, Any]) -> dict[str, Any]:
     """A memory tool history entry as mem0's history row: old and new memory, the event (ADD,
     UPDATE, DELETE), who did it and when. A deleted memory's words are erased: both are then ""."""
+    entry = history.to_dict()
     return {"id": f"{memory_ref(user_id, entry['memory_id'])}.h{number}",
             "memory_id": memory_ref(user_id, entry["memory_id"]), "input": [],
             "old_memory": entry["old_value"], "new_memory": entry["new_value"] or "", "user_id": user_id,
