@@ -256,7 +256,7 @@ def run(data: list[dict], chosen: list[int]) -> list[dict]:
             conversation = turns(sample["conversation"])
             written, write_seconds = write_conversation(personal, sample)
             live = {m.metadata.get("dia_id") for m in personal.store.memories(user)}
-            evidence = set().union(*(e for _, e in evidence_questions(sample)))
+            asked_about = set().union(*(e for _, e in evidence_questions(sample)))
             changed = sum(e.event in ("UPDATE", "DELETE") for e in personal.store.history(user))
             texts = [text for _, text, _ in conversation]
             dia_ids = [dia_id for dia_id, _, _ in conversation]
@@ -273,7 +273,7 @@ def run(data: list[dict], chosen: list[int]) -> list[dict]:
                                   SYSTEMS[2]: [dia_ids[i] for i in dense]})
             results.append({"index": index, "turns": written, "write_seconds": write_seconds,
                             "latencies_ms": latencies, "questions": questions, "superseded": changed,
-                            "evidence_turns": len(evidence), "evidence_gone": len(evidence - live)})
+                            "evidence_turns": len(asked_about), "evidence_gone": len(asked_about - live)})
             print(f"{user}: {written} turns written and searched", file=sys.stderr)
     finally:
         personal.stop()
