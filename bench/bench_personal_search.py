@@ -50,7 +50,7 @@ def fill(forest, user: str, texts: list[str], vectors: np.ndarray) -> None:
 
 
 def searched(tool, query: str) -> None:
-    reply = tool("search", USER, query=query, top_k=5)
+    reply = tool("search", USER, query=query, top_k=5).to_dict()
     if reply["status"] != "success" or not reply["payload"]["results"]:
         raise SystemExit(f"search failed or found nothing: {reply}")
 

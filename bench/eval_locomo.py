@@ -234,7 +234,9 @@ def evidence_questions(sample: dict) -> list[tuple[dict, set[str]]]:
 
 def service_search(personal, user: str, question: str) -> list[dict]:
     """The memory tool's top TOP_K memories for the question (each a dict with id and metadata)."""
-    return personal.memory_tool("search", user, query=question, top_k=TOP_K).to_dict()["payload"]["results"]
+    reply = personal.memory_tool("search", user, query=question, top_k=TOP_K)
+    # a record since personal memory's replies are typed; an engine measured against from before, a dict
+    return (reply.to_dict() if hasattr(reply, "to_dict") else reply)["payload"]["results"]
 
 
 def run(data: list[dict], chosen: list[int]) -> list[dict]:
