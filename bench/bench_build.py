@@ -10,15 +10,13 @@ import math
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
+from bench.synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.tree.planner import average_linkage, plan_merges  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.tree.planner import average_linkage, plan_merges
 
 
 def seed_loop(vectors: np.ndarray, sizes: list[int]) -> int:

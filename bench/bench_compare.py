@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from eval_qasper import DEFAULT_DATA, Question, is_found, load_questions, terms
-from eval_redaction import wilson
-from flat_baselines import mcnemar_exact
+from bench.eval_qasper import DEFAULT_DATA, Question, is_found, load_questions, terms
+from bench.eval_redaction import wilson
+from bench.flat_baselines import mcnemar_exact
 
 from forest.config import load_settings
 from forest.recall.agent import ContextNode, answer_sentences

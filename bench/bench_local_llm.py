@@ -22,13 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
 from forest import MemoryForest, load_settings
 from forest.models import registry
 from forest.models.summarizers import LLMSummarizer, NodeBrief, Summarizer, Summary
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers.llama_server import MODEL_ALIAS, LlamaServer, missing  # noqa: E402 - shared with the tests
+from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing  # shared with the tests
 
 
 class TimedSummarizer(Summarizer):

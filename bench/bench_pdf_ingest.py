@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from baseline import EngineProcess
+from bench.baseline import EngineProcess
 from forest.records import Progress
 from forest.service import MemoryForest
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_locomo import DATA, turns
+from bench.eval_locomo import DATA, turns
 
 USER = "bench-user"
 OTHERS, OTHER_MEMORIES = 20, 500

@@ -42,8 +42,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench_server_load import cpu_seconds
-from eval_locomo import DATA, turns
+from bench.bench_server_load import cpu_seconds
+from bench.eval_locomo import DATA, turns
 
 FOREST = str(Path(sys.executable).parent / "forest")
 EMBED_BATCH = 64

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval_locomo import DATA, turns
+from bench.eval_locomo import DATA, turns
 
 ROOT = Path(__file__).resolve().parents[1]
 # Where a function's own time goes, by the file or name it is in (first match).
@@ -114,7 +114,7 @@ def main() -> None:
         return
     versions: dict[str, dict[str, Any]] = {}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         versions[f"today ({args.against})"] = measure_against(args.against, Path(__file__).resolve(), common)
     versions["new"] = measure(args.conversation, args.turns, args.profile)

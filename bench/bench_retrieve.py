@@ -25,17 +25,15 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
+from bench.synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.config import Settings  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.config import Settings
 
 QUERIES = 200
 TOP_K = 8

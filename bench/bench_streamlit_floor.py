@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_server_load import ROOT, BrowserTimer, free_port, missing_browser
+from bench.bench_server_load import ROOT, BrowserTimer, free_port, missing_browser
 
 PAGE = '''import streamlit as st
 st.title("Library")

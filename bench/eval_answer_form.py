@@ -44,8 +44,8 @@ import sys
 from itertools import combinations
 from pathlib import Path
 
-from eval_answers import answer_text
-from eval_qasper import DEFAULT_DATA
+from bench.eval_answers import answer_text
+from bench.eval_qasper import DEFAULT_DATA
 
 from forest.config import load_settings
 from forest.service import MemoryForest
@@ -267,7 +267,7 @@ def main() -> None:
         return
     before = None
     if args.baseline:
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         forwarded = ["--data", str(args.data), "--pdfs", str(args.pdfs), "--data-dir", str(args.data_dir)]
         before = measure_against(args.baseline, Path(__file__).resolve(), forwarded)

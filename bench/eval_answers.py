@@ -40,8 +40,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
-from eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
+from bench.eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest.models import registry as components
 from forest.recall.agent import OfflinePolicy
@@ -234,7 +234,7 @@ def main() -> None:
         return
     before = None
     if args.baseline:
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         forwarded = ["--data", str(args.data), "--papers", str(args.papers), "--skip", str(args.skip),
                      "--data-dir", str(args.data_dir)]

@@ -19,9 +19,9 @@ import statistics
 import time
 from collections import Counter, defaultdict
 
-from eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
+from bench.eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
                          ngram_hit, paper_arguments, per_paper_model_id, words)
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest.models import registry as components
 from forest.recall.agent import EXPLORE

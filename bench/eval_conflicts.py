@@ -175,8 +175,7 @@ def main() -> None:
         return
     versions, wild_kinds = {}, {}
     if args.against != "none":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         base = measure_against(args.against, Path(__file__).resolve(), ["--wild"] if args.wild else [])
         versions["base"], wild_kinds["base"] = base["labelled"], base["wild"]

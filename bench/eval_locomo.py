@@ -193,8 +193,7 @@ def main() -> None:
             continue
         print(f"{label}: measuring conversations {', '.join(str(i + 1) for i in todo)}", file=sys.stderr)
         if key.startswith("tree"):
-            sys.path.insert(0, str(ROOT / "bench"))
-            from baseline import measure_against
+            from bench.baseline import measure_against
 
             measured = measure_against(args.against, Path(__file__).resolve(),
                                        ["--conversations", ",".join(str(i + 1) for i in todo)])["results"]

@@ -27,7 +27,7 @@ from pathlib import Path
 os.environ["MEM0_TELEMETRY"] = "False"   # read when mem0 is imported: nothing leaves the machine
 
 import httpx
-from eval_locomo import DATA, TOP_K, conversations, evidence_questions, service_search, turns, write_conversation
+from bench.eval_locomo import DATA, TOP_K, conversations, evidence_questions, service_search, turns, write_conversation
 from mem0 import MemoryClient
 
 from forest import MemoryForest, load_settings

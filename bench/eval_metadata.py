@@ -40,13 +40,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pymupdf
+
+from forest.ingest.metadata import read_paper_metadata
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymupdf  # noqa: E402
-
-from forest.ingest.metadata import read_paper_metadata  # noqa: E402
-
 DEV_LABELS = ROOT / "bench" / "data" / "metadata_dev.json"
 DEV_PDFS = ROOT.parent / "shared" / "eval" / "pdfs"
 FIELDS = ("title", "first author", "year", "doi", "arxiv id", "venue")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval_qasper import DEFAULT_DATA, dense_pack, load_leaves, load_questions, question_recall, terms
+from bench.eval_qasper import DEFAULT_DATA, dense_pack, load_leaves, load_questions, question_recall, terms
 
 from forest.service import MemoryForest
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
 from forest.records import LEAF
 from forest.recall.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.models import registry as components

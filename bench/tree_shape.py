@@ -135,7 +135,7 @@ def main() -> None:
         return
     measured = {"this version": {name: measure(paths) for name, paths in corpora.items()}}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         measured[args.against] = measure_against(args.against, Path(__file__), ["--papers", str(args.papers)])
     results = {name: {version: summarize(rows[name]) for version, rows in measured.items()} for name in corpora}

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import topic_text
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.recall.agent import (ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, AgentState,
                           LLMPolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)

@@ -35,7 +35,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, shown, topic_text
-from test_workbench import use_model_id
+from testkit.workbench import use_model_id
 from forest import MemoryForest, NotFound
 from forest.tree.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION
 from forest.serving.jobs import IngestQueue

@@ -282,7 +282,7 @@ def test_the_tool_answers_over_mcp_and_rest(papers):
 
 def test_the_compare_page_draws_the_table_opens_a_citation_and_offers_downloads(workbench):
     from forest import MemoryForest
-    from test_workbench import button, open_app
+    from testkit.workbench import button, open_app
 
     engine = MemoryForest(data_dir=workbench, chunk_size=300)
     ids = {name: engine.ingest_text("reader", name, PAPERS[name], threshold=0.0).id

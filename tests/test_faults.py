@@ -12,8 +12,8 @@ from multiprocessing.connection import wait
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
-from helpers import faults
+from testkit.fake_anthropic import FakeAnthropic
+from testkit import faults
 from forest.personal.memory_store import PersonalStore
 
 

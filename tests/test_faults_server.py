@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import free_port, topic_text
-from helpers import faults, server_faults
+from testkit import faults, server_faults
 from forest import MemoryForest
 from forest.serving.http import ThreadServer
 from forest.storage.sql.postgres import PostgresDatabase

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from conftest import forest_env
-from test_library_import import paper
-from zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
+from testkit.library import paper
+from testkit.zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
 
 FOREST = str(Path(sys.executable).parent / "forest")
 TIMEOUT = 240   # a hanging import is a failure, not a stuck suite

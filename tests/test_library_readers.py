@@ -19,7 +19,7 @@ from forest.library import (
     library_kind, plan_import, read_bibtex, read_library, read_zotero, short_citation,
 )
 from forest.errors import InvalidInput
-from zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
+from testkit.zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
 
 
 def make_pdf(path: Path, text: str) -> Path:

@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from helpers.llama_server import MODEL_ALIAS, LlamaServer, missing
+from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
 from pydantic import Field
 
 from forest.errors import ModelUnavailable

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_openai import DIM, FakeOpenAI, Fault, hashed_embedding
+from testkit.fake_openai import DIM, FakeOpenAI, Fault, hashed_embedding
 
 from forest.errors import ModelUnavailable
 from forest.models import llm as llm_module
@@ -354,7 +354,7 @@ def test_a_change_of_embedder_is_refused_until_forest_reembed_re_embeds_the_mode
 
 
 def test_the_agent_decides_through_the_openai_llm(make_forest):
-    from fake_openai import _default_reply
+    from testkit.fake_openai import _default_reply
 
     answer = json.dumps({"action": "ANSWER", "payload": {"final_answer": "Jazz grew from blues.", "cited_node_ids": []}})
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest.models.claude import ClaudeLLM
 from forest.personal.graph import (
     Triple,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 
 from forest.models.embedders import Embedder
 from forest.models.claude import ClaudeLLM

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.cli import main as cli
 from forest.errors import ConfigError, NotFound

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client

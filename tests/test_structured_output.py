@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 from forest.models.llm import LLMError
 from forest.models.openai_api import OpenAILLM

@@ -7,7 +7,8 @@ import httpx
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, shown, topic_text
-from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for
+from test_workbench import JAZZ, on_tab, upload, wait_for
+from testkit.workbench import button, open_app, use_model_id
 
 PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
 

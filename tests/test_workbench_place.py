@@ -8,7 +8,8 @@ import pytest
 
 from conftest import shown, topic_text
 from forest.errors import InvalidInput
-from test_workbench import button, wait_for
+from test_workbench import wait_for
+from testkit.workbench import button
 
 NOTES = "## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")
 
