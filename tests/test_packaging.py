@@ -13,7 +13,11 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import forest_env, topic_text
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,6 +5,8 @@ import pytest
 
 from testkit.workbench import button, open_app
 
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
+
 # Real text: SearchQA's size and BiDAF's standing, from "Ask the Right Questions" (arXiv 1705.07830),
 # against a second paper's notes that misstate both.
 AQA = ("## 5.1 Question Answering Data\n\nSearchQA is a dataset built starting from a set of Jeopardy! clues. SearchQA contains over 140k "

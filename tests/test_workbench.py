@@ -4,11 +4,14 @@ import json
 import time
 
 import httpx
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, shown, topic_text
 from testkit.workbench import button, open_app, use_model_id
 from test_research_memory import FEW_SHOT_GAIN, FEW_SHOT_NO_GAIN
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
 
