@@ -1,7 +1,7 @@
 """Build time for 1k, 10k and 100k leaves, synthetic vectors, no model calls.
 
 Prints (1) merge planning alone, heap vs the seed's rescanning loop, and (2) the whole build
-(chunk, plan, layout, SQLite transaction, Chroma upserts). Run: `python bench/bench_build.py`
+(chunk, plan, layout, SQLite transaction, Chroma upserts). Run: `python -m bench.bench_build`
 (add --quick for 1k and 10k only).
 """
 from __future__ import annotations

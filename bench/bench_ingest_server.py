@@ -9,7 +9,7 @@ summarizer). Figures: papers per hour over the run (processes started together, 
 included), seconds per paper in each process, the writer lock's hold per paper (p50 and max) and
 the share of a build spent holding it, CPU seconds of the processes and of PostgreSQL per paper.
 
-    python bench/bench_ingest_server.py [--papers 8] [--stacks embedded,server1,server2]
+    python -m bench.bench_ingest_server [--papers 8] [--stacks embedded,server1,server2]
 """
 from __future__ import annotations
 

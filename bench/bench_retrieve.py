@@ -16,7 +16,7 @@ and PostgreSQL + Qdrant, on a local PostgreSQL (forest.storage.sql.local_postgre
 installs here, so Qdrant is qdrant-client's local mode, which filters and scores every point of the
 collection in Python: it is measured with --qdrant-queries questions (the same first ones), and
 its rows say so.
-Run: `python bench/bench_retrieve.py` (add --quick for 10k only; --backend all for the three
+Run: `python -m bench.bench_retrieve` (add --quick for 10k only; --backend all for the three
 stores, or one of sqlite-chroma, postgres-pgvector, postgres-qdrant).
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ the browser cache kept and cleared in turn:
 - workbench: app.py on a store (--store; default: the sample paper ingested into a temporary
   store), the endpoint off.
 
-    python bench/bench_streamlit_floor.py [--loads 8] [--store DIR]
+    python -m bench.bench_streamlit_floor [--loads 8] [--store DIR]
 """
 from __future__ import annotations
 

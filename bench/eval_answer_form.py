@@ -30,7 +30,7 @@ The numeric-question cue (forest.recall.agent.asks_for_numbers, which lets an an
 cells) against QASPER's 1,005 dev questions whose reference answers are mostly numbers: precision
 and recall on the first half of the papers (the cue was chosen there) and on the second.
 
-Run: `python bench/eval_answer_form.py --data-dir /tmp/form --baseline HEAD`. With --baseline the
+Run: `python -m bench.eval_answer_form --data-dir /tmp/form --baseline HEAD`. With --baseline the
 same script first runs against that ref in a temporary git worktree on the same store (which that
 version builds when it is empty), so both engines answer from the same trees.
 """

@@ -21,7 +21,7 @@ Two sources of difference are checked, each against a reference that decides it:
 Personal memory's dense route reads the vectors stored with the memories in the database (exact
 cosine), so no vector store takes part in LoCoMo.
 
-Run: `python bench/eval_backends.py` (20 papers, conversations 1-2, about 20 minutes, most of it
+Run: `python -m bench.eval_backends` (20 papers, conversations 1-2, about 20 minutes, most of it
 ingest); `--work DIR` keeps the embedded store and the per-conversation stores between runs (a rerun
 ingests nothing; the PostgreSQL databases and the Qdrant directory are made anew each run).
 """

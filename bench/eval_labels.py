@@ -22,7 +22,7 @@ run on the same text with the same term statistics, so both labellers are compar
 groups (McNemar's exact test on junk). With `--against REF` that whole version builds the papers
 too, in the same run (its own trees: its groups and duplicate titles); slower.
 
-Run: `python bench/eval_labels.py [--papers 20] [--labeller-ref REF] [--against REF] [--examples 12]`;
+Run: `python -m bench.eval_labels [--papers 20] [--labeller-ref REF] [--against REF] [--examples 12]`;
 `--json-out FILE` keeps the built trees and `--reuse FILE` checks them again without building.
 """
 from __future__ import annotations

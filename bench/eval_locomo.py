@@ -15,7 +15,7 @@ conversations and questions. Three rules per question: "any" (an evidence turn a
 category compares the two engines on "any" and "all" (the discordant questions: found by one only).
 
 Settings are chosen on conversations 1-5 (dev); 6-10 (held out, never tuned on) are reported apart,
-and all ten. Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only,
+and all ten. Run: `python -m bench.eval_locomo` (`--conversations 1-5` for the dev part only,
 `--against none` for this checkout alone). Each conversation's result is appended to `--results`
 (JSON lines) under the engine it measured (a hash of forest/), and reused while that engine is
 unchanged: an interrupted run resumes, and today's code is measured once.

@@ -10,7 +10,7 @@ store with the same settings: does speaking mem0 change what the service finds?
 Each turn is "[session date] speaker: text" with metadata {dia_id}, the privacy filter off, as in
 bench/eval_locomo.py. recall@5: a question counts when any of its evidence turns is among the 5
 returned (the "any" rule); the script prints it per way and the largest difference between ways.
-Run: `python bench/eval_mem0_compat.py` (`--conversations 1-2` is the default).
+Run: `python -m bench.eval_mem0_compat` (`--conversations 1-2` is the default).
 """
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ labelled) counts when one normalised text contains the other. The baseline reads
 fields). McNemar's exact test (two-sided, on the discordant pairs) compares ours with the baseline
 per field. Time: milliseconds per PDF for read_paper_metadata (median, max; opening included).
 
-    python bench/eval_metadata.py                                   # the dev set (7 arXiv PDFs)
-    python bench/eval_metadata.py --heldout LABELS.json:PDF_DIR     # and a held-out set (repeatable)
-    python bench/eval_metadata.py --labels LABELS.json --pdfs DIR   # only your own labelled set
+    python -m bench.eval_metadata                                   # the dev set (7 arXiv PDFs)
+    python -m bench.eval_metadata --heldout LABELS.json:PDF_DIR     # and a held-out set (repeatable)
+    python -m bench.eval_metadata --labels LABELS.json --pdfs DIR   # only your own labelled set
     add --show to print every miss.
 """
 from __future__ import annotations

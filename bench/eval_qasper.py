@@ -18,8 +18,8 @@ found/total for that annotator's paragraphs; a method's figure is the mean over 
 ceiling is the same figure when every chunk of the question's paper is returned (chunking can
 split a paragraph so that no chunk holds most of it).
 
-Run: `python bench/eval_qasper.py` (40 papers, budgets 500 and 2000, temporary store), or
-`python bench/eval_qasper.py --papers 3 --data-dir /tmp/qeval3 --reuse` to keep the store and
+Run: `python -m bench.eval_qasper` (40 papers, budgets 500 and 2000, temporary store), or
+`python -m bench.eval_qasper --papers 3 --data-dir /tmp/qeval3 --reuse` to keep the store and
 re-measure retrieval changes without re-ingesting. Data: ../shared/eval/qasper-dev (QASPER v0.3).
 """
 from __future__ import annotations

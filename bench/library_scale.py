@@ -14,10 +14,10 @@ page     The Library page with 1,000 archives (synthetic metadata: authors, year
          of the page after the click, the table redrawn after a word typed in its filter, and the
          pages whose pickers offer every archive (Ask, Forest); also the engine's part (listing,
          rows, filtering) alone.
-import   A Zotero library (built from Zotero's schema, tests/zotero_factory.py) and a .bib with a
+import   A Zotero library (built from Zotero's schema, testkit/zotero_factory.py) and a .bib with a
          missing file and a duplicate: imported, skipped, missing, duplicate counts, metadata checked.
 
-Run: `python bench/library_scale.py` (all; the qasper part ingests 281 papers and embeds the flat
+Run: `python -m bench.library_scale` (all; the qasper part ingests 281 papers and embeds the flat
 baseline's chunks: about 80 minutes on 2 cores), or `--part page [--loads N]`, `--part import`,
 `--part qasper [--papers N] [--store DIR]`.
 """

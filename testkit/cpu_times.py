@@ -8,6 +8,8 @@ time. Each test's worker measures it and sends the figure in its teardown report
 so a run under pytest-xdist is measured too. At the end of a run one line names the unmarked tests
 over the threshold ("mark these slow: ..."); the run never fails for it, as CPU time varies a little
 from machine to machine. bench/bench_test_tiers.py reads the same measurements.
+
+PYTEST_DONT_REWRITE: no assertions here, and the bench imports it before pytest starts.
 """
 from __future__ import annotations
 

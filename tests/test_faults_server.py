@@ -1,5 +1,5 @@
 """Fault injection on the server stack (PostgreSQL + pgvector, real processes; the machinery is
-tests/helpers/faults.py and tests/helpers/server_faults.py, and bench/bench_faults.py --stack server
+testkit/faults.py and testkit/server_faults.py, and bench/bench_faults.py --stack server
 runs it with 100+ kills): a writer SIGKILLed in the middle of each operation, `forest serve`
 workers SIGKILLed while clients write through REST and MCP, `forest personal worker` processes
 SIGKILLed while they share one queue, and PostgreSQL restarted under load. Afterwards nothing was

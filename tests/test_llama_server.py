@@ -1,5 +1,5 @@
 """The `openai` provider against a real OpenAI-compatible server: llama-cpp-python's
-`python -m llama_cpp.server` on the Gemma 3 270M GGUF (tests/helpers/llama_server.py), started once
+`python -m llama_cpp.server` on the Gemma 3 270M GGUF (testkit/llama_server.py), started once
 for the module. The model is a base model: what is checked is the protocol (how structure is asked
 and taken, streaming, a server killed mid-call), and that whatever it answers is used or labelled
 as the offline fallback, never half-kept.

@@ -1,5 +1,5 @@
 """The `openai` LLM and embedder, through the real `openai` client against a local server that
-speaks the API (tests/fake_openai.py), and through the engine, the CLI and the write queue."""
+speaks the API (testkit/fake_openai.py), and through the engine, the CLI and the write queue."""
 from __future__ import annotations
 
 import json

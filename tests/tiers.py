@@ -1,12 +1,13 @@
 """The test tiers. `make test` runs everything; `make test-fast` runs
-`-m "not slow and not browser and not faults"`. tests/conftest.py marks each collected test here:
+`-m "not slow and not browser and not faults"`.
+- slow: marked in the test files (`@pytest.mark.slow`, or `pytestmark = pytest.mark.slow` for a
+  module slow whole, or `pytest.param(..., marks=pytest.mark.slow)` for one case): 1 s or more of
+  CPU time, the test's process and the processes it starts, setup and teardown included. Every run
+  measures it (testkit/cpu_times.py) and names the unmarked tests over 1 s on one line at the end;
+  `python -m bench.bench_test_tiers` sums the tiers and names marks that no longer hold.
+tests/conftest.py marks the two tiers that follow from what a module does:
 - browser: its module drives headless Chromium (it imports tests/test_browser.py's driver or skip);
-- faults: its module kills real writer processes (test_faults.py, test_faults_server.py);
-- slow: measured at 1 s or more of CPU time (the test's process and the processes it starts,
-  setup and teardown included). CPU rather than wall time, so a busy machine does not move a test
-  between tiers; on the loaded machine it was measured on, 1 s of CPU took 2-20 s of wall time.
-  Re-measure with `python bench/bench_test_tiers.py` and update the lists below; a module listed
-  whole has only slow tests (or, for the workbench's AppTest modules, only slow tests measured).
+- faults: its module kills real writer processes (test_faults.py, test_faults_server.py).
 """
 from __future__ import annotations
 
