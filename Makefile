@@ -31,7 +31,7 @@ test: setup browser llm-server
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser and not faults"
 
 # The llm_server tier (tests/test_llama_server.py) needs the llm-server extra, which `make test`
 # installs once per venv: llama-cpp-python builds from source the first time on a machine (~8 min on
