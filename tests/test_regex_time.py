@@ -219,6 +219,10 @@ def _text_paths() -> dict[str, Callable[[str], Any]]:
 SLOW_TEXT_PATHS = {"conflicts", "privacy rules", "redact", "triples"}  # 1 s of CPU or more each
 
 
+def test_every_text_path_marked_slow_exists():
+    assert SLOW_TEXT_PATHS <= set(_text_paths())  # a path renamed would quietly leave the slow tier
+
+
 @pytest.mark.parametrize("path", [pytest.param(path, marks=pytest.mark.slow) if path in SLOW_TEXT_PATHS else path
                                   for path in sorted(_text_paths())])
 def test_the_text_paths_take_100k_adversarial_characters_in_linear_time(path: str) -> None:
