@@ -34,6 +34,7 @@ def _keep_main_module():
 
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
+
 def shown(markdown: str) -> str:
     """The text a page shows for Markdown that escapes its characters (forest.markdown_safety.literal): what
     AppTest reports is the Markdown itself."""
