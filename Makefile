@@ -1,8 +1,10 @@
 # `make run`: set up and open the workbench.
 # Test tiers: `make test` runs the whole suite (what CI runs, the llama.cpp tier included); `make test-fast` leaves out the tests
 # marked slow (1 s of CPU or more, measured), browser (headless Chromium) and faults (killed writer processes), for
-# everyday work. tests/conftest.py applies the marks; run one tier by hand with e.g.
-# `pytest -m browser` or `pytest -m "not slow"`.
+# everyday work. Slow tests are marked in their files (@pytest.mark.slow) and every run ends with one line naming
+# the unmarked tests that took 1 s of CPU or more (tests/tiers.py); tests/conftest.py marks browser and faults.
+# Run one tier by hand with e.g. `pytest -m browser` or `pytest -m "not slow"`. Benches run as modules from the
+# repository root (`python -m bench.eval_qasper`); bench/ and tests/ share helpers through testkit/.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -29,7 +31,7 @@ test: setup browser llm-server
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not faults"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser and not faults"
 
 # The llm_server tier (tests/test_llama_server.py) needs the llm-server extra, which `make test`
 # installs once per venv: llama-cpp-python builds from source the first time on a machine (~8 min on
@@ -54,17 +56,17 @@ browser:
 	echo "WARNING: $(BROWSER_PACKAGES) could not all be installed: browser tests will be SKIPPED or fail"
 
 bench: setup
-	$(BIN)/python bench/bench_build.py
-	$(BIN)/python bench/bench_retrieve.py
-	$(BIN)/python bench/bench_research_memory.py
-	$(BIN)/python bench/eval_locomo.py
-	$(BIN)/python bench/bench_embed.py
-	$(BIN)/python bench/bench_pdf_ingest.py
-	$(BIN)/python bench/eval_qasper.py
-	$(BIN)/python bench/eval_pdf_route.py
-	$(BIN)/python bench/bench_server_load.py
-	$(BIN)/python bench/bench_personal_writers.py
-	$(BIN)/python bench/bench_workbench.py
+	$(BIN)/python -m bench.bench_build
+	$(BIN)/python -m bench.bench_retrieve
+	$(BIN)/python -m bench.bench_research_memory
+	$(BIN)/python -m bench.eval_locomo
+	$(BIN)/python -m bench.bench_embed
+	$(BIN)/python -m bench.bench_pdf_ingest
+	$(BIN)/python -m bench.eval_qasper
+	$(BIN)/python -m bench.eval_pdf_route
+	$(BIN)/python -m bench.bench_server_load
+	$(BIN)/python -m bench.bench_personal_writers
+	$(BIN)/python -m bench.bench_workbench
 
 clean:
 	rm -rf $(VENV)

@@ -5,8 +5,8 @@ service: each face must answer it as fast as an ordinary message of the same len
 Markdown export's rows of tests/test_export_confined.py (the CLI); then the library rows of
 tests/test_library_hostile.py (`forest library import` of hostile libraries).
 
-    python bench/bad_input_table.py            # runs the tests (~5-10 min), then prints the table
-    python bench/bad_input_table.py --from observed.json   # renders an earlier run's observations
+    python -m bench.bad_input_table            # runs the tests (~5-10 min), then prints the table
+    python -m bench.bad_input_table --from observed.json   # renders an earlier run's observations
 """
 from __future__ import annotations
 

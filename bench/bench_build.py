@@ -1,7 +1,7 @@
 """Build time for 1k, 10k and 100k leaves, synthetic vectors, no model calls.
 
 Prints (1) merge planning alone, heap vs the seed's rescanning loop, and (2) the whole build
-(chunk, plan, layout, SQLite transaction, Chroma upserts). Run: `python bench/bench_build.py`
+(chunk, plan, layout, SQLite transaction, Chroma upserts). Run: `python -m bench.bench_build`
 (add --quick for 1k and 10k only).
 """
 from __future__ import annotations
@@ -10,15 +10,13 @@ import math
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
+from bench.synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.tree.planner import average_linkage, plan_merges  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.tree.planner import average_linkage, plan_merges
 
 
 def seed_loop(vectors: np.ndarray, sizes: list[int]) -> int:

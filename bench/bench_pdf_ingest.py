@@ -8,7 +8,7 @@ With `--against REF` (default ef1c2a5, the last commit before outline-aware tree
 measurement also runs on that version of the engine, in a second process, the runs of the two
 interleaved, and the build times are compared paper by paper (no more than 10% slower).
 
-Run: `python bench/bench_pdf_ingest.py [PDF ...] [--repeat 3] [--against REF | --against none]`
+Run: `python -m bench.bench_pdf_ingest [PDF ...] [--repeat 3] [--against REF | --against none]`
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from baseline import EngineProcess
+from bench.baseline import EngineProcess
 from forest.records import Progress
 from forest.service import MemoryForest
 

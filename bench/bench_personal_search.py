@@ -10,7 +10,7 @@ user's, repeated with a counter to reach the count; embedded once with the confi
 filter: the cost measured is the search's). Queries: the first 100 LoCoMo questions. Beside the
 user, 20 other users hold 500 memories each.
 
-    python bench/bench_personal_search.py [--sizes 1000 10000] [--queries 100]
+    python -m bench.bench_personal_search [--sizes 1000 10000] [--queries 100]
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_locomo import DATA, turns
+from bench.eval_locomo import DATA, turns
 
 USER = "bench-user"
 OTHERS, OTHER_MEMORIES = 20, 500

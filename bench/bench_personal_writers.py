@@ -23,7 +23,7 @@ the workers' own counts add up to the inputs; one history event by process_memor
 input made (stored or superseded), none more. In order: each user's inputs written in the order
 they were queued (the memories they made numbered in that order), as one worker writes them.
 
-Run: `python bench/bench_personal_writers.py [--inputs 600] [--stacks embedded,server1,server2]`
+Run: `python -m bench.bench_personal_writers [--inputs 600] [--stacks embedded,server1,server2]`
 (a few minutes on 2 cores).
 """
 from __future__ import annotations
@@ -42,8 +42,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench_server_load import cpu_seconds
-from eval_locomo import DATA, turns
+from bench.bench_server_load import cpu_seconds
+from bench.eval_locomo import DATA, turns
 
 FOREST = str(Path(sys.executable).parent / "forest")
 EMBED_BATCH = 64

@@ -16,7 +16,7 @@ checkout's runs and prints process_memory's time by part: embedding, SQL, fact e
 search scoring, the rest (the worker's idle wait left out). Profiling slows this checkout's
 figures: take the turns/s from a run without it.
 
-Run: `python bench/bench_personal_writes.py [--conversation 3] [--turns 400] [--against main] [--profile]`.
+Run: `python -m bench.bench_personal_writes [--conversation 3] [--turns 400] [--against main] [--profile]`.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eval_locomo import DATA, turns
+from bench.eval_locomo import DATA, turns
 
 ROOT = Path(__file__).resolve().parents[1]
 # Where a function's own time goes, by the file or name it is in (first match).
@@ -114,7 +114,7 @@ def main() -> None:
         return
     versions: dict[str, dict[str, Any]] = {}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         versions[f"today ({args.against})"] = measure_against(args.against, Path(__file__).resolve(), common)
     versions["new"] = measure(args.conversation, args.turns, args.profile)

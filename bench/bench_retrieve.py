@@ -16,7 +16,7 @@ and PostgreSQL + Qdrant, on a local PostgreSQL (forest.storage.sql.local_postgre
 installs here, so Qdrant is qdrant-client's local mode, which filters and scores every point of the
 collection in Python: it is measured with --qdrant-queries questions (the same first ones), and
 its rows say so.
-Run: `python bench/bench_retrieve.py` (add --quick for 10k only; --backend all for the three
+Run: `python -m bench.bench_retrieve` (add --quick for 10k only; --backend all for the three
 stores, or one of sqlite-chroma, postgres-pgvector, postgres-qdrant).
 """
 from __future__ import annotations
@@ -25,17 +25,15 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text  # noqa: E402
+from bench.synthetic import HeadSummarizer, SyntheticEmbedder, drifting_vectors, synthetic_text
 
-from forest import MemoryForest, load_settings  # noqa: E402
-from forest.config import Settings  # noqa: E402
+from forest import MemoryForest, load_settings
+from forest.config import Settings
 
 QUERIES = 200
 TOP_K = 8

@@ -52,7 +52,7 @@ new browser), then one with the browser cache and one with it cleared. Under loa
 the worst of each kind. Chromium is required: the embedded endpoint starts on the first script
 run, which needs a browser session.
 
-Run: `python bench/bench_server_load.py [--stacks embedded,server1,server2] [--clients 50]
+Run: `python -m bench.bench_server_load [--stacks embedded,server1,server2] [--clients 50]
 [--calls 2000] [--papers 5]` (about 5 minutes on 2 cores with the 5 papers' ingest;
 --data-dir DIR keeps the embedded store and reuses the papers already in it).
 """

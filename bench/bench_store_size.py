@@ -1,14 +1,14 @@
 """What a store takes on disk, per archive node and per personal memory, on SQLite + Chroma and on
 PostgreSQL + pgvector: the measured input of docs/scaling.md's arithmetic.
 
-Reads the stores `python bench/eval_backends.py --work DIR` leaves in DIR (QASPER dev papers under
+Reads the stores `python -m bench.eval_backends --work DIR` leaves in DIR (QASPER dev papers under
 one model_id and LoCoMo conversations through the personal memory service, the same content on
 every backend) and prints, for each PostgreSQL table group, its bytes with indexes and TOAST, the
 rows it holds and the bytes per node / memory; then the same for the embedded store's SQLite file
 (by table, from SQLite's dbstat) and Chroma directory.
 
-    python bench/eval_backends.py --work /tmp/eb      # once (about 20 minutes)
-    python bench/bench_store_size.py --work /tmp/eb
+    python -m bench.eval_backends --work /tmp/eb      # once (about 20 minutes)
+    python -m bench.bench_store_size --work /tmp/eb
 """
 from __future__ import annotations
 

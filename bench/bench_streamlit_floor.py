@@ -10,7 +10,7 @@ the browser cache kept and cleared in turn:
 - workbench: app.py on a store (--store; default: the sample paper ingested into a temporary
   store), the endpoint off.
 
-    python bench/bench_streamlit_floor.py [--loads 8] [--store DIR]
+    python -m bench.bench_streamlit_floor [--loads 8] [--store DIR]
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_server_load import ROOT, BrowserTimer, free_port, missing_browser
+from bench.bench_server_load import ROOT, BrowserTimer, free_port, missing_browser
 
 PAGE = '''import streamlit as st
 st.title("Library")

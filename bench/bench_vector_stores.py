@@ -4,7 +4,7 @@ Writes --points random unit vectors spread over five model_ids (one upsert each)
 top-10 query of one model_id (median of 50), listing its ids, reading its vectors and model_ids().
 Qdrant's server is not measured: no server binary installs here.
 
-Run: `python bench/bench_vector_stores.py [--points 5000] [--dim 384]`.
+Run: `python -m bench.bench_vector_stores [--points 5000] [--dim 384]`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ Each archive is its own model_id, chosen in the sidebar. Headless Chromium (Debi
 chromium-driver, selenium) clicks; a time runs from the click until the page's own output is in
 the DOM (the tree: vis-network's first drawing of it).
 
-Run: `python bench/bench_workbench.py [--repeat 5] [--store DIR]`
+Run: `python -m bench.bench_workbench [--repeat 5] [--store DIR]`
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ The numeric-question cue (forest.recall.agent.asks_for_numbers, which lets an an
 cells) against QASPER's 1,005 dev questions whose reference answers are mostly numbers: precision
 and recall on the first half of the papers (the cue was chosen there) and on the second.
 
-Run: `python bench/eval_answer_form.py --data-dir /tmp/form --baseline HEAD`. With --baseline the
+Run: `python -m bench.eval_answer_form --data-dir /tmp/form --baseline HEAD`. With --baseline the
 same script first runs against that ref in a temporary git worktree on the same store (which that
 version builds when it is empty), so both engines answer from the same trees.
 """
@@ -44,8 +44,8 @@ import sys
 from itertools import combinations
 from pathlib import Path
 
-from eval_answers import answer_text
-from eval_qasper import DEFAULT_DATA
+from bench.eval_answers import answer_text
+from bench.eval_qasper import DEFAULT_DATA
 
 from forest.config import load_settings
 from forest.service import MemoryForest
@@ -267,7 +267,7 @@ def main() -> None:
         return
     before = None
     if args.baseline:
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         forwarded = ["--data", str(args.data), "--pdfs", str(args.pdfs), "--data-dir", str(args.data_dir)]
         before = measure_against(args.baseline, Path(__file__).resolve(), forwarded)

@@ -19,7 +19,7 @@ or not, as QASPER's evaluator counts them):
                 answer to that question, the last one cut there: the same answer length.
 Differences are paired: a bootstrap 95% interval of the mean F1 difference, McNemar on evidence.
 
-Run: `python bench/eval_answers.py --papers 40 --data-dir /tmp/qa-dev --baseline f26fb79` (dev:
+Run: `python -m bench.eval_answers --papers 40 --data-dir /tmp/qa-dev --baseline f26fb79` (dev:
 papers 1-40) and `--papers 20 --skip 40 --data-dir /tmp/qa-held --baseline f26fb79` (held-out:
 papers 41-60). With --baseline the same script first runs against that ref in a temporary git
 worktree, on the same store, and both are printed: the two engines answer from the same trees
@@ -40,8 +40,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
-from eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
+from bench.eval_qasper import BM25, load_questions, ngram_hit, paper_arguments, per_paper_model_id, words
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest.models import registry as components
 from forest.recall.agent import OfflinePolicy
@@ -234,7 +234,7 @@ def main() -> None:
         return
     before = None
     if args.baseline:
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         forwarded = ["--data", str(args.data), "--papers", str(args.papers), "--skip", str(args.skip),
                      "--data-dir", str(args.data_dir)]

@@ -8,7 +8,7 @@ estimate_tokens the budget flat dense search over 1,000-character chunks (DENSE_
 its word 5-grams in the context). Also printed: EXPLORE steps per question, passages cited,
 McNemar (ask vs flat dense), ask latency.
 
-Run: `python bench/eval_ask.py --papers 40 [--skip 40] --data-dir DIR` (ingests what the dir
+Run: `python -m bench.eval_ask --papers 40 [--skip 40] --data-dir DIR` (ingests what the dir
 lacks, both protocols, and keeps it for the next run; one dir per paper set, as the forest
 protocol searches every paper in it).
 """
@@ -19,9 +19,9 @@ import statistics
 import time
 from collections import Counter, defaultdict
 
-from eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
+from bench.eval_qasper import (MODEL_ID, PROTOCOLS, TIMINGS_FILE, ingest, ingest_per_paper, load_questions,
                          ngram_hit, paper_arguments, per_paper_model_id, words)
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatIndex, mcnemar_exact
 
 from forest.models import registry as components
 from forest.recall.agent import EXPLORE

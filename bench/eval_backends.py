@@ -21,7 +21,7 @@ Two sources of difference are checked, each against a reference that decides it:
 Personal memory's dense route reads the vectors stored with the memories in the database (exact
 cosine), so no vector store takes part in LoCoMo.
 
-Run: `python bench/eval_backends.py` (20 papers, conversations 1-2, about 20 minutes, most of it
+Run: `python -m bench.eval_backends` (20 papers, conversations 1-2, about 20 minutes, most of it
 ingest); `--work DIR` keeps the embedded store and the per-conversation stores between runs (a rerun
 ingests nothing; the PostgreSQL databases and the Qdrant directory are made anew each run).
 """
@@ -43,11 +43,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from eval_locomo import DATA as LOCOMO_DATA
-from eval_locomo import conversations, evidence_questions, service_search, write_conversation
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
-from eval_qasper import MODEL_ID, Question, ingest, load_questions, ngram_hit, question_recall, terms, words
-from flat_baselines import CachedEmbedder
+from bench.eval_locomo import DATA as LOCOMO_DATA
+from bench.eval_locomo import conversations, evidence_questions, service_search, write_conversation
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import MODEL_ID, Question, ingest, load_questions, ngram_hit, question_recall, terms, words
+from bench.flat_baselines import CachedEmbedder
 from forest import MemoryForest, load_settings
 from forest.config import Settings
 from forest.models.registry import make_embedder

@@ -13,7 +13,7 @@ exact test compares the two versions' right/wrong per pair.
 QASPER papers (../shared/eval/qasper-dev) that share a measure word (WILD_WORDS: "batch size",
 "accuracy", ...), WILD_PER_WORD paragraphs a word: what two unrelated papers' own numbers set off.
 
-Run: `python bench/eval_conflicts.py [--against f26fb79] [--wild]` (the base runs from a temporary
+Run: `python -m bench.eval_conflicts [--against f26fb79] [--wild]` (the base runs from a temporary
 git worktree through bench/baseline.py); `--against none` measures this checkout only.
 """
 from __future__ import annotations
@@ -175,8 +175,7 @@ def main() -> None:
         return
     versions, wild_kinds = {}, {}
     if args.against != "none":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         base = measure_against(args.against, Path(__file__).resolve(), ["--wild"] if args.wild else [])
         versions["base"], wild_kinds["base"] = base["labelled"], base["wild"]

@@ -7,7 +7,7 @@ A predicted triple is correct when source, relationship and target match a gold 
 case-insensitively, without a leading article); a gold target "(unnamed)" is a relation whose
 other end has no name, so no triple can match it and it counts as a miss. Precision is over the
 predicted triples, recall over the gold ones, both pooled over the sentences.
-Run: `python bench/eval_extraction.py` (`-v` lists every miss and false triple of the dev set;
+Run: `python -m bench.eval_extraction` (`-v` lists every miss and false triple of the dev set;
 `-v heldout` of the held-out set too).
 """
 from __future__ import annotations

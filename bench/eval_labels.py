@@ -22,7 +22,7 @@ run on the same text with the same term statistics, so both labellers are compar
 groups (McNemar's exact test on junk). With `--against REF` that whole version builds the papers
 too, in the same run (its own trees: its groups and duplicate titles); slower.
 
-Run: `python bench/eval_labels.py [--papers 20] [--labeller-ref REF] [--against REF] [--examples 12]`;
+Run: `python -m bench.eval_labels [--papers 20] [--labeller-ref REF] [--against REF] [--examples 12]`;
 `--json-out FILE` keeps the built trees and `--reuse FILE` checks them again without building.
 """
 from __future__ import annotations
@@ -206,7 +206,7 @@ def main() -> None:
     else:
         measured = {"this version": {name: build(paths) for name, paths in corpora.items()}}
     if args.against != "none" and args.against not in measured:
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         measured[args.against] = measure_against(args.against, Path(__file__), ["--papers", str(args.papers),
                                                                                "--eval-dir", str(args.eval_dir)])
@@ -214,7 +214,7 @@ def main() -> None:
     results = measure(measured, labeller_ref)
     print(table(results))
     if labeller_ref:
-        from flat_baselines import mcnemar_exact
+        from bench.flat_baselines import mcnemar_exact
 
         for corpus in ("pdfs", "qasper"):
             old, new = results[corpus, f"{labeller_ref} labeller"][0], results[corpus, "this version (built)"][0]

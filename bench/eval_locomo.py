@@ -17,7 +17,7 @@ Each engine also says how many memories its writes superseded or deleted, and ho
 turns were no longer live memories when the questions were asked (LoCoMo holds a few real updates).
 
 Settings are chosen on conversations 1-5 (dev); 6-10 (held out, never tuned on) are reported apart,
-and all ten. Run: `python bench/eval_locomo.py` (`--conversations 1-5` for the dev part only,
+and all ten. Run: `python -m bench.eval_locomo` (`--conversations 1-5` for the dev part only,
 `--against none` for this checkout alone). Each conversation's result is appended to `--results`
 (JSON lines) under the engine it measured (a hash of forest/), and reused while that engine is
 unchanged: an interrupted run resumes, and today's code is measured once.
@@ -195,8 +195,7 @@ def main() -> None:
             continue
         print(f"{label}: measuring conversations {', '.join(str(i + 1) for i in todo)}", file=sys.stderr)
         if key.startswith("tree"):
-            sys.path.insert(0, str(ROOT / "bench"))
-            from baseline import measure_against
+            from bench.baseline import measure_against
 
             measured = measure_against(args.against, Path(__file__).resolve(),
                                        ["--conversations", ",".join(str(i + 1) for i in todo)])["results"]

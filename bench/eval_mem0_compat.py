@@ -10,7 +10,7 @@ store with the same settings: does speaking mem0 change what the service finds?
 Each turn is "[session date] speaker: text" with metadata {dia_id}, the privacy filter off, as in
 bench/eval_locomo.py. recall@5: a question counts when any of its evidence turns is among the 5
 returned (the "any" rule); the script prints it per way and the largest difference between ways.
-Run: `python bench/eval_mem0_compat.py` (`--conversations 1-2` is the default).
+Run: `python -m bench.eval_mem0_compat` (`--conversations 1-2` is the default).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from pathlib import Path
 os.environ["MEM0_TELEMETRY"] = "False"   # read when mem0 is imported: nothing leaves the machine
 
 import httpx
-from eval_locomo import DATA, TOP_K, conversations, evidence_questions, service_search, turns, write_conversation
+from bench.eval_locomo import DATA, TOP_K, conversations, evidence_questions, service_search, turns, write_conversation
 from mem0 import MemoryClient
 
 from forest import MemoryForest, load_settings

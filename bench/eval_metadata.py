@@ -21,9 +21,9 @@ labelled) counts when one normalised text contains the other. The baseline reads
 fields). McNemar's exact test (two-sided, on the discordant pairs) compares ours with the baseline
 per field. Time: milliseconds per PDF for read_paper_metadata (median, max; opening included).
 
-    python bench/eval_metadata.py                                   # the dev set (7 arXiv PDFs)
-    python bench/eval_metadata.py --heldout LABELS.json:PDF_DIR     # and a held-out set (repeatable)
-    python bench/eval_metadata.py --labels LABELS.json --pdfs DIR   # only your own labelled set
+    python -m bench.eval_metadata                                   # the dev set (7 arXiv PDFs)
+    python -m bench.eval_metadata --heldout LABELS.json:PDF_DIR     # and a held-out set (repeatable)
+    python -m bench.eval_metadata --labels LABELS.json --pdfs DIR   # only your own labelled set
     add --show to print every miss.
 """
 from __future__ import annotations
@@ -40,13 +40,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pymupdf
+
+from forest.ingest.metadata import read_paper_metadata
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import pymupdf  # noqa: E402
-
-from forest.ingest.metadata import read_paper_metadata  # noqa: E402
-
 DEV_LABELS = ROOT / "bench" / "data" / "metadata_dev.json"
 DEV_PDFS = ROOT.parent / "shared" / "eval" / "pdfs"
 FIELDS = ("title", "first author", "year", "doi", "arxiv id", "venue")

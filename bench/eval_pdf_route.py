@@ -7,7 +7,7 @@ forest's context and flat dense retrieval fill budgets of 500 and 2,000 tokens. 
 eval_qasper's (a gold paragraph is found when most of its content terms are in one chunk),
 which tolerates the differences between PDF text and QASPER's text.
 
-Run: `python bench/eval_pdf_route.py [--data-dir DIR --reuse]`
+Run: `python -m bench.eval_pdf_route [--data-dir DIR --reuse]`
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval_qasper import DEFAULT_DATA, dense_pack, load_leaves, load_questions, question_recall, terms
+from bench.eval_qasper import DEFAULT_DATA, dense_pack, load_leaves, load_questions, question_recall, terms
 
 from forest.service import MemoryForest
 

@@ -18,8 +18,8 @@ found/total for that annotator's paragraphs; a method's figure is the mean over 
 ceiling is the same figure when every chunk of the question's paper is returned (chunking can
 split a paragraph so that no chunk holds most of it).
 
-Run: `python bench/eval_qasper.py` (40 papers, budgets 500 and 2000, temporary store), or
-`python bench/eval_qasper.py --papers 3 --data-dir /tmp/qeval3 --reuse` to keep the store and
+Run: `python -m bench.eval_qasper` (40 papers, budgets 500 and 2000, temporary store), or
+`python -m bench.eval_qasper --papers 3 --data-dir /tmp/qeval3 --reuse` to keep the store and
 re-measure retrieval changes without re-ingesting. Data: ../shared/eval/qasper-dev (QASPER v0.3).
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
+from bench.flat_baselines import DENSE_1000, CachedEmbedder, EmbeddingCache, FlatConfig, FlatIndex, mcnemar_exact
 from forest.records import LEAF
 from forest.recall.retrieval import fill_budget, reciprocal_rank_fusion
 from forest.models import registry as components

@@ -12,7 +12,7 @@ a look-alike counts as a false alarm when it was not kept whole. Beside forest's
 strongest baseline made of the same parts: detect-secrets alone (every plugin, its keyword
 detector included, high-entropy strings over their limits), with 95% Wilson intervals and an
 exact McNemar test on the secrets both saw.
-Run: `python bench/eval_redaction.py` (`-v` lists every miss and false alarm of forest's redaction).
+Run: `python -m bench.eval_redaction` (`-v` lists every miss and false alarm of forest's redaction).
 """
 from __future__ import annotations
 

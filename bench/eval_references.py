@@ -7,7 +7,7 @@ first 60 characters of its text. Two detectors are scored: the engine's (a refer
 above the passage, or its text reading as citation entries) and its text rule alone, which is
 what catches a reference list whose heading the PDF reader did not recognise.
 
-Run: `python bench/eval_references.py` (reads ../shared/eval/pdfs; a few seconds, no model).
+Run: `python -m bench.eval_references` (reads ../shared/eval/pdfs; a few seconds, no model).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ after '.', '!' or '?' and a space before a capital or a digit, whatever the word
 For each case the text around the possible end is split; the end is predicted a boundary when a
 sentence ends there. Printed: accuracy, and precision and recall of the boundaries.
 
-Run: `python bench/eval_sentences.py` (no model, under a second).
+Run: `python -m bench.eval_sentences` (no model, under a second).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ and never when their polarities conflict (a predicted preference does not match 
 nor the reverse). precision@k: the share of each user's top k predicted tags (k, or all when
 fewer) that match a gold tag; recall@k: the share of gold tags matched by one of the top k. Both
 are pooled over users, per language and part.
-Run: `python bench/eval_tags.py` (`-v` lists each dev user's top tags and missed gold tags).
+Run: `python -m bench.eval_tags` (`-v` lists each dev user's top tags and missed gold tags).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ privacy filter off, offline models): the earlier turn, then the later one, for a
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python bench/eval_updates.py [--against main]` (the base runs from a temporary git worktree
+Run: `python -m bench.eval_updates [--against main]` (the base runs from a temporary git worktree
 through bench/baseline.py); `--against none` measures this checkout only.
 """
 from __future__ import annotations
@@ -74,13 +74,12 @@ def main() -> None:
     if args.json_out == "-":
         json.dump({"predicted": ours}, sys.stdout)
         return
-    sys.path.insert(0, str(ROOT / "bench"))
     versions = {"new": ours}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
         versions = {f"today ({args.against})": measure_against(args.against, Path(__file__).resolve(), [])["predicted"],
                     **versions}
-    from flat_baselines import mcnemar_exact
+    from bench.flat_baselines import mcnemar_exact
     for split in ("dev", "heldout"):
         index = [i for i, p in enumerate(pairs) if p["split"] == split]
         part = [pairs[i] for i in index]

@@ -14,10 +14,10 @@ page     The Library page with 1,000 archives (synthetic metadata: authors, year
          of the page after the click, the table redrawn after a word typed in its filter, and the
          pages whose pickers offer every archive (Ask, Forest); also the engine's part (listing,
          rows, filtering) alone.
-import   A Zotero library (built from Zotero's schema, tests/zotero_factory.py) and a .bib with a
+import   A Zotero library (built from Zotero's schema, testkit/zotero_factory.py) and a .bib with a
          missing file and a duplicate: imported, skipped, missing, duplicate counts, metadata checked.
 
-Run: `python bench/library_scale.py` (all; the qasper part ingests 281 papers and embeds the flat
+Run: `python -m bench.library_scale` (all; the qasper part ingests 281 papers and embeds the flat
 baseline's chunks: about 80 minutes on 2 cores), or `--part page [--loads N]`, `--part import`,
 `--part qasper [--papers N] [--store DIR]`.
 """
@@ -38,14 +38,13 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_qasper import DEFAULT_DATA as QASPER_DATA
-from eval_qasper import dense_pack, load_leaves, load_questions, ngram_hit, words
-from flat_baselines import DENSE_1000, EmbeddingCache, FlatIndex, mcnemar_exact
+from bench.eval_qasper import DEFAULT_DATA as QASPER_DATA
+from bench.eval_qasper import dense_pack, load_leaves, load_questions, ngram_hit, words
+from bench.flat_baselines import DENSE_1000, EmbeddingCache, FlatIndex, mcnemar_exact
 from forest.service import MemoryForest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))   # the test library's builders (Zotero, papers) and its archive count
-from test_library_import import paper, ready_archives, zotero_library  # noqa: E402
+from testkit.library import paper, ready_archives, zotero_library
 FOREST = str(Path(sys.executable).parent / "forest")
 MODEL_ID = "qasper"
 BUDGETS = (500, 2000)
@@ -160,7 +159,7 @@ def qasper_part(args: argparse.Namespace) -> None:
 def thousand_archives(data_dir: Path, count: int) -> MemoryForest:
     """`count` archives under model_id "library": one small paper imported again and again from its
     export (vectors shipped, nothing embedded), each with its own synthetic library metadata."""
-    from conftest import topic_text
+    from testkit.topics import topic_text
 
     forest = MemoryForest(data_dir=data_dir, chunk_size=300)
     if len(forest.archives("library")) >= count:
@@ -192,7 +191,7 @@ FEW_ARCHIVES = 50
 def search_latency(forest: MemoryForest) -> str:
     """retrieve and context (500 tokens) over the synthetic archives' sentences as questions: every
     archive holds them, the worst case for the hits' collapse to their common ancestors."""
-    from conftest import TOPICS
+    from testkit.topics import TOPICS
 
     questions = [s.strip() + "." for name in ("jazz", "volcanoes") for p in TOPICS[name] for s in p.split(".")
                  if len(s.split()) > 4]
@@ -251,7 +250,7 @@ def script_times(data_dir: Path, runs: int = 10) -> None:
     """The Library page's script as the server runs it, without a browser (AppTest): what of a paint
     is the server's."""
     import streamlit as st
-    from test_workbench import open_app, use_model_id
+    from testkit.workbench import open_app, use_model_id
 
     os.environ.update(workbench_env(data_dir))
     st.cache_resource.clear()
@@ -275,8 +274,8 @@ def script_times(data_dir: Path, runs: int = 10) -> None:
 def browser_times(data_dir: Path, loads: int, first_tree: int) -> None:
     """Each load: the Ask page (its paper picker offers every archive), the Library page, its table
     filtered by a typed word, the Forest page (its archive picker, the first archive's tree drawn)."""
-    from bench_workbench import answering, choose_model_id, header, timed, tree_drawn, wait
-    from bench_server_load import browser_binary, missing_browser
+    from bench.bench_workbench import answering, choose_model_id, header, timed, tree_drawn, wait
+    from bench.bench_server_load import browser_binary, missing_browser
     from selenium import webdriver
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

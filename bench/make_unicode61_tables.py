@@ -6,7 +6,7 @@ as one token means c continues a token, and its middle is what c folds to; a tok
 "{c}" means c also starts one. forest.storage.fulltext.lexemes tokenizes with these tables;
 tests/test_lexemes.py checks every code point against FTS5 again.
 
-    .venv/bin/python bench/make_unicode61_tables.py
+    .venv/bin/python -m bench.make_unicode61_tables
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ ingested as its own archive with the offline models, prints per corpus:
 With `--against REF` (default: ef1c2a5, the last commit before outline-aware trees) the same
 measurement runs on that version too, in the same run, and both are printed.
 
-Run: `python bench/tree_shape.py [--papers 40] [--against REF | --against none]`
+Run: `python -m bench.tree_shape [--papers 40] [--against REF | --against none]`
 """
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def main() -> None:
         return
     measured = {"this version": {name: measure(paths) for name, paths in corpora.items()}}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
 
         measured[args.against] = measure_against(args.against, Path(__file__), ["--papers", str(args.papers)])
     results = {name: {version: summarize(rows[name]) for version, rows in measured.items()} for name in corpora}

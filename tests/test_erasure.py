@@ -81,6 +81,7 @@ def test_a_memory_deleted_with_the_memory_tool_leaves_no_byte_behind(make_forest
     assert files_holding(tmp_path / "store") == []
 
 
+@pytest.mark.slow
 def test_input_the_privacy_filter_discards_is_not_kept_nor_lent_as_context(make_forest, tmp_path):
     forest = make_forest(tmp_path / "store")
     personal = forest.personal
@@ -104,6 +105,7 @@ def _pdf(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_deleted_archive_leaves_no_byte_of_its_document(make_forest, tmp_path):
     forest = make_forest(tmp_path / "store", chunk_size=300, chunk_overlap=0)
     kept = forest.ingest_text("m", "jazz", topic_text("jazz"))

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import new_database, topic_text
 from test_erasure import files_holding
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 # Made-up words no other test writes: a hit can only be the deleted text.
 DOCUMENT_WORD = "Vrellquistadorine"

@@ -18,6 +18,8 @@ import pytest
 
 from conftest import forest_env
 
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
+
 FOREST = str(Path(sys.executable).parent / "forest")
 WIDE = "\U00020000" * 100   # a CJK letter of four UTF-8 bytes: 400 bytes, over any file system's 255
 

@@ -19,6 +19,7 @@ def shape(forest, model_id, archive_id):
                   for n in nodes.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("with_vectors", [True, False])
 def test_round_trip_into_another_store_and_model_id(make_forest, tmp_path, with_vectors):
     source = make_forest(data_dir=tmp_path / "a", chunk_size=300)
@@ -98,6 +99,7 @@ def _summary(document):
     return next(n for n in document["nodes"] if n["node_type"] == "SUMMARY_NODE")
 
 
+@pytest.mark.slow
 def test_export_and_import_through_the_cli(tmp_path):
     forest_cli = str(Path(sys.executable).parent / "forest")
     doc = tmp_path / "jazz.txt"
@@ -144,6 +146,7 @@ def _chain_export(depth: int) -> dict:
     return {"format": "memory-forest-archive", "version": 1, "archive": {"name": "chain"}, "nodes": nodes}
 
 
+@pytest.mark.slow
 def test_cli_imports_are_bounded_and_deep_trees_are_walked_without_recursion(tmp_path):
     """`forest import /dev/zero` is refused at once (it used to read gigabytes); an export over
     max_document_chars is refused before any embedding (a 9 MB leaf used to take minutes); a
@@ -176,6 +179,7 @@ def test_cli_imports_are_bounded_and_deep_trees_are_walked_without_recursion(tmp
     assert lines[-1].startswith(" " * 6000)  # the leaf, 3,000 levels in
 
 
+@pytest.mark.slow
 def test_an_archive_with_malformed_settings_breaks_no_other_tenants_delete(tmp_path):
     """An archive stored with settings an import now refuses (documents ["x"], as imports let in
     before) used to make every `forest delete` of every model_id fail with "malformed JSON":

@@ -1,4 +1,4 @@
-"""Fault injection on real processes, SQLite and Chroma (the machinery is tests/helpers/faults.py;
+"""Fault injection on real processes, SQLite and Chroma (the machinery is testkit/faults.py;
 bench/bench_faults.py runs it with 200+ kills): a writer SIGKILLed in the middle of an ingest,
 append, join, personal writes or compaction leaves a store that `forest doctor` finds healthy or
 repairs, with nothing lost, written twice or half-written; two writer processes share one write
@@ -12,8 +12,8 @@ from multiprocessing.connection import wait
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
-from helpers import faults
+from testkit.fake_anthropic import FakeAnthropic
+from testkit import faults
 from forest.personal.memory_store import PersonalStore
 
 

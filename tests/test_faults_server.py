@@ -1,5 +1,5 @@
 """Fault injection on the server stack (PostgreSQL + pgvector, real processes; the machinery is
-tests/helpers/faults.py and tests/helpers/server_faults.py, and bench/bench_faults.py --stack server
+testkit/faults.py and testkit/server_faults.py, and bench/bench_faults.py --stack server
 runs it with 100+ kills): a writer SIGKILLed in the middle of each operation, `forest serve`
 workers SIGKILLed while clients write through REST and MCP, `forest personal worker` processes
 SIGKILLed while they share one queue, and PostgreSQL restarted under load. Afterwards nothing was
@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from conftest import free_port, topic_text
-from helpers import faults, server_faults
+from testkit import faults, server_faults
 from forest import MemoryForest
 from forest.serving.http import ThreadServer
 from forest.storage.sql.postgres import PostgresDatabase

@@ -110,6 +110,7 @@ def queries(papers, count: int, seed: int) -> list[str]:
     return list(rng.sample(qasper_questions(), count)) + made
 
 
+@pytest.mark.slow
 def test_one_tenant_ranks_as_fts5(stores, monkeypatch):
     papers = qasper_papers()[:25]
     for archive_id, (paper_id, leaves) in enumerate(papers, 1):
@@ -132,6 +133,7 @@ def test_one_tenant_ranks_as_fts5(stores, monkeypatch):
     assert stores.pg_hits("m", ["model"], 5, [99]) == [] and stores.pg_hits("other", ["model"], 5) == []
 
 
+@pytest.mark.slow
 def test_each_tenant_scores_as_if_alone(tmp_path, pg):
     """Two model_ids in PostgreSQL, each against a SQLite store of its own rows: another tenant's
     rows (some of them the same papers) change nothing in a tenant's scores."""
@@ -201,6 +203,7 @@ def memories(tmp_path, pg):
     return Memories(SQLiteDatabase(tmp_path / "forest.db"), pg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rare_rows", [pg_text.RARE_ROWS, 40])
 def test_personal_memory_ranks_as_fts5_with_context_at_half_weight(memories, monkeypatch, rare_rows):
     """A LoCoMo conversation, each turn a memory with the turn before as its context (porter
@@ -259,6 +262,7 @@ def test_hostile_queries_run_and_match_literally(stores, memories):
     assert [i for i, _ in stores.pg_hits("m", fulltext.query_phrases("O'Brien's"), 8)] == [1]
 
 
+@pytest.mark.slow
 def test_deleted_rows_leave_the_results_and_the_statistics(stores, memories):
     papers = qasper_papers()[:6]
     ids = {}

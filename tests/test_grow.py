@@ -47,6 +47,7 @@ def assert_consistent(forest, model_id, archive_id):
     return nodes
 
 
+@pytest.mark.slow
 def test_append_keeps_every_node_and_continues_merging(forest):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"), threshold=0.0)
     before = {n.id: n for n in forest.tree("m", archive.id)}
@@ -72,6 +73,7 @@ def test_append_keeps_every_node_and_continues_merging(forest):
     assert hit.node.id in {n.id for n in new_leaves}
 
 
+@pytest.mark.slow
 def test_append_reuses_stored_vectors_and_embeds_only_new_text(forest, embedder, monkeypatch):
     archive = forest.ingest_text("m", "notes", topic_text("photosynthesis"))
     old_leaves = {n.content for n in forest.tree("m", archive.id) if n.is_leaf}
@@ -90,6 +92,7 @@ def test_append_keeps_unrelated_roots_apart_and_old_ones_untouched(forest):
     assert all((after[i].path, after[i].depth) == place for i, place in before.items())  # nothing cleared 0.99
 
 
+@pytest.mark.slow
 def test_a_failed_append_changes_nothing(forest, embedder, monkeypatch, tmp_path):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
     before = [(n.id, n.path, n.parent_id) for n in forest.tree("m", archive.id)]
@@ -106,6 +109,7 @@ def test_a_failed_append_changes_nothing(forest, embedder, monkeypatch, tmp_path
         forest.append_document("someone-else", archive.id, text_document("jazz", topic_text("jazz")))
 
 
+@pytest.mark.slow
 def test_appending_a_pdf_cites_its_pages(forest, tmp_path):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
     forest.append_file(pdf_factory.two_column_paper(tmp_path / "pools.pdf"), "m", archive.id)
@@ -119,6 +123,7 @@ def test_appending_a_pdf_cites_its_pages(forest, tmp_path):
             assert (node.page_start, node.page_end, node.section) == (None, None, None)
 
 
+@pytest.mark.slow
 def test_similar_archives_and_join_under_a_super_root(forest):
     volcano = forest.ingest_text("m", "volcano notes", topic_text("volcanoes"))
     more_volcano = forest.ingest_text("m", "more volcanoes", topic_text("volcanoes"), on_duplicate="keep")
@@ -158,6 +163,7 @@ def test_join_refuses_other_model_ids_and_single_archives(forest):
     assert all(abs(np.linalg.norm(v) - 1) < 1e-3 for v in stored.values())
 
 
+@pytest.mark.slow
 def test_an_append_from_another_process_in_between_is_detected(forest, make_forest):
     archive = forest.ingest_text("m", "notes", topic_text("volcanoes"))
     other = make_forest(data_dir=forest.settings.data_dir)  # a second engine on the same store

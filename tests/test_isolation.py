@@ -6,6 +6,7 @@ from forest import NotFound
 from forest.storage.vectors.chroma import collection_name
 
 
+@pytest.mark.slow
 def test_every_read_path_is_isolated_by_model_id(forest):
     mine = forest.ingest_text("alice", "volcano notes", topic_text("volcanoes"))
     theirs = forest.ingest_text("bob", "jazz notes", topic_text("jazz"))

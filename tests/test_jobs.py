@@ -2,6 +2,8 @@
 import json
 import time
 
+import pytest
+
 from conftest import assert_store_empty, topic_text
 from forest.serving.jobs import IngestQueue
 
@@ -58,6 +60,7 @@ def test_a_bad_file_fails_at_once_while_another_file_builds(forest, tmp_path):
     queue.shutdown()
 
 
+@pytest.mark.slow
 def test_archives_take_the_documents_title_and_a_repeat_is_skipped_saying_which_archive_holds_it(forest, tmp_path):
     queue = IngestQueue(forest)
     paper = tmp_path / "draft-v3.md"
@@ -79,6 +82,7 @@ def test_archives_take_the_documents_title_and_a_repeat_is_skipped_saying_which_
     queue.shutdown()
 
 
+@pytest.mark.slow
 def test_an_uploaded_pdf_is_kept_before_its_temporary_copy_goes(forest, tmp_path):
     """The workbench's path: a temporary copy of the upload, deleted once read. The PDF must be in
     the store by then, whatever happens before the build (here another archive is deleted, which
@@ -118,6 +122,7 @@ def test_an_uploaded_pdf_is_kept_before_its_temporary_copy_goes(forest, tmp_path
     queue.shutdown()
 
 
+@pytest.mark.slow
 def test_a_build_that_fails_after_the_read_leaves_no_kept_file(forest, tmp_path):
     from pdf_factory import two_column_paper
 

@@ -2,6 +2,8 @@
 it, never a citation's name or year, no two siblings alike; a reference list named by its place."""
 import re
 
+import pytest
+
 from forest.models.extractive import TermStats, group_labels
 
 DISCOURSE = ("Discourse parsing finds the relations between clauses. Early discourse parsing relied on "
@@ -44,6 +46,7 @@ def test_a_reference_list_gets_no_phrase():
     assert group_labels([REFERENCES], stats()) == [None]
 
 
+@pytest.mark.slow
 def test_sections_of_a_built_paper_have_readable_group_titles(forest):
     """A long section splits into groups: each is named by a phrase of its text, and the groups of
     the reference list by their place."""

@@ -1,14 +1,9 @@
-import sys
-from pathlib import Path
-
 import pytest
 
+from bench.flat_baselines import mcnemar_exact
 from forest.ingest.document import CAPTION, Document, Heading, Passage
 from forest.tree.leaves import chunk_paragraphs, embed_text, split_long
 from forest.tree.outline import heading_paths
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from flat_baselines import mcnemar_exact  # noqa: E402
 
 
 def test_paragraphs_are_packed_whole_within_a_section_and_long_ones_split_at_sentences():

@@ -49,6 +49,7 @@ def mismatches(texts: list[str], porter: bool) -> list[tuple[str, list[str], lis
             if lexemes(text, porter) != want]
 
 
+@pytest.mark.slow
 def test_every_code_point():
     """Whether each code point separates, starts or continues a token, and what it folds to."""
     points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
@@ -56,6 +57,7 @@ def test_every_code_point():
     assert mismatches(texts, porter=False) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("porter", [False, True])
 def test_real_corpora_as_indexed(porter):
     """All QASPER leaves and LoCoMo turns, as the indexes get them (our tokens joined by spaces)
@@ -78,6 +80,7 @@ def random_text(rng: random.Random) -> str:
     return "".join(pieces)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("porter", [False, True])
 def test_random_mixed_script_text(porter):
     rng = random.Random(61)
@@ -85,6 +88,7 @@ def test_random_mixed_script_text(porter):
     assert mismatches(texts + [" ".join(tokenize(t)) for t in texts], porter) == []
 
 
+@pytest.mark.slow
 def test_porter_on_words_with_other_scripts_inside():
     """The stemmer works on UTF-8 bytes (a byte of a multi-byte character is a consonant to it), so
     its rules meet other scripts' bytes: words mixing them with English endings."""

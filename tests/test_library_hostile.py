@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 from conftest import forest_env
-from test_library_import import paper
-from zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
+from testkit.library import paper
+from testkit.zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 FOREST = str(Path(sys.executable).parent / "forest")
 TIMEOUT = 240   # a hanging import is a failure, not a stuck suite

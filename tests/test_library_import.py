@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,10 +12,10 @@ import zipfile
 from pathlib import Path
 
 import bibtexparser
-import pymupdf
 import pytest
-from conftest import TOPICS, forest_env
-from zotero_factory import IMPORTED_FILE, ZoteroLibrary
+from conftest import forest_env
+from testkit.library import paper, ready_archives, zotero_library
+from testkit.zotero_factory import ZoteroLibrary
 
 from forest.views.markdown_notes import zipped
 
@@ -24,35 +23,7 @@ from forest.views.markdown_notes import zipped
 FOREST = str(Path(sys.executable).parent / "forest")
 
 
-def paper(path: Path, topic: str, marker: str = "") -> Path:
-    """A one-page PDF about `topic` (its paragraphs from tests/conftest.py); `marker` makes its bytes distinct."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_textbox(pymupdf.Rect(72, 72, 540, 770), "\n\n".join(TOPICS[topic]) + (f"\n\n{marker}" if marker else ""),
-                        fontsize=10)
-    doc.save(path)
-    doc.close()
-    return path
-
-
-def zotero_library(data_dir: Path, scratch: Path) -> ZoteroLibrary:
-    library = ZoteroLibrary(data_dir)
-    reading = library.collection("COLREAD1", "Reading")
-    jazz = library.item("journalArticle", "JAZZ2018", {"title": "Jazz and Its Origins", "date": "2018-00-00 2018",
-                                                        "DOI": "10.1000/jazz.2018"},
-                        creators=(("Ann", "Buck", "author"), ("Bo", "Bulian", "author"), ("Cy", "Ciaramita", "author")),
-                        tags=("music",), collections=(reading,))
-    library.attachment("JAZZPDF1", jazz, IMPORTED_FILE, "storage:jazz.pdf", "Full Text PDF",
-                       content=paper(scratch / "jazz.pdf", "jazz").read_bytes())
-    lava = library.item("journalArticle", "LAVA2020", {"title": "Volcanoes", "date": "2020-00-00 2020"},
-                        creators=(("Dee", "Alt", "author"),))
-    library.attachment("LAVAPDF1", lava, IMPORTED_FILE, "storage:lava.pdf", "Full Text PDF",
-                       content=paper(scratch / "lava.pdf", "volcanoes").read_bytes())
-    library.note("LAVANOTE", lava, "<p>check the ash figures</p>")
-    return library
-
-
+@pytest.mark.slow
 def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest, tmp_path):
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
@@ -83,6 +54,7 @@ def test_a_zotero_library_imports_once_and_cites_by_author_and_year(make_forest,
     assert len(forest.archives("lab")) == 2
 
 
+@pytest.mark.slow
 def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest, tmp_path):
     paper(tmp_path / "papers" / "jazz.pdf", "jazz")
     paper(tmp_path / "papers" / "plants.pdf", "photosynthesis")
@@ -107,6 +79,7 @@ def test_a_bib_with_a_missing_file_and_a_duplicate_imports_the_rest(make_forest,
         {("buck2018", "Jazz", "2018", None), ("green2019", "Leaves and Light", "2019", "10.1/leaf")}
 
 
+@pytest.mark.slow
 def test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it(make_forest, tmp_path):
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
@@ -122,6 +95,7 @@ def test_an_archive_export_carries_its_library_metadata_and_the_import_checks_it
         forest.import_archive("other", exported)
 
 
+@pytest.mark.slow
 def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
     folder = tmp_path / "papers"
     for number, topic in enumerate(["jazz", "volcanoes", "photosynthesis"] * 2):
@@ -147,16 +121,9 @@ def test_an_import_killed_midway_continues_where_it_stopped(tmp_path):
     assert json.loads(doctor.stdout)["healthy"], doctor.stdout  # the killed build was cleared by the second run
 
 
-def ready_archives(data_dir: Path) -> int:
-    try:
-        with sqlite3.connect(f"{(data_dir / 'forest.sqlite3').as_uri()}?mode=ro", uri=True, timeout=1) as db:
-            return db.execute("SELECT count(*) FROM archives WHERE status = 'ready'").fetchone()[0]
-    except sqlite3.Error:
-        return 0
-
-
+@pytest.mark.slow
 def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
-    from test_workbench import button, open_app, use_model_id
+    from testkit.workbench import button, open_app, use_model_id
 
     zotero = tmp_path / "Zotero"
     zotero_library(zotero, tmp_path / "scratch").close()
@@ -183,9 +150,10 @@ def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
     assert [b.label for b in app.get("download_button")] == ["Download Markdown notes (.zip)"]
 
 
+@pytest.mark.slow
 def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbench):
     from conftest import topic_text
-    from test_workbench import open_app, use_model_id
+    from testkit.workbench import open_app, use_model_id
 
     from forest import MemoryForest
 
@@ -210,6 +178,7 @@ def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbenc
     assert app.dataframe[0].value["name"].tolist() == ["Paper 7"]
 
 
+@pytest.mark.slow
 def test_papers_and_a_research_session_export_as_markdown_notes_whose_links_resolve(make_forest, tmp_path):
     import re
 

@@ -19,7 +19,7 @@ from forest.library import (
     library_kind, plan_import, read_bibtex, read_library, read_zotero, short_citation,
 )
 from forest.errors import InvalidInput
-from zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
+from testkit.zotero_factory import IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, ZoteroLibrary
 
 
 def make_pdf(path: Path, text: str) -> Path:
@@ -420,6 +420,7 @@ def test_bibtex_that_is_not_a_file_is_a_clear_error(tmp_path):
         read_bibtex(tmp_path / "absent.bib")
 
 
+@pytest.mark.slow
 def test_bibtex_fields_over_the_bound_are_cut_with_a_note_and_read_in_linear_time(tmp_path):
     """Long LaTeX values, author lists and file fields once took time growing faster than their
     length (1 MB: 22 s); each is now cut to MAX_BIBTEX_FIELD_CHARS before decoding, and the entry says so."""

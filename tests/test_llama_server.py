@@ -1,5 +1,5 @@
 """The `openai` provider against a real OpenAI-compatible server: llama-cpp-python's
-`python -m llama_cpp.server` on the Gemma 3 270M GGUF (tests/helpers/llama_server.py), started once
+`python -m llama_cpp.server` on the Gemma 3 270M GGUF (testkit/llama_server.py), started once
 for the module. The model is a base model: what is checked is the protocol (how structure is asked
 and taken, streaming, a server killed mid-call), and that whatever it answers is used or labelled
 as the offline fallback, never half-kept.
@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from helpers.llama_server import MODEL_ALIAS, LlamaServer, missing
+from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
 from pydantic import Field
 
 from forest.errors import ModelUnavailable
@@ -29,7 +29,7 @@ if missing():
     pytest.skip(f"the llm_server tier needs {' and '.join(missing())}: `make llm-server` installs them "
                 "(pip install -e '.[llm-server]')", allow_module_level=True)
 
-pytestmark = pytest.mark.llm_server
+pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
 LABEL = f"openai:{MODEL_ALIAS}"
 # The model writes until the grammar closes the JSON or max_tokens ends it, and a token the grammar
 # refuses makes the server try others across Gemma's 262k vocabulary (a second or more, at times):

@@ -334,6 +334,7 @@ def test_secrets_sent_through_mem0_are_not_kept(served, client):
         assert secret not in shown and secret.encode() not in stored
 
 
+@pytest.mark.slow
 def test_memory_client_against_forest_serve(tmp_path, outside_calls):
     """The command a deployer runs, with its token from the environment."""
     process, url = start_serve(tmp_path / "store", forest_env(tmp_path / "store", FOREST_API_TOKEN=TOKEN))

@@ -5,6 +5,7 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 from conftest import topic_text
 from forest.models import embedders
@@ -45,6 +46,7 @@ def test_a_newer_schema_is_refused_with_a_clear_message(tmp_path):
         Database(path)
 
 
+@pytest.mark.slow
 def test_readers_keep_working_while_one_thread_builds(forest):
     first = forest.ingest_text("m", "first", topic_text("volcanoes"))
     errors: list[BaseException] = []
@@ -77,6 +79,7 @@ def test_readers_keep_working_while_one_thread_builds(forest):
     assert forest.doctor().healthy
 
 
+@pytest.mark.slow
 def test_the_query_embedding_cache_is_shared_safely_by_threads(monkeypatch):
     """Server threads embed queries at once: with an unlocked dict one thread evicted the key
     another had just found (KeyError), or iterated it while it changed (RuntimeError)."""

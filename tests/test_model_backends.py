@@ -28,6 +28,7 @@ def tiny_cross_encoder(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_cross_encoder_loads_from_a_local_directory_and_scores_on_0_1(tiny_cross_encoder, embedder):
     settings = load_settings({"reranker_model_dir": str(tiny_cross_encoder)}, environ={})
     reranker = make_reranker(settings, embedder)  # "auto" picks the cross-encoder when a directory is set
@@ -41,6 +42,7 @@ def test_cross_encoder_loads_from_a_local_directory_and_scores_on_0_1(tiny_cross
     assert reranker.score("volcano", []) == []
 
 
+@pytest.mark.slow
 def test_drill_down_through_the_cross_encoder(tiny_cross_encoder, make_forest):
     forest = make_forest(reranker_model_dir=str(tiny_cross_encoder), chunk_size=300)
     text = f"## Volcanoes\n\n{topic_text('volcanoes')}\n\n## Jazz\n\n{topic_text('jazz')}"
@@ -58,6 +60,7 @@ def test_a_missing_reranker_directory_is_a_configuration_error(embedder, tmp_pat
         make_reranker(settings, embedder)
 
 
+@pytest.mark.slow
 def test_flag_model_embedder_over_the_bundled_minilm(tmp_path):
     forest = MemoryForest(load_settings({"data_dir": tmp_path / "store", "embedder": "flag",
                                          "chunk_size": 300}, environ={}))
@@ -74,6 +77,7 @@ def test_flag_model_embedder_over_the_bundled_minilm(tmp_path):
         forest.close()
 
 
+@pytest.mark.slow
 def test_vectors_of_one_embedder_are_not_queried_with_another(tmp_path, embedder):
     data_dir = tmp_path / "store"
     first = MemoryForest(load_settings({"data_dir": data_dir, "chunk_size": 300}, environ={}), embedder=embedder)

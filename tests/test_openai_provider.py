@@ -1,5 +1,5 @@
 """The `openai` LLM and embedder, through the real `openai` client against a local server that
-speaks the API (tests/fake_openai.py), and through the engine, the CLI and the write queue."""
+speaks the API (testkit/fake_openai.py), and through the engine, the CLI and the write queue."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_openai import DIM, FakeOpenAI, Fault, hashed_embedding
+from testkit.fake_openai import DIM, FakeOpenAI, Fault, hashed_embedding
 
 from forest.errors import ModelUnavailable
 from forest.models import llm as llm_module
@@ -211,6 +211,7 @@ def engine_settings(fake: FakeOpenAI, embeddings: FakeOpenAI) -> dict:
             "embedding_base_url": embeddings.url, "embedding_model": "test-embed", "chunk_size": 300}
 
 
+@pytest.mark.slow
 def test_the_engine_summarizes_and_searches_with_the_openai_providers(make_forest):
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
         forest = make_forest(**engine_settings(fake, embeddings))
@@ -225,6 +226,7 @@ def test_the_engine_summarizes_and_searches_with_the_openai_providers(make_fores
     assert in_use["embedder"]["url"] == embeddings.url and in_use["embedder"]["dim"] == DIM
 
 
+@pytest.mark.slow
 def test_an_embedding_server_down_mid_ingest_fails_it_cleanly_and_keeps_nothing(make_forest):
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
         forest = make_forest(**engine_settings(fake, embeddings), llm_retries=0)
@@ -236,6 +238,7 @@ def test_an_embedding_server_down_mid_ingest_fails_it_cleanly_and_keeps_nothing(
         assert forest.doctor().healthy and {n.archive_id for n in forest.tree("m", kept.id)} == {kept.id}
 
 
+@pytest.mark.slow
 def test_an_llm_down_mid_ingest_fails_it_cleanly_naming_the_url(make_forest):
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
         forest = make_forest(**engine_settings(fake, embeddings), llm_retries=0)
@@ -245,6 +248,7 @@ def test_an_llm_down_mid_ingest_fails_it_cleanly_naming_the_url(make_forest):
         assert forest.archives("m") == [] and forest.doctor().healthy
 
 
+@pytest.mark.slow
 def test_personal_writes_wait_in_the_queue_while_the_llm_is_down(make_forest):
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
         fake.respond = lambda prompt: json.dumps({"label": "PRIVATE", "reason": "about the user"}
@@ -269,6 +273,7 @@ def run_forest(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_forest_models_lists_the_parts_and_checks_that_the_configured_ones_answer(tmp_path):
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
         env = forest_env(tmp_path / "store", FOREST_LLM="openai", FOREST_LLM_BASE_URL=fake.url,
@@ -288,6 +293,7 @@ def test_forest_models_lists_the_parts_and_checks_that_the_configured_ones_answe
     assert "HTTP 401" in refused.stdout and "sk-secret-1234" not in refused.stdout + refused.stderr + fine.stdout
 
 
+@pytest.mark.slow
 def test_end_to_end_against_the_projects_own_chat_endpoint(tmp_path):
     """The project's /v1/chat/completions as a second real server: the real client reaches it whole
     and streamed and lists its models; the endpoint answers questions in prose, not the JSON a
@@ -315,6 +321,7 @@ def test_end_to_end_against_the_projects_own_chat_endpoint(tmp_path):
     assert checked.returncode == 1 and not llm["ok"] and "not with usable JSON" in llm["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["chroma", "pgvector", "qdrant"])
 def test_a_change_of_embedder_is_refused_until_forest_reembed_re_embeds_the_model_id(make_forest, request, tmp_path,
                                                                                       backend):
@@ -353,8 +360,9 @@ def test_a_change_of_embedder_is_refused_until_forest_reembed_re_embeds_the_mode
     assert healthy.healthy, healthy
 
 
+@pytest.mark.slow
 def test_the_agent_decides_through_the_openai_llm(make_forest):
-    from fake_openai import _default_reply
+    from testkit.fake_openai import _default_reply
 
     answer = json.dumps({"action": "ANSWER", "payload": {"final_answer": "Jazz grew from blues.", "cited_node_ids": []}})
     with FakeOpenAI() as fake, FakeOpenAI() as embeddings:
@@ -366,6 +374,7 @@ def test_the_agent_decides_through_the_openai_llm(make_forest):
     assert forest.answer_policy == "openai:test-chat"
 
 
+@pytest.mark.slow
 def test_a_model_server_down_is_a_503_naming_it_over_rest_not_a_stack_trace(tmp_path):
     import httpx
 
@@ -387,6 +396,7 @@ def test_a_model_server_down_is_a_503_naming_it_over_rest_not_a_stack_trace(tmp_
     assert "Traceback" not in reply.text
 
 
+@pytest.mark.slow
 def test_a_compaction_the_llm_cannot_do_is_put_off_not_a_failed_write(make_forest):
     """add_message commits, then compacts when due: a model server down then must not turn the kept
     message into an error that tells the caller to send it again."""

@@ -4,6 +4,7 @@ import json
 import sqlite3
 
 import numpy as np
+import pytest
 
 from conftest import topic_text
 from forest.tree.outline import document_lead, heading_paths
@@ -68,6 +69,7 @@ def test_the_lead_is_the_abstract_else_the_first_real_prose():
                          [(), ("Abstract",), ("1 Intro",)]) == "Our abstract. It says a lot."
 
 
+@pytest.mark.slow
 def test_sections_become_titled_nodes_and_no_node_mixes_two_sections(forest):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     assert archive.roots == 1
@@ -91,6 +93,7 @@ def test_sections_become_titled_nodes_and_no_node_mixes_two_sections(forest):
             assert len(under) == 1, f"{node.title} mixes {under}"
 
 
+@pytest.mark.slow
 def test_the_root_reads_the_title_and_the_abstract_and_summaries_are_not_copied_up(forest):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     nodes, by_id, _ = tree(forest, "m", archive.id)
@@ -106,6 +109,7 @@ def test_the_root_reads_the_title_and_the_abstract_and_summaries_are_not_copied_
     assert 150 < len(results.summary) <= 400     # several sentences for a bigger subtree
 
 
+@pytest.mark.slow
 def test_a_chinese_paper_keeps_its_language_in_titles_and_summaries(forest):
     text = ("# 植物与火山\n\n## 摘要\n\n本文研究光合作用与火山喷发。我们按章节组织记忆树。\n\n## 光合作用\n\n"
             + "光合作用是植物利用光能把二氧化碳和水转化为有机物并释放氧气的过程。叶绿体中的叶绿素吸收红光和蓝光。" * 6
@@ -120,6 +124,7 @@ def test_a_chinese_paper_keeps_its_language_in_titles_and_summaries(forest):
             assert sum("\u4e00" <= c <= "\u9fff" for c in node.summary) > len(node.summary) * 0.5
 
 
+@pytest.mark.slow
 def test_a_document_without_headings_keeps_the_similarity_rule(forest):
     text = topic_text("photosynthesis", "volcanoes", "jazz") + "\n\n" + topic_text("photosynthesis", "jazz")
     loose = forest.ingest_text("m", "loose", text, chunk_size=200, threshold=0.0)
@@ -131,6 +136,7 @@ def test_a_document_without_headings_keeps_the_similarity_rule(forest):
     assert all(n.title for n in nodes if not n.is_leaf)
 
 
+@pytest.mark.slow
 def test_explore_returns_titles_and_summaries_not_the_subtree_text(forest):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     nodes, _, _ = tree(forest, "m", archive.id)
@@ -151,6 +157,7 @@ def test_explore_returns_titles_and_summaries_not_the_subtree_text(forest):
     assert "content" not in tools.get_memory_node("m", root.id)["node"]
 
 
+@pytest.mark.slow
 def test_rebuild_replans_over_stored_leaves_without_embedding_them(forest, embedder, monkeypatch):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     nodes, _, leaves = tree(forest, "m", archive.id)
@@ -172,6 +179,7 @@ def test_rebuild_replans_over_stored_leaves_without_embedding_them(forest, embed
     assert_consistent(forest, "m", archive.id)
 
 
+@pytest.mark.slow
 def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
     """A schema-6 store (what migrations 7-11 add taken away: summary nodes holding their subtree's
     text, no titles, no merge history) upgrades in place, and `forest rebuild` gives its archives the outline tree."""
@@ -217,6 +225,7 @@ def test_a_store_of_binary_trees_migrates_and_rebuilds(tmp_path, make_forest):
     assert upgraded.doctor().healthy
 
 
+@pytest.mark.slow
 def test_append_and_export_keep_the_outline_and_the_history(forest, make_forest, tmp_path):
     archive = forest.ingest_text("m", "paper", PAPER, chunk_size=300, threshold=0.0)
     second = "# Second Paper\n\n## Abstract\n\nA short abstract about lava and bebop.\n\n## Lava\n\n" + \

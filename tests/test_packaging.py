@@ -13,7 +13,11 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from conftest import forest_env, topic_text
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +32,7 @@ def _installed_env(data_dir: Path) -> dict[str, str]:
 def _build_wheel(tmp_path: Path) -> Path:
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "store", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests", "bench"))
+        ".git", ".venv", "store", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
     out = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(out), str(source)], check=True, capture_output=True, timeout=120)
@@ -42,6 +46,8 @@ def test_wheel_carries_every_package_and_installs(tmp_path):
     source_modules = {p.relative_to(ROOT).as_posix() for d in ("forest",) for p in (ROOT / d).rglob("*.py")}
     assert source_modules <= names, sorted(source_modules - names)
     assert "forest/research/default_directives.md" in names   # in force until a CORE.md is written
+    # forest only: bench/ and testkit/ (packages at the root too) stay out
+    assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"forest"}, sorted(names)
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env_dir)

@@ -84,6 +84,7 @@ def test_the_rendered_page_is_yellow_exactly_on_the_highlighted_lines(tmp_path):
         render_page(pdf, 4)
 
 
+@pytest.mark.slow
 def test_an_ingested_pdf_is_kept_and_opens_after_the_upload_is_gone(make_forest, tmp_path):
     (tmp_path / "upload").mkdir()
     upload = two_column_paper(tmp_path / "upload" / "tidal.pdf")
@@ -112,6 +113,7 @@ def test_an_ingested_pdf_is_kept_and_opens_after_the_upload_is_gone(make_forest,
     assert list(forest.settings.sources_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_text_documents_passage_is_shown_in_its_section_without_the_overlap(make_forest):
     body = " ".join(f"Sentence {i} tells the tale of reef number {i} and its fish." for i in range(30))
     forest = make_forest(chunk_size=200, chunk_overlap=60)

@@ -43,6 +43,7 @@ def test_two_columns_are_read_column_by_column_with_sections_pages_and_captions(
     assert [doc.passages[index_of(doc.passages, f)].page_start for f in order] == [1, 1, 1, 2, 2, 3]
 
 
+@pytest.mark.slow
 def test_pdf_leaves_carry_pages_sections_and_caption_kind(forest, tmp_path):
     events = []
     archive = forest.ingest_file(pdf_factory.two_column_paper(tmp_path / "pools.pdf"), "m", progress=events.append)
@@ -160,6 +161,7 @@ def test_real_papers_match_facts_read_off_the_pages(arxiv_id):
     assert not misses, misses
 
 
+@pytest.mark.slow
 def test_a_page_with_thousands_of_vector_marks_keeps_its_text(tmp_path):
     import pymupdf
 

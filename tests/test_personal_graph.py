@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest.models.claude import ClaudeLLM
 from forest.personal.graph import (
     Triple,
@@ -231,6 +231,7 @@ def test_a_question_about_the_speaker_alone_gets_only_what_it_asks_about():
     assert relations_for(triples, "My plans for tomorrow", "ann")[1] == []   # the speaker, asked nothing
 
 
+@pytest.mark.slow
 def test_a_valid_claude_reply_is_used_and_normalized():
     reply = {"triples": [{"source": "我", "relationship": "Works_At", "target": "the Acme Corp"},
                          {"source": "我", "relationship": "works at", "target": "Acme Corp"},

@@ -33,6 +33,7 @@ def test_process_memory_answers_at_once_and_remembers_in_the_background(personal
     assert daughter.decision["action"] == "stored" and daughter.input == "灿灿是小朱的女儿"
 
 
+@pytest.mark.slow
 def test_each_input_is_embedded_once_and_input_queued_without_a_vector_is_embedded_by_the_worker(
         personal, monkeypatch):
     embedded: list[str] = []
@@ -106,6 +107,7 @@ def test_a_failing_write_is_retried_and_never_fails_the_retrieval(personal, monk
     assert [r["memory"] for r in found] == ["I love hiking in the Alps with my sister Mia"]
 
 
+@pytest.mark.slow
 def test_queued_input_survives_a_killed_process(tmp_path, make_forest):
     data_dir = tmp_path / "store"
     script = ("import os\nfrom forest import MemoryForest\n"
@@ -211,6 +213,7 @@ def test_disabled_memory_writes_nothing(make_forest):
     assert forest.db.query("SELECT count(*) FROM personal_memories")[0][0] == 0
 
 
+@pytest.mark.slow
 def test_a_question_in_the_first_person_gets_the_users_own_relation(personal):
     personal.memory_tool("add", "ann", text=["I live in Berlin", "I love jazz", "My sister Mia is a nurse"])
     for question in ("Where do I live?", "where do i live", "我住在哪里？"):
@@ -292,6 +295,7 @@ def test_cli_personal_commands(tmp_path, capsys):
     assert cli(["personal", "add", " ", *store]) == 1 and "empty" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_input_that_cannot_be_queued_is_never_reported_as_success(personal):
     """The queue is what keeps input through a crash; input it refused is lost, and the caller must
     know. A full disk, for real: SQLite refuses to grow this connection's database past its size

@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-import sys
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropic
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from eval_redaction import evaluate, load  # noqa: E402
-
+from bench.eval_redaction import evaluate, load
+from testkit.fake_anthropic import FakeAnthropic
 from forest.models.claude import ClaudeLLM
 from forest.redaction import redact
 from forest.personal.service import PersonalMemory

@@ -38,6 +38,7 @@ def test_hybrid_search_finds_an_exact_rare_term_and_a_paraphrase(personal):
         ["I adore Sichuan food."]
 
 
+@pytest.mark.slow
 def test_time_in_the_question_prefers_what_was_said_then(personal):
     may, june = 1683500000.0, 1686200000.0  # 8 May 2023, 8 June 2023
     personal.process_memory("u1", "I went to a pottery class with my friends.", observed_at=may)

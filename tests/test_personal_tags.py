@@ -3,13 +3,8 @@ two labelled-set benches (bench/eval_extraction.py, bench/eval_tags.py) on hand-
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import eval_extraction  # noqa: E402
-import eval_tags  # noqa: E402
-
+from bench import eval_extraction, eval_tags
 from forest.personal.graph import Triple, TripleExtractor
 from forest.personal.tags import extract_tags
 

@@ -195,7 +195,7 @@ def test_an_llm_decides_an_update_before_the_write_transaction_and_can_keep_both
     and its 'no' keeps both memories."""
     import sqlite3
 
-    from fake_openai import FakeOpenAI
+    from testkit.fake_openai import FakeOpenAI
 
     locked_when_asked: list[bool] = []
 

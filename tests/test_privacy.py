@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 
 from forest.models.embedders import Embedder
 from forest.models.claude import ClaudeLLM
@@ -66,6 +66,7 @@ def test_the_labelled_set_is_bilingual_balanced_and_apart_from_the_prototypes():
     assert not {e["text"] for e in LABELLED} & set(PRIVATE_PROTOTYPES + PUBLIC_PROTOTYPES)
 
 
+@pytest.mark.slow
 def test_offline_accuracy_on_the_labelled_set(offline):
     decisions = offline.classify_many([e["text"] for e in LABELLED])
     assert {d.decided_by for d in decisions} == {OFFLINE_LABEL}
@@ -102,6 +103,7 @@ def test_relations_between_people_the_user_knows_are_private(offline):
         assert decision.label == PRIVATE and decision.reason.startswith("rule: relation"), decision
 
 
+@pytest.mark.slow
 def test_classify_many_embeds_what_the_rules_leave_open_in_one_batch(embedder):
     counting = CountingEmbedder(embedder)
     classifier = PrivacyClassifier(counting)
@@ -127,6 +129,7 @@ def test_a_failing_embedder_stores_as_private():
                                   "decided_by": "fallback:embedding-error"}
 
 
+@pytest.mark.slow
 def test_claude_prompt_carries_the_text_and_the_definitions_and_its_reply_is_used():
     with FakeAnthropic() as fake:
         fake.script = ['{"label": "PRIVATE", "reason": "a personal plan"}',

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import forest_env, topic_text
 
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
+
 FOREST = str(Path(sys.executable).parent / "forest")
 
 

@@ -54,6 +54,7 @@ def on_qdrant(make_forest, tmp_path):
     return forest
 
 
+@pytest.mark.slow
 def test_the_engine_on_qdrant_finds_what_it_finds_on_chroma(make_forest, tmp_path):
     chroma = make_forest(tmp_path / "chroma-store", chunk_size=300, chunk_overlap=0)
     forest = on_qdrant(make_forest, tmp_path)
@@ -72,6 +73,7 @@ def test_the_engine_on_qdrant_finds_what_it_finds_on_chroma(make_forest, tmp_pat
         assert got_ctx.leaves and [s.node.id for s in got_ctx.leaves] == [s.node.id for s in want_ctx.leaves]
 
 
+@pytest.mark.slow
 def test_doctor_repairs_a_lost_point_and_deleting_an_archive_leaves_none(make_forest, tmp_path):
     forest = on_qdrant(make_forest, tmp_path)
     kept = forest.ingest_text("alice", "volcanoes", topic_text("volcanoes"))

@@ -3,7 +3,9 @@ pick one from each result list, compare; the verdict names the papers, quotes th
 disagree, and goes away when a new search or pick makes it stale."""
 import pytest
 
-from test_workbench import button, open_app
+from testkit.workbench import button, open_app
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 # Real text: SearchQA's size and BiDAF's standing, from "Ask the Right Questions" (arXiv 1705.07830),
 # against a second paper's notes that misstate both.

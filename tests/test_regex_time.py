@@ -216,7 +216,15 @@ def _text_paths() -> dict[str, Callable[[str], Any]]:
     }
 
 
-@pytest.mark.parametrize("path", sorted(_text_paths()))
+SLOW_TEXT_PATHS = {"conflicts", "privacy rules", "redact", "triples"}  # 1 s of CPU or more each
+
+
+def test_every_text_path_marked_slow_exists():
+    assert SLOW_TEXT_PATHS <= set(_text_paths())  # a path renamed would quietly leave the slow tier
+
+
+@pytest.mark.parametrize("path", [pytest.param(path, marks=pytest.mark.slow) if path in SLOW_TEXT_PATHS else path
+                                  for path in sorted(_text_paths())])
 def test_the_text_paths_take_100k_adversarial_characters_in_linear_time(path: str) -> None:
     run = _text_paths()[path]
     for label, text in LONG_INPUTS.items():
@@ -323,6 +331,7 @@ def _timed(face: str, text: str, url: str, data_dir: Path) -> tuple[str, float]:
     return answer, time.monotonic() - began
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row, face", [(row, face) for row in ROWS for face in ("CLI", "MCP", "REST", "OpenAI")])
 def test_every_face_answers_adversarial_input_as_fast_as_an_ordinary_message(row: str, face: str, served) -> None:
     """About as fast as an ordinary message of the same length: the embedder's own time differs

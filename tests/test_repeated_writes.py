@@ -13,6 +13,7 @@ from forest.errors import AlreadyInLibrary
 from forest.tree.build import ArchiveBuilder
 
 
+@pytest.mark.slow
 def test_a_document_sent_again_is_the_archive_built_before(forest):
     first = forest.ingest_text("lab", "jazz", topic_text("jazz"))
     with pytest.raises(AlreadyInLibrary, match=f"already in the library as archive {first.id} \\(jazz\\): the same text"):
@@ -28,6 +29,7 @@ def test_a_document_sent_again_is_the_archive_built_before(forest):
     assert forest.doctor().healthy
 
 
+@pytest.mark.slow
 def test_add_document_sent_again_returns_the_archive_built_before(forest):
     from forest.serving.tools import ForestTools
 
@@ -45,6 +47,7 @@ class _NoContext:
         raise ValueError("no request")
 
 
+@pytest.mark.slow
 def test_a_repeat_that_arrives_while_the_first_call_still_builds_keeps_the_first(forest, monkeypatch):
     """Both calls plan their trees at once; the one that writes second finds the other's archive
     under the writer lock, removes its own build and says which archive holds the document."""

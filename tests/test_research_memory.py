@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.cli import main as cli
 from forest.errors import ConfigError, NotFound
@@ -131,6 +131,7 @@ def test_directives_come_first_and_knowledge_keeps_its_history(research, clock):
         research.update_knowledge("ann", "  ", "x")
 
 
+@pytest.mark.slow
 def test_compaction_flushes_findings_and_loses_nothing(research, clock):
     filler = "We discussed the experimental setup of the paper at some length. " * 6
     reports = []
@@ -158,6 +159,7 @@ def test_compaction_flushes_findings_and_loses_nothing(research, clock):
     assert any(f.event.content.startswith("Question 0:") for f in old)
 
 
+@pytest.mark.slow
 def test_a_compaction_another_writer_finished_meanwhile_is_not_done_twice(research, monkeypatch):
     monkeypatch.setattr(research, "compact_if_due", lambda *args: None)  # compaction only when asked below
     for i in range(4):
@@ -197,6 +199,7 @@ def test_research_memory_is_isolated_by_model_id_and_session(research):
         research.remove_note("bob", "s1", item.id)
 
 
+@pytest.mark.slow
 def test_a_session_turn_reconciles_conflicting_papers(make_forest, tmp_path):
     forest = make_forest(chunk_size=300, chunk_overlap=0, core_file=str(tmp_path / "CORE.md"))
     forest.ingest_text("ann", "Paper A", FEW_SHOT_GAIN)
@@ -256,6 +259,7 @@ def test_reconciliation_prompt_and_fallback_with_the_real_client():
         assert fallback.comparison and fallback.merged_conclusion
 
 
+@pytest.mark.slow
 def test_compaction_with_claude_writes_its_findings(make_forest, tmp_path, clock):
     with FakeAnthropic() as fake:
         forest = make_forest(core_file=str(tmp_path / "CORE.md"), session_token_limit=500)

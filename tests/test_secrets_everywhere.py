@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -83,6 +83,7 @@ def _mcp_call(url: str, tool: str, arguments: dict):
     return asyncio.run(call())
 
 
+@pytest.mark.slow
 def test_an_id_shaped_like_a_key_is_refused_on_every_face_and_echoed_nowhere(make_forest):
     forest = make_forest()
     server = ThreadServer(forest, port=free_port()).start()
@@ -110,6 +111,7 @@ def test_an_id_shaped_like_a_key_is_refused_on_every_face_and_echoed_nowhere(mak
     assert forest.model_ids() == [] and forest.personal.memories("ann") == []
 
 
+@pytest.mark.slow
 def test_a_key_a_model_server_echoes_is_masked_in_the_reply_and_the_logs(make_forest, caplog):
     caplog.set_level(logging.WARNING)
     with FakeOpenAI() as fake:
@@ -143,6 +145,7 @@ def test_the_markdown_export_turns_remote_images_into_links(forest, tmp_path):
     assert "[chart](https://example.org/p.png)" in text and "[x](http://127.0.0.1:9/note.png)" in text
 
 
+@pytest.mark.slow
 def test_forest_export_writes_the_archive_0600_even_over_a_0644_file(tmp_path):
     import subprocess
     import sys
@@ -163,6 +166,7 @@ def test_forest_export_writes_the_archive_0600_even_over_a_0644_file(tmp_path):
         assert json.loads(out.read_text(encoding="utf-8"))["nodes"]
 
 
+@pytest.mark.slow
 def test_a_database_outage_is_a_503_on_every_face_the_memory_tool_included(postgres, postgres_url, tmp_path,
                                                                           embedder, monkeypatch):
     from forest import MemoryForest

@@ -51,6 +51,7 @@ def _leaf_and_summary(forest, model_id, archive_id):
     return next(n for n in nodes if n.is_leaf), next(n for n in nodes if not n.is_leaf)
 
 
+@pytest.mark.slow
 def test_every_tool_over_streamable_http(served):
     server, forest, alice, bob, _ = served
     bob_leaf, _ = _leaf_and_summary(forest, "bob", bob.id)
@@ -179,6 +180,7 @@ def test_every_tool_over_streamable_http(served):
     forest.delete_archive("alice", r["add"].structured_content["archive"]["id"])
 
 
+@pytest.mark.slow
 def test_every_tool_over_stdio_from_a_subprocess(tmp_path):
     # Its own store, written by the `forest` CLI first: one process at a time uses an embedded Chroma.
     data_dir = tmp_path / "store"
@@ -221,6 +223,7 @@ def test_every_tool_over_stdio_from_a_subprocess(tmp_path):
     assert [a["name"] for a in out["carol"].structured_content["archives"]] == ["plants"]
 
 
+@pytest.mark.slow
 def test_rest_parity_openapi_and_errors(served):
     server, forest, alice, bob, _ = served
     leaf, summary = _leaf_and_summary(forest, "alice", alice.id)
@@ -310,6 +313,7 @@ def test_openai_client_chat_stream_and_models(served):
                      ("bob", True, None)]
 
 
+@pytest.mark.slow
 def test_off_loopback_needs_a_token_on_every_route(tmp_path, embedder):
     from forest import MemoryForest
 
@@ -396,6 +400,7 @@ def test_the_vector_endpoint_answers_deep_json_with_a_clear_error(tmp_path):
         owned.release()
 
 
+@pytest.mark.slow
 def test_serve_on_a_public_address_refuses_a_weak_token(tmp_path):
     done = subprocess.run([FOREST, "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(free_port())],
                           env=forest_env(tmp_path / "store", FOREST_API_TOKEN="x"), capture_output=True, text=True,

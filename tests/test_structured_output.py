@@ -1,6 +1,6 @@
 """How the `openai` LLM asks for structure from servers that take only some forms, as real servers
 answer (llama-cpp-python refuses a response_format it does not know with a 500, not a 400), with
-the real `openai` client against tests/fake_openai.py. The same against the real llama.cpp server:
+the real `openai` client against testkit/fake_openai.py. The same against the real llama.cpp server:
 tests/test_llama_server.py."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from fake_openai import FakeOpenAI, Fault
+from testkit.fake_openai import FakeOpenAI, Fault
 
 from forest.models.llm import LLMError
 from forest.models.openai_api import OpenAILLM

@@ -1,12 +1,14 @@
 """The tiers `make test-fast` chooses from: browser and fault tests are marked without a mark in
-their files, and every test the slow list names still exists (a renamed test would quietly move
-back into the fast tier)."""
-import re
+their files, slow ones with @pytest.mark.slow, and a run names the unmarked tests that took 1 s of
+CPU or more (testkit/cpu_times.py) without failing for it."""
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
-from tiers import SLOW_MODULES, SLOW_TESTS
 
 FAST = "not slow and not browser and not faults"
 
@@ -30,11 +32,42 @@ def test_the_fast_tier_leaves_out_browser_fault_and_slow_tests_and_keeps_the_res
         t for t in everything if "cross_site" in t or "browser_reconcile" in t]
 
 
-def test_every_slow_test_named_exists():
-    for module in SLOW_MODULES:
-        assert (ROOT / "tests" / module).is_file(), module
-    for entry in SLOW_TESTS:
-        module, name = entry.split("::")
-        function = name.split("[")[0]
-        source = (ROOT / "tests" / module).read_text(encoding="utf-8")
-        assert re.search(rf"^(async )?def {re.escape(function)}\(", source, re.M), entry
+BURNERS = """
+import time
+
+import pytest
+
+
+def burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_quick():
+    pass
+
+
+def test_unmarked_burner():
+    burn(0.15)
+
+
+@pytest.mark.slow
+def test_marked_burner():
+    burn(0.15)
+"""
+
+
+@pytest.mark.slow  # a pytest process of its own: 1.5 s of CPU
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_run_names_the_unmarked_tests_over_the_cpu_threshold_and_still_passes(tmp_path: Path, workers: list[str]):
+    (tmp_path / "test_burners.py").write_text(BURNERS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "testkit.cpu_times",
+                           "-o", "slow_cpu_seconds=0.1", *workers, str(tmp_path)],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [named] = [line for line in done.stdout.splitlines() if line.startswith("mark these slow")]
+    assert "test_burners.py::test_unmarked_burner (0." in named, named
+    assert "test_marked_burner" not in named and "test_quick" not in named, named

@@ -215,6 +215,7 @@ print(asyncio.run(calls()), "redis" in sys.modules)
 """
 
 
+@pytest.mark.slow
 def test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_loads(tmp_path):
     ran = subprocess.run([sys.executable, "-c", NO_VALKEY, str(tmp_path / "store")], env=forest_env(tmp_path / "store"),
                          capture_output=True, text=True, timeout=120)
@@ -224,6 +225,7 @@ def test_without_redis_url_the_limit_counts_in_the_process_and_no_redis_client_l
 
 # --- two serve processes on one store (module fixture `stack`; these run last, so that it is
 # torn down at the module's end) ---
+@pytest.mark.slow
 def test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_when(stack, store):
     urls, _ = stack
     seen = []
@@ -241,6 +243,7 @@ def test_thirty_a_minute_lets_30_of_50_calls_through_two_processes_and_429s_say_
     assert health == [200, 200]  # /health is never counted
 
 
+@pytest.mark.slow
 def test_another_client_address_has_a_budget_of_its_own(stack, store):
     urls, _ = stack
     with httpx.Client(timeout=60) as first, \
@@ -263,6 +266,7 @@ def cached_key(client: redis.Redis, query: str) -> bytes:
     return key
 
 
+@pytest.mark.slow
 def test_a_query_embedded_by_one_process_is_served_from_valkey_in_the_other(stack, store):
     """Process A embeds two questions; the test puts the volcano question's vector under the bebop
     question's key; process B, asked the bebop question, finds the volcano's passages with the very
@@ -283,6 +287,7 @@ def outage_lines(log: Path) -> list[str]:
     return [line for line in log.read_text(errors="replace").splitlines() if "Valkey at" in line]
 
 
+@pytest.mark.slow
 def test_valkey_killed_under_load_the_servers_answer_on_say_so_once_and_resume(stack, valkey):
     urls, logs = stack
     valkey.client().flushall()

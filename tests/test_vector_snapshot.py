@@ -37,6 +37,7 @@ def snapshotted(tmp_path, embedder):
     return data_dir, from_chroma
 
 
+@pytest.mark.slow
 def test_the_next_command_reads_the_snapshot_a_command_left_and_gets_what_chroma_gave(snapshotted, embedder):
     data_dir, from_chroma = snapshotted
     assert snapshot_file(data_dir, "alice").exists()
@@ -52,6 +53,7 @@ def test_the_next_command_reads_the_snapshot_a_command_left_and_gets_what_chroma
         second.close()
 
 
+@pytest.mark.slow
 def test_a_write_discards_the_snapshot_before_it_reaches_chroma(snapshotted, embedder):
     data_dir, from_chroma = snapshotted
     engine = command_forest(data_dir, embedder)
@@ -79,6 +81,7 @@ def test_no_snapshot_is_taken_while_a_writer_is_at_work(tmp_path, embedder):
     assert not snapshot_file(data_dir, "alice").exists()
 
 
+@pytest.mark.slow
 def test_a_damaged_snapshot_is_passed_over_for_chroma(snapshotted, embedder):
     data_dir, from_chroma = snapshotted
     snapshot_file(data_dir, "alice").write_bytes(b"PK\x03\x04 torn by a crash")
@@ -89,6 +92,7 @@ def test_a_damaged_snapshot_is_passed_over_for_chroma(snapshotted, embedder):
         engine.close()
 
 
+@pytest.mark.slow
 def test_a_snapshot_answers_only_the_embedder_that_made_it(snapshotted):
     data_dir, _ = snapshotted
     other = open_embedded(data_dir / "chroma", "another-embedder", 384, use_snapshots=True)
@@ -99,6 +103,7 @@ def test_a_snapshot_answers_only_the_embedder_that_made_it(snapshotted):
         other.close()
 
 
+@pytest.mark.slow
 def test_long_running_engines_neither_take_nor_read_snapshots(snapshotted, make_forest):
     data_dir, from_chroma = snapshotted
     engine = make_forest(data_dir=data_dir)  # as the workbench and `forest serve` make theirs

@@ -4,32 +4,16 @@ import json
 import time
 
 import httpx
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, shown, topic_text
+from testkit.workbench import button, open_app, use_model_id
 from test_research_memory import FEW_SHOT_GAIN, FEW_SHOT_NO_GAIN
 
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
+
 JAZZ = ("## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")).encode()
-
-
-def open_app() -> AppTest:
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
-
-
-def button(app: AppTest, label: str):
-    return next(b for b in app.button if b.label == label)
-
-
-def use_model_id(app: AppTest, model_id: str) -> AppTest:
-    """Pick `model_id` in the sidebar, or name it as a new one as a person does."""
-    from workbench.shared import NEW_MODEL_ID
-
-    pick = app.sidebar.selectbox(key="model_id_pick")
-    if model_id in pick.options:
-        return pick.set_value(model_id).run()
-    pick.set_value(NEW_MODEL_ID).run()
-    app.sidebar.text_input(key="new_model_id_name").set_value(model_id)
-    return button(app, "Create").click().run()
 
 
 def upload(app: AppTest, name: str, content: bytes, mime: str) -> AppTest:
@@ -242,7 +226,7 @@ def test_server_page_shows_the_endpoint_tools_and_calls(workbench, monkeypatch):
 
 
 def test_the_server_and_ask_pages_name_the_llm_and_embedder_in_use_without_secrets(workbench, monkeypatch):
-    from fake_openai import FakeOpenAI
+    from testkit.fake_openai import FakeOpenAI
 
     port = free_port()
     with FakeOpenAI() as fake:

@@ -4,10 +4,14 @@ uploads; the sample on its way; messages that say what happened; no spec jargon 
 import re
 
 import httpx
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, free_port, shown, topic_text
-from test_workbench import JAZZ, button, on_tab, open_app, upload, use_model_id, wait_for
+from test_workbench import JAZZ, on_tab, upload, wait_for
+from testkit.workbench import button, open_app, use_model_id
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 PAGES = [f"workbench/{page}.py" for page in ("library", "tree", "ask", "research", "reconcile", "memory", "server")]
 

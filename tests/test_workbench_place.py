@@ -8,7 +8,10 @@ import pytest
 
 from conftest import shown, topic_text
 from forest.errors import InvalidInput
-from test_workbench import button, wait_for
+from test_workbench import wait_for
+from testkit.workbench import button
+
+pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 
 NOTES = "## Jazz\n\n" + topic_text("jazz") + "\n\n## Volcanoes\n\n" + topic_text("volcanoes")
 

@@ -28,9 +28,10 @@ from typing import Any
 
 import httpx
 
-from conftest import answers_health, forest_env, free_port, stop_process, topic_text
-from helpers import faults
-from helpers.faults import Server, Store, open_forest
+from testkit.processes import answers_health, forest_env, free_port, stop_process
+from testkit.topics import topic_text
+from testkit import faults
+from testkit.faults import Server, Store, open_forest
 from forest import MemoryForest
 from forest.personal.memory_store import PersonalStore
 

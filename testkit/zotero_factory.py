@@ -7,7 +7,7 @@ import sqlite3
 import zlib
 from pathlib import Path
 
-SCHEMA = Path(__file__).parent / "data" / "zotero_schema"
+SCHEMA = Path(__file__).resolve().parents[1] / "tests" / "data" / "zotero_schema"
 USER_LIBRARY = 1
 IMPORTED_FILE, IMPORTED_URL, LINKED_FILE, LINKED_URL = 0, 1, 2, 3
 

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import forest_env, topic_text
+from testkit.processes import forest_env
+from testkit.topics import topic_text
 
 FOREST = str(Path(sys.executable).parent / "forest")
 # One document per writer, and a question whose best passage only that document holds.

@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import MemoryForest, load_settings
 from forest.storage.sql.local_postgres import LocalPostgres
 

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from fake_anthropic import FakeAnthropic
+from testkit.fake_anthropic import FakeAnthropic
 
 DIM = 16
 
