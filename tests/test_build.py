@@ -80,6 +80,7 @@ def test_threshold_keeps_unrelated_topics_apart(forest):
     assert len(forest.merge_history("m", loose.id)) == loose.leaves - 1   # n - 1 binary merges, condensed
 
 
+@pytest.mark.slow
 def test_real_paper_builds_a_shallow_single_tree(make_forest):
     from conftest import SHARED_EVAL
 

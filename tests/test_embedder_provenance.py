@@ -22,6 +22,7 @@ def _renamed(embedder, name):
     return other
 
 
+@pytest.mark.slow
 def test_events_of_another_embedder_are_refused_until_reembedded(tmp_path, embedder):
     from forest import MemoryForest
 

@@ -4,6 +4,7 @@ when, and the session date stays on every memory; on real SQLite and the real em
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from forest.personal.recall import diverse
 from forest.personal.timeframe import asks_when, says_when
@@ -103,6 +104,7 @@ def test_turns_said_by_the_person_asked_about_and_answers_to_a_matching_question
     assert list(_answers_follow(np.array([0.5, 4.0, 0.0]), [MAY_8, MAY_8 + 1, MAY_8 + 2], words)) == [0.5, 4.0, 0.0]
 
 
+@pytest.mark.slow
 def test_reading_words_only_within_reach_of_the_pool_ranks_as_reading_them_all(make_forest, monkeypatch):
     """The signals read from words are worked out for the memories they could lift into the pool:
     the pool is the same as when every memory's words are read, and fewer memories are read."""

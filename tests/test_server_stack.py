@@ -90,6 +90,7 @@ def backend_pair(request, make_forest, postgres_url, tmp_path):
     return embedded, served
 
 
+@pytest.mark.slow
 def test_the_server_stack_answers_as_the_embedded_store_does(backend_pair):
     embedded, served = backend_pair
     assert [a.to_dict() | {"created_at": None} for a in embedded.archives("alice")] == \
@@ -110,6 +111,7 @@ def test_the_server_stack_answers_as_the_embedded_store_does(backend_pair):
         {a.id for a in served.archives("alice")}
 
 
+@pytest.mark.slow
 def test_research_and_personal_memory_on_the_server_stack(backend_pair):
     embedded, served = backend_pair
     for forest in (embedded, served):
@@ -131,6 +133,7 @@ def test_research_and_personal_memory_on_the_server_stack(backend_pair):
         [e.event.content for e in served.research.search_episodic("alice", "bebop clubs")]
 
 
+@pytest.mark.slow
 def test_doctor_finds_and_repairs_drift_on_the_server_stack(backend_pair):
     _, served = backend_pair
     archive = served.archives("alice")[0]
@@ -143,6 +146,7 @@ def test_doctor_finds_and_repairs_drift_on_the_server_stack(backend_pair):
 
 
 # --- many processes, one store, no owner ---------------------------------------------------------
+@pytest.mark.slow
 def test_two_serve_processes_share_one_store_and_see_each_other_s_writes(postgres_url, tmp_path):
     data_dir = tmp_path / "store"
     first, second = start_serve(data_dir, server_env(data_dir, postgres_url)), start_serve(data_dir, server_env(data_dir, postgres_url))
@@ -173,6 +177,7 @@ def test_two_serve_processes_share_one_store_and_see_each_other_s_writes(postgre
         stop_process(second[0])
 
 
+@pytest.mark.slow
 def test_workers_share_the_write_queue_and_write_each_input_once(server_forest, postgres_url, tmp_path):
     forest = server_forest()
     said = [f"My colleague number {i} is called Person{i}." for i in range(40)]
@@ -191,6 +196,7 @@ def test_workers_share_the_write_queue_and_write_each_input_once(server_forest, 
     assert forest.personal.store.queue_totals() == {"pending": 0, "done": len(said), "failed": 0}
 
 
+@pytest.mark.slow
 def test_builds_from_two_processes_never_interleave(postgres_url, tmp_path):
     notes = []
     for name, topic in (("volcanoes", "volcanoes"), ("jazz", "jazz"), ("plants", "photosynthesis")):
@@ -266,6 +272,7 @@ def test_a_restarted_database_fails_the_call_in_hand_in_one_line_then_reconnects
 
 
 # --- moving a library ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_store_moves_to_postgres_and_back_without_embedding_again(make_forest, postgres_url, tmp_path, monkeypatch):
     source = make_forest(tmp_path / "embedded", chunk_size=300)
     source.ingest_text("alice", "earth and music", PAPER)
@@ -349,6 +356,7 @@ def test_secrets_never_reach_the_server_database(server_forest, postgres_url):
                 assert secret not in repr(row), table
 
 
+@pytest.mark.slow
 def test_the_readme_s_server_stack_commands_work_as_written(make_forest, tmp_path):
     """README: `forest postgres start` prints the settings; with them exported, `forest store copy
     --to-database` moves the embedded library over and the CLI answers from PostgreSQL; `status`

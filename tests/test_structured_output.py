@@ -104,6 +104,7 @@ def test_a_server_refusing_every_form_is_still_asked_with_the_prompt_alone():
     assert llm.structured_output == "prompt" and llm.counts["stepped_down"] == 4
 
 
+@pytest.mark.slow
 def test_forest_models_check_says_which_form_the_server_took_and_which_it_refused(tmp_path):
     with FakeOpenAI(refuses=("json_schema",), refuses_with=500) as fake:
         env = forest_env(tmp_path / "store", FOREST_LLM="openai", FOREST_LLM_BASE_URL=fake.url,

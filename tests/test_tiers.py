@@ -20,6 +20,7 @@ def collected(*args: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow
 def test_the_fast_tier_leaves_out_browser_fault_and_slow_tests_and_keeps_the_rest():
     files = ["tests/test_cross_site.py", "tests/test_browser_reconcile.py", "tests/test_faults.py",
              "tests/test_reconcile_page.py", "tests/test_paths.py"]
@@ -64,7 +65,8 @@ def test_a_run_names_the_unmarked_tests_over_the_cpu_threshold_and_still_passes(
     (tmp_path / "test_burners.py").write_text(BURNERS)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    slow: slow\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "testkit.cpu_times",
-                           "-o", "slow_cpu_seconds=0.1", *workers, str(tmp_path)],
+                           "-o", "slow_cpu_seconds=0.1", "--basetemp", str(tmp_path / "basetemp"), *workers,
+                           str(tmp_path)],
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
