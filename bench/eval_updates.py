@@ -1,13 +1,16 @@
 """Precision and recall of superseding on labelled (earlier, later) statement pairs from real
-conversation (bench/data/update_pairs.json, LoCoMo turns; how they were chosen and labelled is in
-the file), on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
+conversation, on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
+Two sets (how each was chosen and labelled, its source and license are in the file):
+- locomo: bench/data/update_pairs.json, LoCoMo turns of one speaker about one attribute (4 changes);
+- cdconv: bench/data/update_pairs_cdconv.json, Chinese chatbot statements from CDConv whose later
+  one its annotators marked as contradicting the earlier (half) or not (half).
 
 Each pair is written as its speaker would say it, through process_memory and the write worker (the
 privacy filter off, offline models): the earlier turn, then the later one, for a user of its own.
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python bench/eval_updates.py [--against main]` (the base runs from a temporary git worktree
+Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|all]` (the base runs from a temporary git worktree
 through bench/baseline.py); `--against none` measures this checkout only.
 """
 from __future__ import annotations
@@ -20,11 +23,20 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PAIRS = ROOT / "bench" / "data" / "update_pairs.json"
+SETS = {"locomo": ROOT / "bench" / "data" / "update_pairs.json",
+        "cdconv": ROOT / "bench" / "data" / "update_pairs_cdconv.json"}
+SPLITS = ("dev", "heldout")
 
 
-def load_pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
-    return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+def load_pairs(path: Path = SETS["locomo"]) -> list[dict[str, Any]]:
+    """A set's pairs, refused when a pair lacks a split, a label or either statement."""
+    pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
+    for n, pair in enumerate(pairs):
+        if pair.get("split") not in SPLITS or not isinstance(pair.get("should_supersede"), bool) \
+                or not pair.get("earlier") or not pair.get("later"):
+            raise ValueError(f"{path.name}: pair {n} needs a split ({'/'.join(SPLITS)}), "
+                             "should_supersede (true/false), earlier and later")
+    return pairs
 
 
 def predict(pairs: list[dict[str, Any]]) -> list[bool]:
@@ -64,24 +76,10 @@ def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, floa
             "recall": tp / (tp + fn) if tp + fn else float("nan")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
-    parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
-    args = parser.parse_args()
-    pairs = load_pairs()
-    ours = predict(pairs)
-    if args.json_out == "-":
-        json.dump({"predicted": ours}, sys.stdout)
-        return
-    sys.path.insert(0, str(ROOT / "bench"))
-    versions = {"new": ours}
-    if args.against != "none":
-        from baseline import measure_against
-        versions = {f"today ({args.against})": measure_against(args.against, Path(__file__).resolve(), [])["predicted"],
-                    **versions}
+def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]]) -> None:
+    """P/R of each version per split, and McNemar on the pairs each gets right when there are two."""
     from flat_baselines import mcnemar_exact
-    for split in ("dev", "heldout"):
+    for split in SPLITS:
         index = [i for i, p in enumerate(pairs) if p["split"] == split]
         part = [pairs[i] for i in index]
         print(f"{split}: {len(part)} pairs, {sum(p['should_supersede'] for p in part)} should supersede")
@@ -96,6 +94,30 @@ def main() -> None:
             (a, ra), (b, rb) = right.items()
             only_a, only_b, p = mcnemar_exact(ra, rb)
             print(f"  McNemar (right per pair): {a} only {only_a}, {b} only {only_b}, p = {p:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
+    parser.add_argument("--set", default="all", choices=[*SETS, "all"], help="which labelled set to measure")
+    parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
+    args = parser.parse_args()
+    chosen = list(SETS) if args.set == "all" else [args.set]
+    sets = {name: load_pairs(SETS[name]) for name in chosen}
+    ours = {name: predict(pairs) for name, pairs in sets.items()}
+    if args.json_out == "-":
+        json.dump({"predicted": ours}, sys.stdout)
+        return
+    sys.path.insert(0, str(ROOT / "bench"))
+    base: dict[str, list[bool]] = {}
+    if args.against != "none":
+        from baseline import measure_against
+        base = measure_against(args.against, Path(__file__).resolve(), ["--set", args.set])["predicted"]
+    for name, pairs in sets.items():
+        if len(sets) > 1:
+            print(f"== {name} ({SETS[name].name})")
+        versions = {f"today ({args.against})": base[name]} if base else {}
+        report(pairs, {**versions, "new": ours[name]})
 
 
 if __name__ == "__main__":
