@@ -28,7 +28,7 @@ SETS = {"locomo": ROOT / "bench" / "data" / "update_pairs.json",
 SPLITS = ("dev", "heldout")
 
 
-def load_pairs(path: Path = SETS["locomo"]) -> list[dict[str, Any]]:
+def load_pairs(path: Path) -> list[dict[str, Any]]:
     """A set's pairs, refused when a pair lacks a split, a label or either statement."""
     pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
     for n, pair in enumerate(pairs):
