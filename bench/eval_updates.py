@@ -1,16 +1,19 @@
 """Precision and recall of superseding on labelled (earlier, later) statement pairs from real
 conversation, on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
-Two sets (how each was chosen and labelled, its source and license are in the file):
+Three sets (bench/update_sets.py; how each was chosen and labelled, its source and license are in
+the file):
 - locomo: bench/data/update_pairs.json, LoCoMo turns of one speaker about one attribute (4 changes);
 - cdconv: bench/data/update_pairs_cdconv.json, Chinese chatbot statements from CDConv whose later
-  one its annotators marked as contradicting the earlier (half) or not (half).
+  one its annotators marked as contradicting the earlier (half) or not (half);
+- multiwoz: bench/data/update_pairs_multiwoz.json, English turns of one MultiWOZ visitor whose
+  annotated wishes change value (half: "19:00" then "actually let's try 18:00") or only grow.
 
 Each pair is written as its speaker would say it, through process_memory and the write worker (the
 privacy filter off, offline models): the earlier turn, then the later one, for a user of its own.
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|all]` (the base runs from
+Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|multiwoz|all]` (the base runs from
 a temporary git worktree through bench/baseline.py); `--against none` measures this checkout only.
 """
 from __future__ import annotations
@@ -23,20 +26,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = {"locomo": ROOT / "bench" / "data" / "update_pairs.json",
-        "cdconv": ROOT / "bench" / "data" / "update_pairs_cdconv.json"}
-SPLITS = ("dev", "heldout")
+sys.path.insert(0, str(ROOT / "bench"))
 
-
-def load_pairs(path: Path) -> list[dict[str, Any]]:
-    """A set's pairs, refused when a pair lacks a split, a label or either statement."""
-    pairs = json.loads(path.read_text(encoding="utf-8"))["pairs"]
-    for n, pair in enumerate(pairs):
-        if pair.get("split") not in SPLITS or not isinstance(pair.get("should_supersede"), bool) \
-                or not pair.get("earlier") or not pair.get("later"):
-            raise ValueError(f"{path.name}: pair {n} needs a split ({'/'.join(SPLITS)}), "
-                             "should_supersede (true/false), earlier and later")
-    return pairs
+from update_sets import SETS, SPLITS, load_pairs  # noqa: E402
 
 
 def predict(pairs: list[dict[str, Any]]) -> list[bool]:
@@ -108,7 +100,6 @@ def main() -> None:
     if args.json_out == "-":
         json.dump({"predicted": ours}, sys.stdout)
         return
-    sys.path.insert(0, str(ROOT / "bench"))
     base: dict[str, list[bool]] = {}
     if args.against != "none":
         from baseline import measure_against

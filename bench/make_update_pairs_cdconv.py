@@ -9,7 +9,8 @@ preference, 3 experience, 0 unrelated), 1 and 2 other faults. A pair is (b1, b2)
 should_supersede when labelled 3 with a persona label 1-3 (the later statement gives another value
 of what the earlier one said of the speaker), not when labelled 0. Labels 1, 2 and persona 0 are
 left out. Only statements in the first person ("我" in both, b2 not a question but for a
-closing "你呢?") are kept, the same filter for both labels.
+closing "你呢?") are kept, the same filter for both labels; the same two replies count once, and
+not at all when CDConv labels them both ways in different conversations.
 
 Split by the earlier statement (a stable hash of b1): every conversation that starts from the
 same statement lands in the same split. Each split takes `--per-class` positives and as many
@@ -29,8 +30,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench" / "data" / "update_pairs_cdconv.json"
+from update_sets import SETS, docstring_how, write_set
+
 PERSONA_KINDS = {1: "attribute", 2: "opinion", 3: "experience"}
 SOURCE_COMMIT = "2e88d215b2986a3719f9f63508e10a2e0fe72bfe"
 
@@ -63,8 +64,17 @@ def order_key(line: int, text: str) -> str:
 
 
 def build_pairs(rows: list[dict[str, Any]], per_class: int) -> list[dict[str, Any]]:
-    candidates = [(n, row, label_of(row)) for n, row in enumerate(rows, start=1)
-                  if first_person_statements(row) and label_of(row) is not None]
+    labelled = [(n, row, label_of(row)) for n, row in enumerate(rows, start=1)
+                if first_person_statements(row) and label_of(row) is not None]
+    # The same two replies in several conversations count once, and not at all when labelled both ways.
+    labels: dict[tuple[str, str], set[bool]] = defaultdict(set)
+    for _, row, positive in labelled:
+        labels[(row["b1"], row["b2"])].add(positive)
+    candidates, seen = [], set()
+    for n, row, positive in labelled:
+        if len(labels[(row["b1"], row["b2"])]) == 1 and (row["b1"], row["b2"]) not in seen:
+            seen.add((row["b1"], row["b2"]))
+            candidates.append((n, row, positive))
     negatives_by_context: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, row, positive in sorted(candidates, key=lambda c: order_key(c[0], c[1]["b2"])):
         if not positive:
@@ -102,20 +112,12 @@ def main() -> None:
     parser.add_argument("--per-class", type=int, default=150, help="positives (and negatives) per split")
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    pairs = build_pairs(rows, args.per_class)
-    doc = {
-        "source": f"CDConv (thu-coai/CDConv, cdconv.txt at {SOURCE_COMMIT[:7]}; Zheng et al., EMNLP 2022): "
-                  "Chinese conversations between people and two chatbots (EVA 2.0, PLATO), each bot reply "
-                  "labelled by annotators",
-        "license": "CC BY-NC 4.0 (the repository's LICENSE): research use with attribution, no commercial use",
-        "how": __doc__.split("\n\n", 1)[1].split("\n\nRun:")[0].replace("\n", " "),
-        "pairs": pairs,
-    }
-    OUT.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    for split in ("dev", "heldout"):
-        part = [p for p in pairs if p["split"] == split]
-        print(f"{split}: {len(part)} pairs, {sum(p['should_supersede'] for p in part)} should supersede")
-    print(f"wrote {OUT} ({OUT.stat().st_size // 1024} KB)")
+    write_set(SETS["cdconv"],
+              source=f"CDConv (thu-coai/CDConv, cdconv.txt at {SOURCE_COMMIT[:7]}; Zheng et al., EMNLP 2022): "
+                     "Chinese conversations between people and two chatbots (EVA 2.0, PLATO), each bot reply "
+                     "labelled by annotators",
+              license="CC BY-NC 4.0 (the repository's LICENSE): research use with attribution, no commercial use",
+              how=docstring_how(__doc__), pairs=build_pairs(rows, args.per_class))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""The labelled update sets bench/eval_updates.py measures: the CDConv set is balanced, split with no
-earlier statement on both sides, and labelled by the dataset's own annotators; the builder keeps
-what it says it keeps; a malformed set is refused with a clear message."""
+"""The labelled update sets bench/eval_updates.py measures: the CDConv and MultiWOZ sets are half
+updates, split with no earlier statement (or dialogue) on both sides, and labelled by the datasets'
+own annotations; their builders keep what they say they keep; a malformed set is refused by name."""
 from __future__ import annotations
 
 import json
@@ -11,17 +11,24 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from eval_updates import SETS, load_pairs  # noqa: E402
 from make_update_pairs_cdconv import build_pairs  # noqa: E402
+from make_update_pairs_multiwoz import candidates  # noqa: E402
+from update_sets import SETS, load_pairs  # noqa: E402
 
 
-def test_the_cdconv_set_is_half_updates_split_by_earlier_statement_and_labelled_by_cdconv() -> None:
-    pairs = load_pairs(SETS["cdconv"])
+@pytest.mark.parametrize("name", ["cdconv", "multiwoz"])
+def test_a_set_is_half_updates_in_each_split(name: str) -> None:
+    pairs = load_pairs(SETS[name])
     assert len(pairs) >= 150
     for split in ("dev", "heldout"):
         part = [p for p in pairs if p["split"] == split]
         assert len(part) >= 75
         assert 0.45 <= sum(p["should_supersede"] for p in part) / len(part) <= 0.55
+    assert len({(p["earlier"], p["later"]) for p in pairs}) == len(pairs)
+
+
+def test_the_cdconv_set_is_split_by_earlier_statement_and_labelled_by_cdconv() -> None:
+    pairs = load_pairs(SETS["cdconv"])
     earlier = {split: {p["earlier"] for p in pairs if p["split"] == split} for split in ("dev", "heldout")}
     assert not earlier["dev"] & earlier["heldout"]
     # CDConv's label 3 is "contradicts the dialogue history", 0 "no contradiction".
@@ -71,3 +78,44 @@ def test_a_set_with_a_pair_missing_its_label_is_refused_by_name(tmp_path: Path) 
                       encoding="utf-8")
     with pytest.raises(ValueError, match=r"pairs.json: pair 0 needs a split .*should_supersede"):
         load_pairs(broken)
+
+
+def test_the_multiwoz_set_keeps_multiwoz_splits_and_labels_an_update_by_the_visitors_annotated_slots() -> None:
+    pairs = load_pairs(SETS["multiwoz"])
+    dialogues = {split: {p["conversation"] for p in pairs if p["split"] == split} for split in ("dev", "heldout")}
+    assert not dialogues["dev"] & dialogues["heldout"]
+    for pair in pairs:
+        earlier, later = pair["informed"]["earlier"], pair["informed"]["later"]
+        changed = [slot for slot in earlier.keys() & later.keys() if earlier[slot] != later[slot]]
+        assert pair["should_supersede"] == bool(changed), pair
+        assert pair["should_supersede"] or not earlier.keys() & later.keys()
+    doc = json.loads(SETS["multiwoz"].read_text(encoding="utf-8"))
+    assert "MIT" in doc["license"] and "MultiWOZ" in doc["source"]
+
+
+# MultiWOZ's validation dialogue SNG0554 as ConvLab-2 ships it (the clerk's annotations left out).
+SNG0554 = [
+    {"text": "I 'd love to find an expensive German restaurant .",
+     "dialog_act": {"Restaurant-Inform": [["Food", "german"], ["Price", "expensive"]]}},
+    {"text": "I 'm sorry , there are no German restaurants in the area .   Is there another cuisine I could "
+             "search for ?", "dialog_act": {}},
+    {"text": "how about one that serves european food ?", "dialog_act": {"Restaurant-Inform": [["Food", "european"]]}},
+    {"text": "I have several european restaurants to choose from . Did you want to dine in a certain area of the "
+             "city ?", "dialog_act": {}},
+    {"text": "I do n't care which area . Just need to find a table for 5 people at 15:00 on Saturday . I will need "
+             "the reference number once booked .",
+     "dialog_act": {"Restaurant-Inform": [["Area", "dontcare"], ["Time", "15:00"], ["Day", "saturday"],
+                                          ["People", "5"]], "Restaurant-Request": [["Ref", "?"]]}},
+]
+
+
+def test_the_multiwoz_builder_reads_a_changed_wish_as_an_update_and_a_booking_added_as_none() -> None:
+    found = {(p["earlier"], p["later"]): p for p in candidates("SNG0554", SNG0554, "dev")}
+    german, european = "I'd love to find an expensive German restaurant.", "how about one that serves european food?"
+    booking = ("I don't care which area. Just need to find a table for 5 people at 15:00 on Saturday. "
+               "I will need the reference number once booked.")
+    assert set(found) == {(german, european), (german, booking), (european, booking)}
+    assert found[(german, european)]["should_supersede"] and found[(german, european)]["attribute"] == "Restaurant Food"
+    assert not found[(german, booking)]["should_supersede"] and not found[(european, booking)]["should_supersede"]
+    # The clerk's turns are no one's statements here; "dontcare" is no value.
+    assert "Restaurant Area" not in found[(german, booking)]["informed"]["later"]
