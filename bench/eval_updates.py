@@ -13,8 +13,9 @@ privacy filter off, offline models): the earlier turn, then the later one, for a
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|multiwoz|all]` (the base runs from
-a temporary git worktree through bench/baseline.py); `--against none` measures this checkout only.
+Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|multiwoz|all]` (the base
+runs from a temporary git worktree through bench/baseline.py); `--against none` measures this
+checkout only.
 """
 from __future__ import annotations
 
