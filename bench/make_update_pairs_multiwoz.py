@@ -1,6 +1,6 @@
 """Build bench/data/update_pairs_multiwoz.json: (earlier, later) statement pairs of one person from
-MultiWOZ 2.1 (Budzianowski et al. 2018, Eric et al. 2020; MIT) as ConvLab-2 ships it with the
-user's dialogue acts annotated (github.com/thu-coai/ConvLab-2, data/multiwoz, Apache-2.0), for
+MultiWOZ 2.1 (Budzianowski et al. 2018, Eric et al. 2020) as ConvLab-2 ships it with the user's
+dialogue acts annotated (github.com/thu-coai/ConvLab-2, data/multiwoz, CC BY 4.0), for
 bench/eval_updates.py.
 
 MultiWOZ's dialogues are written by two people, one playing a visitor to Cambridge with a goal
@@ -128,7 +128,7 @@ def main() -> None:
               source=f"MultiWOZ 2.1 with user dialogue acts, as ConvLab-2 ships it (thu-coai/ConvLab-2 at "
                      f"{SOURCE_COMMIT}, data/multiwoz/val.json.zip and test.json.zip): dialogues written by two "
                      "people, a visitor to Cambridge and a clerk",
-              license="MultiWOZ: MIT (budzianowski/multiwoz LICENSE); ConvLab-2: Apache-2.0",
+              license="CC BY 4.0 (ConvLab-2's README, for its MultiWOZ 2.1 data): research use with attribution",
               how=docstring_how(__doc__), pairs=pairs)
 
 

@@ -90,7 +90,7 @@ def test_the_multiwoz_set_keeps_multiwoz_splits_and_labels_an_update_by_the_visi
         assert pair["should_supersede"] == bool(changed), pair
         assert pair["should_supersede"] or not earlier.keys() & later.keys()
     doc = json.loads(SETS["multiwoz"].read_text(encoding="utf-8"))
-    assert "MIT" in doc["license"] and "MultiWOZ" in doc["source"]
+    assert "CC BY 4.0" in doc["license"] and "MultiWOZ" in doc["source"]
 
 
 # MultiWOZ's validation dialogue SNG0554 as ConvLab-2 ships it (the clerk's annotations left out).
