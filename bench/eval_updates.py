@@ -13,7 +13,7 @@ privacy filter off, offline models): the earlier turn, then the later one, for a
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python bench/eval_updates.py [--against main] [--set locomo|cdconv|multiwoz|all]` (the base
+Run: `python -m bench.eval_updates [--against main] [--set locomo|cdconv|multiwoz|all]` (the base
 runs from a temporary git worktree through bench/baseline.py); `--against none` measures this
 checkout only.
 """
@@ -71,7 +71,7 @@ def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, floa
 
 def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]]) -> None:
     """P/R of each version per split, and McNemar on the pairs each gets right when there are two."""
-    from flat_baselines import mcnemar_exact
+    from bench.flat_baselines import mcnemar_exact
     for split in SPLITS:
         index = [i for i, p in enumerate(pairs) if p["split"] == split]
         part = [pairs[i] for i in index]
@@ -103,7 +103,7 @@ def main() -> None:
         return
     base: dict[str, list[bool]] = {}
     if args.against != "none":
-        from baseline import measure_against
+        from bench.baseline import measure_against
         base = measure_against(args.against, Path(__file__).resolve(), ["--set", args.set])["predicted"]
     for name, pairs in sets.items():
         if len(sets) > 1:
