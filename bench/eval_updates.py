@@ -1,14 +1,21 @@
 """Precision and recall of superseding on labelled (earlier, later) statement pairs from real
-conversation (bench/data/update_pairs.json, LoCoMo turns; how they were chosen and labelled is in
-the file), on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
+conversation, on dev and held-out, for this checkout and a base commit in the same run, with McNemar.
+Three sets (bench/update_sets.py; how each was chosen and labelled, its source and license are in
+the file):
+- locomo: bench/data/update_pairs.json, LoCoMo turns of one speaker about one attribute (4 changes);
+- cdconv: bench/data/update_pairs_cdconv.json, Chinese chatbot statements from CDConv whose later
+  one its annotators marked as contradicting the earlier (half) or not (half);
+- multiwoz: bench/data/update_pairs_multiwoz.json, English turns of one MultiWOZ visitor whose
+  annotated wishes change value (half: "19:00" then "actually let's try 18:00") or only grow.
 
 Each pair is written as its speaker would say it, through process_memory and the write worker (the
 privacy filter off, offline models): the earlier turn, then the later one, for a user of its own.
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python -m bench.eval_updates [--against main]` (the base runs from a temporary git worktree
-through bench/baseline.py); `--against none` measures this checkout only.
+Run: `python -m bench.eval_updates [--against main] [--set locomo|cdconv|multiwoz|all]` (the base
+runs from a temporary git worktree through bench/baseline.py); `--against none` measures this
+checkout only.
 """
 from __future__ import annotations
 
@@ -19,12 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-PAIRS = ROOT / "bench" / "data" / "update_pairs.json"
-
-
-def load_pairs(path: Path = PAIRS) -> list[dict[str, Any]]:
-    return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+from bench.update_sets import SETS, SPLITS, load_pairs
 
 
 def predict(pairs: list[dict[str, Any]]) -> list[bool]:
@@ -64,23 +66,10 @@ def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, floa
             "recall": tp / (tp + fn) if tp + fn else float("nan")}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
-    parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
-    args = parser.parse_args()
-    pairs = load_pairs()
-    ours = predict(pairs)
-    if args.json_out == "-":
-        json.dump({"predicted": ours}, sys.stdout)
-        return
-    versions = {"new": ours}
-    if args.against != "none":
-        from bench.baseline import measure_against
-        versions = {f"today ({args.against})": measure_against(args.against, Path(__file__).resolve(), [])["predicted"],
-                    **versions}
+def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]]) -> None:
+    """P/R of each version per split, and McNemar on the pairs each gets right when there are two."""
     from bench.flat_baselines import mcnemar_exact
-    for split in ("dev", "heldout"):
+    for split in SPLITS:
         index = [i for i, p in enumerate(pairs) if p["split"] == split]
         part = [pairs[i] for i in index]
         print(f"{split}: {len(part)} pairs, {sum(p['should_supersede'] for p in part)} should supersede")
@@ -95,6 +84,29 @@ def main() -> None:
             (a, ra), (b, rb) = right.items()
             only_a, only_b, p = mcnemar_exact(ra, rb)
             print(f"  McNemar (right per pair): {a} only {only_a}, {b} only {only_b}, p = {p:.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
+    parser.add_argument("--set", default="all", choices=[*SETS, "all"], help="which labelled set to measure")
+    parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
+    args = parser.parse_args()
+    chosen = list(SETS) if args.set == "all" else [args.set]
+    sets = {name: load_pairs(SETS[name]) for name in chosen}
+    ours = {name: predict(pairs) for name, pairs in sets.items()}
+    if args.json_out == "-":
+        json.dump({"predicted": ours}, sys.stdout)
+        return
+    base: dict[str, list[bool]] = {}
+    if args.against != "none":
+        from bench.baseline import measure_against
+        base = measure_against(args.against, Path(__file__).resolve(), ["--set", args.set])["predicted"]
+    for name, pairs in sets.items():
+        if len(sets) > 1:
+            print(f"== {name} ({SETS[name].name})")
+        versions = {f"today ({args.against})": base[name]} if base else {}
+        report(pairs, {**versions, "new": ours[name]})
 
 
 if __name__ == "__main__":
