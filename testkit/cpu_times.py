@@ -6,8 +6,8 @@ that of the child processes it reaped, setup and teardown included. CPU rather t
 busy machine does not move a test between tiers; on a loaded machine 1 s of CPU took 2-20 s of wall
 time. Each test's worker measures it and sends the figure in its teardown report's user_properties,
 so a run under pytest-xdist is measured too. At the end of a run one line names the unmarked tests
-over the threshold ("mark these slow: ..."); the run never fails for it, as CPU time varies a little
-from machine to machine. bench/bench_test_tiers.py reads the same measurements.
+over the threshold ("mark these slow: ..."), in a run of every tier only; the run never fails for
+it, as CPU time varies a little from machine to machine. bench/bench_test_tiers.py reads the same measurements.
 
 PYTEST_DONT_REWRITE: no assertions here, and the bench imports it before pytest starts.
 """
@@ -67,6 +67,10 @@ class CpuTimes:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if hasattr(self.config, "workerinput"):  # an xdist worker: the controller says it
+            return
+        if self.config.option.markexpr:
+            # a run of some tiers only: a fixture the slow tests built first (a paper, a server) is
+            # paid by the first unmarked test that uses it, so its CPU is not its own
             return
         if slow := self.unmarked_slow():
             terminalreporter.write_line(f"mark these slow (@pytest.mark.slow: {self.threshold:g} s of CPU or more): "

@@ -20,6 +20,8 @@ PAPER = AQA_PAPER
 OTHER = SHARED_EVAL / "pdfs" / "1909.00754.pdf"
 CAUSAL = SHARED_EVAL / "qasper-dev" / "papers" / "1809.01202.txt"
 CAUSAL_TITLE = "Causal Explanation Analysis on Social Media"
+# The module's papers are built once for all its tests (34 s of CPU), so the module is slow whole.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +64,6 @@ def assert_cites_what_it_quotes(state) -> None:
     assert set(quoted) <= {c.node.id for c in state.context if c.node.is_leaf}
 
 
-@pytest.mark.slow
 def test_the_searchqa_count_is_read_on_page_5_within_three_explore_steps(papers):
     state = ask_aqa(papers, "How many question/answer pairs does SearchQA contain?")
     assert state.answered_by == OFFLINE_LABEL and explores(state) <= MAX_EXPLORES

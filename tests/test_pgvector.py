@@ -155,14 +155,18 @@ def test_a_restart_fails_the_call_in_flight_in_one_line_and_the_next_call_works(
 
     writer = threading.Thread(target=upsert)
     writer.start()
-    deadline = time.monotonic() + 10
-    # This upsert's wait, not a wait in another test's database on the same server.
-    waiting = ("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() "
-               "AND pid <> pg_backend_pid()")
-    while not holder.execute(waiting).fetchone()[0]:
-        assert time.monotonic() < deadline, "the upsert never waited for the row lock"
-        time.sleep(0.05)
+    deadline = time.monotonic() + 30
+    # The upsert's wait for the holder's lock: a backend the holder blocks (not an autovacuum or a
+    # wait in another test's database), seen from a connection of its own in autocommit (a
+    # transaction keeps its first snapshot of pg_stat_activity).
+    with psycopg.connect(postgres_url, autocommit=True) as watcher:
+        while not watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                                  [holder.info.backend_pid]).fetchone()[0]:
+            assert time.monotonic() < deadline, "the upsert never waited for the row lock"
+            time.sleep(0.05)
+    server = postgres.pid()
     postgres.restart()
+    assert postgres.pid() not in (None, server), "the server was not restarted"
     writer.join(timeout=120)   # a restart on a loaded machine can take a while
     holder.close()
     assert not writer.is_alive(), "the upsert in flight neither failed nor returned after the restart"
