@@ -116,6 +116,57 @@ def open_page(driver, title: str) -> None:
                                  if title in a.text), None)).click()
 
 
+def settled(driver) -> bool:
+    """The script run finished (Streamlit marks the app 'notRunning') and nothing is still loading."""
+    return driver.execute_script(
+        "const app = document.querySelector('[data-testid=stApp]');"
+        "return !!app && app.dataset.testScriptState === 'notRunning' && "
+        "!document.querySelector('[data-testid=stSpinner], [data-testid=stSkeleton]')")
+
+
+def button(driver, label: str):
+    """The button labelled `label` once it is shown and can be clicked."""
+    quoted = f'"{label}"' if "'" in label else f"'{label}'"
+    return wait(driver, lambda d: next((b for b in d.find_elements(By.XPATH, f"//button[.//p[text()={quoted}]]")
+                                        if b.is_displayed() and b.is_enabled()), None))
+
+
+def selectbox(driver, label: str):
+    """The input of the (first) selectbox labelled `label`; None if there is none."""
+    return next((box.find_element(By.TAG_NAME, "input") for box in driver.find_elements(By.CSS_SELECTOR,
+                 "[data-testid=stSelectbox]") if box.find_element(By.TAG_NAME, "label").text.strip() == label), None)
+
+
+def selected(driver, label: str) -> str | None:
+    """The value the (first) selectbox labelled `label` shows; None if there is none."""
+    field = selectbox(driver, label)
+    return None if field is None else field.get_attribute("value")
+
+
+def choose(driver, label: str, option: str) -> None:
+    """Pick the option starting with `option` in the selectbox labelled `label`, and wait for the run
+    it starts. Its text is typed first, as a person with a long list does (the list draws only the
+    options in view); a run still drawing the page redraws the box and closes its list, so the
+    pick starts when the page has settled, and is made again if the list closed under it."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    for attempt in range(3):
+        field = wait(driver, lambda d: settled(d) and selectbox(d, label))
+        field.click()
+        field.send_keys(option)
+        try:
+            wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
+                                         if o.text.strip().startswith(option)), None), 20).click()
+            break
+        except TimeoutException:
+            if attempt == 2:
+                raise
+            ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    wait(driver, lambda d: settled(d) and (selected(d, label) or "").startswith(option))
+
+
 def test_ask_page_answers_in_one_click_answer_first_steps_folded(workbench):
     driver, _, _ = workbench
     open_page(driver, "Ask")

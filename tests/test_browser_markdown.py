@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import free_port
-from test_browser import MISSING, chromium, open_page, streamlit_app, wait
+from test_browser import MISSING, button, chromium, open_page, streamlit_app, wait
 
 if not MISSING:
     from selenium.webdriver.common.by import By
@@ -64,11 +64,6 @@ class Beacon(http.server.ThreadingHTTPServer):
         while "/control.png" not in self.paths and time.monotonic() < deadline:
             time.sleep(0.1)
         return self.paths
-
-
-def button(driver, label: str):
-    return wait(driver, lambda d: next((b for b in d.find_elements(By.XPATH, f"//button[.//p[text()='{label}']]")
-                                        if b.is_displayed()), None))
 
 
 def test_document_and_answer_markdown_load_nothing_from_elsewhere(tmp_path):

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest import ROOT, free_port, topic_text
-from test_browser import MISSING, requested_urls, streamlit_app
+from test_browser import MISSING, requested_urls, settled, streamlit_app
 from test_browser import chromium as browser
 
 if not MISSING:
@@ -59,14 +59,6 @@ def assert_local(urls: list[str], url: str) -> None:
 def shot(driver, name: str) -> None:
     SCREENSHOTS.mkdir(exist_ok=True)
     assert driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
-
-
-def settled(driver) -> bool:
-    """The script run finished (Streamlit marks the app 'notRunning') and nothing is still loading."""
-    return driver.execute_script(
-        "const app = document.querySelector('[data-testid=stApp]');"
-        "return !!app && app.dataset.testScriptState === 'notRunning' && "
-        "!document.querySelector('[data-testid=stSpinner], [data-testid=stSkeleton]')")
 
 
 def test_every_page_by_its_own_url_in_a_fresh_browser_shows_the_whole_app(server):

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from conftest import topic_text
-from test_browser import MISSING, chromium, open_page, streamlit_app, wait
+from test_browser import MISSING, button, choose, chromium, open_page, selected, settled, streamlit_app, wait
 
 if not MISSING:
     from selenium.webdriver.common.by import By
@@ -42,36 +42,8 @@ def driver():
     browser.quit()
 
 
-def settled(driver) -> bool:
-    return driver.execute_script(
-        "const app = document.querySelector('[data-testid=stApp]');"
-        "return !!app && app.dataset.testScriptState === 'notRunning'")
-
-
 def query(driver) -> dict[str, str]:
     return {k: v[0] for k, v in parse_qs(urlparse(driver.current_url).query).items()}
-
-
-def selected(driver, label: str) -> str | None:
-    """The value the (first) selectbox labelled `label` shows; None if there is none."""
-    for box in driver.find_elements(By.CSS_SELECTOR, "[data-testid=stSelectbox]"):
-        if box.find_element(By.TAG_NAME, "label").text.strip() == label:
-            return box.find_element(By.TAG_NAME, "input").get_attribute("value")
-    return None
-
-
-def choose(driver, label: str, option: str) -> None:
-    box = wait(driver, lambda d: next(b for b in d.find_elements(By.CSS_SELECTOR, "[data-testid=stSelectbox]")
-                                      if b.find_element(By.TAG_NAME, "label").text.strip() == label))
-    box.find_element(By.TAG_NAME, "input").click()
-    wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
-                                 if o.text.strip().startswith(option)), None)).click()
-    wait(driver, lambda d: settled(d) and (selected(d, label) or "").startswith(option))
-
-
-def button(driver, label: str):
-    return wait(driver, lambda d: next((b for b in d.find_elements(By.XPATH, f"//button[.//p[text()=\"{label}\"]]")
-                                        if b.is_displayed() and b.is_enabled()), None))
 
 
 def on_page(driver, header: str) -> None:

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from conftest import topic_text
-from test_browser import MISSING, chromium, streamlit_app, wait
-from test_browser_markdown import Beacon, button
+from test_browser import MISSING, button, chromium, settled, streamlit_app, wait
+from test_browser_markdown import Beacon
 
 if not MISSING:
     from selenium.common.exceptions import StaleElementReferenceException
@@ -49,13 +49,6 @@ def plant(data_dir, beacon: Beacon) -> None:
         assert reply["status"] == "success", reply
     finally:
         forest.close()
-
-
-def settled(driver) -> bool:
-    return driver.execute_script(
-        "const app = document.querySelector('[data-testid=stApp]');"
-        "return !!app && app.dataset.testScriptState === 'notRunning' && "
-        "!document.querySelector('[data-testid=stSpinner], [data-testid=stSkeleton]')")
 
 
 def unfold_everything(driver) -> str:

@@ -8,12 +8,10 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest import SHARED_EVAL
-from test_browser import MISSING, chromium, open_page, streamlit_app, wait
+from test_browser import MISSING, button, choose, chromium, open_page, selectbox, settled, streamlit_app, wait
 from test_browser_reading import PAPER, assert_highlights
 
 if not MISSING:
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -43,42 +41,6 @@ def shelf(tmp_path_factory):
             yield driver, url, data_dir, archives
         finally:
             driver.quit()
-
-
-def settled(driver) -> bool:
-    return driver.execute_script(
-        "const app = document.querySelector('[data-testid=stApp]');"
-        "return !!app && app.dataset.testScriptState === 'notRunning'")
-
-
-def button(driver, label: str):
-    return wait(driver, lambda d: next((b for b in d.find_elements(By.XPATH, f"//button[.//p[text()='{label}']]")
-                                        if b.is_displayed()), None))
-
-
-def selectbox(driver, label: str):
-    """The input of the (first) selectbox labelled `label`."""
-    return next((box.find_element(By.TAG_NAME, "input") for box in driver.find_elements(By.CSS_SELECTOR,
-                 "[data-testid=stSelectbox]") if box.find_element(By.TAG_NAME, "label").text.strip() == label), None)
-
-
-def choose(driver, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label`, and wait for the run it starts. Its text is
-    typed first, as a person with a long list does: the list draws only the options in view."""
-    for attempt in range(3):
-        # a run still drawing the page redraws the box and closes its list: start when it is done
-        field = wait(driver, lambda d: settled(d) and selectbox(d, label))
-        field.click()
-        field.send_keys(option)
-        try:
-            wait(driver, lambda d: next((o for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")
-                                         if o.text.strip() == option), None), 20).click()
-            break
-        except TimeoutException:
-            if attempt == 2:
-                raise
-            ActionChains(driver).send_keys(Keys.ESCAPE).perform()
-    wait(driver, lambda d: selectbox(d, label).get_attribute("value") == option and settled(d))
 
 
 def offered(driver) -> list[str]:
