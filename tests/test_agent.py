@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from testkit.fake_anthropic import FakeAnthropic
 from forest import InvalidInput
 from forest.recall.agent import (ANSWER, EXPLORE, OFFLINE_LABEL, AgentLoop, AgentState,

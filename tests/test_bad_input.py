@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_store_empty, topic_text
+from conftest import assert_store_empty
+from testkit.topics import topic_text
 from forest import ConfigError, InvalidInput, load_settings
 from forest.models.registry import make_embedder
 

@@ -34,7 +34,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, shown, topic_text
+from conftest import ROOT, shown
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
 from testkit.workbench import use_model_id
 from forest import MemoryForest, NotFound
 from forest.tree.archive_io import FORMAT, MAX_IMPORT_NODES, VERSION

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, forest_env, free_port, topic_text
+from conftest import ROOT
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")

@@ -7,7 +7,8 @@ from urllib.parse import urlparse
 import pymupdf
 import pytest
 
-from conftest import ROOT, topic_text
+from conftest import ROOT
+from testkit.topics import topic_text
 from test_browser import MISSING, chromium, open_page, requested_urls, streamlit_app, wait
 
 if not MISSING:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from testkit.processes import free_port
 from test_browser import MISSING, button, chromium, open_page, streamlit_app, wait
 
 if not MISSING:

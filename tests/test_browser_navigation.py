@@ -10,7 +10,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from conftest import ROOT, free_port, topic_text
+from conftest import ROOT
+from testkit.processes import free_port
+from testkit.topics import topic_text
 from test_browser import MISSING, requested_urls, settled, streamlit_app
 from test_browser import chromium as browser
 

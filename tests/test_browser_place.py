@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from test_browser import MISSING, button, choose, chromium, open_page, selected, settled, streamlit_app, wait
 
 if not MISSING:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from test_browser import MISSING, button, chromium, settled, streamlit_app, wait
 from test_browser_markdown import Beacon
 

@@ -23,7 +23,7 @@ SHARED_PDFS = SHARED_EVAL / "pdfs"
 def shelf(tmp_path_factory):
     """A store with three small archives of model_id 'shelf', a user with memories in Chinese and a
     paper asked about in a research session (model_id 'scholar'), the workbench on it, and a browser."""
-    from conftest import topic_text
+    from testkit.topics import topic_text
     from forest import MemoryForest
 
     data_dir = tmp_path_factory.mktemp("workbench") / "store"

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest.records import LEAF, SUMMARY
 from forest.models.summarizers import EXTRACTIVE_LABEL, EXTRACTIVE_NODE_LABEL
 from forest.records import SEPARATOR

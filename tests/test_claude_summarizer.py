@@ -2,7 +2,7 @@
 import json
 import logging
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from testkit.fake_anthropic import FakeAnthropic
 from forest.models.claude import ClaudeLLM
 from forest.models.extractive import TermStats

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import forest_env, topic_text
+from testkit.processes import forest_env
+from testkit.topics import topic_text
 
 FOREST = str(Path(sys.executable).parent / "forest")
 

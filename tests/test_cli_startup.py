@@ -8,7 +8,10 @@ import sys
 
 import pytest
 
-from conftest import forest_env, topic_text
+from testkit.processes import forest_env
+
+# Each one costs a command that does not use it 0.1-1 s of imports.
+from testkit.topics import topic_text
 
 # Each one costs a command that does not use it 0.1-1 s of imports.
 HEAVY = {"chromadb", "anthropic", "langchain", "langchain_core", "langchain_text_splitters", "networkx", "mcp",

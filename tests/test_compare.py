@@ -15,7 +15,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import TOPICS, forest_env, free_port, topic_text
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text, TOPICS
 from forest import InvalidInput, MemoryForest, NotFound, load_settings
 from forest.limits import MAX_CELLS, MAX_QUESTIONS
 from forest.recall.compare import FOUND_THRESHOLD, NOT_FOUND, Cell, ComparedPaper, Comparison

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import free_port
+from testkit.processes import free_port
 from test_browser import CHROMIUM, DRIVER, MISSING, webdriver
 
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"BROWSER TESTS SKIPPED: {', '.join(MISSING)} missing")

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, forest_env, topic_text
+from conftest import ROOT
+from testkit.processes import forest_env
+from testkit.topics import topic_text
 from forest import MemoryForest, load_settings
 
 pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more

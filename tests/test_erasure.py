@@ -14,9 +14,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from conftest import ROOT, topic_text
+from conftest import ROOT
 
 # A made-up word no other text contains, its stem as the BM25 index keeps it (lower case), and a
+from testkit.topics import topic_text
 # piece of its end (an FTS segment may store a term after the prefix it shares with the one before).
 WORD = "Qzvorblethian"
 PIECES = (WORD, WORD.lower(), WORD.lower()[3:])

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import new_database, topic_text
+from conftest import new_database
+from testkit.topics import topic_text
 from test_erasure import files_holding
 
 pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more

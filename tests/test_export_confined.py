@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import forest_env
+from testkit.processes import forest_env
 
 pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 

@@ -19,7 +19,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import free_port, topic_text
+from testkit.processes import free_port
+from testkit.topics import topic_text
 from testkit import faults, server_faults
 from forest import MemoryForest
 from forest.serving.http import ThreadServer

@@ -20,7 +20,7 @@ from forest.storage.graphs import open_graph_store
 from forest.storage.graphs.base import GraphEdge
 from forest.storage.graphs.local_falkordb import LocalFalkorDB
 from forest.storage.graphs.neo4j import Neo4jGraphStore
-from tests.conftest import forest_env
+from testkit.processes import forest_env
 
 FAMILY = ["My wife is Anna.", "Anna works at Acme.", "Anna grew up in Lisbon.", "I live in Paris.",
           "Tom is my brother.", "Tom has a dog named Rex.", "I love jazz.",

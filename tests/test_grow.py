@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pdf_factory
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import ForestError, InvalidInput, NotFound
 from forest.records import SUMMARY
 from forest.storage.vectors.chroma import collection_name

@@ -1,7 +1,7 @@
 """A model_id never sees another's data: every read path answers 'not found' or nothing."""
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import NotFound
 from forest.storage.vectors.chroma import collection_name
 

@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from conftest import assert_store_empty, topic_text
+from conftest import assert_store_empty
+from testkit.topics import topic_text
 from forest.serving.jobs import IngestQueue
 
 

@@ -3,7 +3,7 @@ import sqlite3
 
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import InvalidInput
 from forest.storage.fulltext.fts5 import match_query
 from forest.storage.sql.migrations import LATEST_VERSION

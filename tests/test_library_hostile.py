@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import forest_env
+from testkit.processes import forest_env
 from testkit.library import paper
 from testkit.zotero_factory import IMPORTED_FILE, LINKED_FILE, ZoteroLibrary
 

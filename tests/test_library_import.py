@@ -13,7 +13,7 @@ from pathlib import Path
 
 import bibtexparser
 import pytest
-from conftest import forest_env
+from testkit.processes import forest_env
 from testkit.library import paper, ready_archives, zotero_library
 from testkit.zotero_factory import ZoteroLibrary
 
@@ -152,7 +152,7 @@ def test_the_library_page_imports_a_library_and_filters_it(workbench, tmp_path):
 
 @pytest.mark.slow
 def test_the_library_page_pages_its_table_and_offers_the_pages_archives(workbench):
-    from conftest import topic_text
+    from testkit.topics import topic_text
     from testkit.workbench import open_app, use_model_id
 
     from forest import MemoryForest

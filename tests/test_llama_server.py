@@ -22,7 +22,8 @@ from forest.models.replies import Reply, SummaryReply
 from forest.models.summarizers import EXTRACTIVE_LABEL
 from forest.personal.privacy import PrivacyClassifier
 from forest.recall.agent import OFFLINE_LABEL
-from conftest import forest_env, topic_text
+from testkit.processes import forest_env
+from testkit.topics import topic_text
 from test_openai_provider import run_forest
 
 if missing():

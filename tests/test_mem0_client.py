@@ -19,7 +19,7 @@ import pytest
 from mem0 import MemoryClient
 from mem0.exceptions import MemoryNotFoundError, ValidationError
 
-from conftest import forest_env, free_port, start_serve, stop_process
+from testkit.processes import forest_env, free_port, start_serve, stop_process
 from forest import MemoryForest, load_settings
 from forest.compat.mem0 import Memory
 from forest.errors import ConfigError

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest.models import embedders
 from forest.storage.sql.sqlite import SQLiteDatabase as Database
 from forest.storage.sql.migrations import LATEST_VERSION

@@ -3,7 +3,7 @@ wheel) and the cross-encoder reranker (FlagReranker over a tiny model this test 
 import numpy as np
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import ConfigError, MemoryForest, load_settings
 from forest.models.registry import make_reranker
 from forest.models.rerankers import Candidate, CrossEncoderReranker

@@ -20,7 +20,8 @@ from forest.models.llm import LLMError
 from forest.models.openai_api import OpenAIEmbedder, OpenAILLM
 from forest.models.replies import AgentStep, SummaryReply, TitledSummaryReply
 from forest.models.summarizers import EXTRACTIVE_LABEL, LLMSummarizer
-from conftest import forest_env, start_serve, stop_process, topic_text
+from testkit.processes import forest_env, start_serve, stop_process
+from testkit.topics import topic_text
 
 
 def client(fake: FakeOpenAI, stream: bool = True, retries: int = 2, timeout: float = 10.0, **kwargs) -> OpenAILLM:
@@ -378,7 +379,7 @@ def test_the_agent_decides_through_the_openai_llm(make_forest):
 def test_a_model_server_down_is_a_503_naming_it_over_rest_not_a_stack_trace(tmp_path):
     import httpx
 
-    from conftest import free_port
+    from testkit.processes import free_port
 
     data_dir = tmp_path / "store"
     (tmp_path / "jazz.md").write_text(topic_text("jazz"), encoding="utf-8")

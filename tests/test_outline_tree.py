@@ -6,7 +6,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest.tree.outline import document_lead, heading_paths
 from forest.ingest.document import Heading
 from forest.records import SEPARATOR

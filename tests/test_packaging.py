@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import forest_env, topic_text
+from testkit.processes import forest_env
+from testkit.topics import topic_text
 
 pytestmark = pytest.mark.slow  # every test here takes 1 s of CPU or more
 

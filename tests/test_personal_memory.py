@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import forest_env
+from testkit.processes import forest_env
 
 
 def test_process_memory_answers_at_once_and_remembers_in_the_background(personal):
@@ -124,7 +124,7 @@ def test_queued_input_survives_a_killed_process(tmp_path, make_forest):
 
 
 def test_a_server_resumes_queued_input_when_it_starts(make_forest, tmp_path):
-    from conftest import free_port
+    from testkit.processes import free_port
     from forest.serving.http import ThreadServer
 
     forest = make_forest(data_dir=tmp_path / "store")

@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import forest_env, free_port
+from testkit.processes import forest_env, free_port
 from forest.compat.mem0.shapes import history_shape, memory_ref, memory_shape
 from forest.personal import records
 from forest.personal.service import PersonalMemory

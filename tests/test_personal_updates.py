@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from testkit.processes import free_port
 
 
 def _say(personal, user: str, *texts: str) -> None:

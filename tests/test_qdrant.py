@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from conftest import free_port, topic_text
+from testkit.processes import free_port
+from testkit.topics import topic_text
 from forest.errors import ConfigError, ForestError
 from forest.storage.vectors import qdrant
 from forest.storage.vectors.base import VectorStoreError

@@ -29,7 +29,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import ROOT, forest_env, free_port
+from conftest import ROOT
+from testkit.processes import forest_env, free_port
 
 PACKAGES = ("forest",)
 SMALL, FACTOR = 300, 8

@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, topic_text
+from conftest import ROOT
+from testkit.topics import topic_text
 from forest import ConfigError, MemoryForest, load_settings
 from forest.models import registry
 

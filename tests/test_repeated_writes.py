@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest.errors import AlreadyInLibrary
 from forest.tree.build import ArchiveBuilder
 

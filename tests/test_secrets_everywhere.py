@@ -25,7 +25,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import forest_env, free_port, topic_text
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
 from forest.redaction import redact
 from forest.serving.http import ThreadServer
 

@@ -14,7 +14,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import forest_env, free_port, topic_text
+from testkit.processes import forest_env, free_port
+from testkit.topics import topic_text
 from forest import ConfigError
 from forest.serving.http import CHAT_ROUTE, MAX_BODY_BYTES, ThreadServer, build_http_app
 from forest.serving.tools import ForestTools

@@ -17,7 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import forest_env, new_database, start_serve, stop_process, topic_text
+from conftest import new_database
+from testkit.processes import forest_env, start_serve, stop_process
+from testkit.topics import topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import DatabaseUnavailable, ForestError
 

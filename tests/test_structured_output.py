@@ -13,7 +13,7 @@ from testkit.fake_openai import FakeOpenAI, Fault
 from forest.models.llm import LLMError
 from forest.models.openai_api import OpenAILLM
 from forest.models.replies import SummaryReply, TitledSummaryReply
-from conftest import forest_env
+from testkit.processes import forest_env
 from test_openai_provider import client, run_forest
 
 

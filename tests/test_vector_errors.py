@@ -2,7 +2,7 @@
 import pytest
 from chromadb.errors import InternalError
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest.storage.vectors.base import VectorStoreError
 
 

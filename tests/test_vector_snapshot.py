@@ -4,7 +4,7 @@ work, and a damaged or foreign one is passed over for Chroma."""
 import numpy as np
 import pytest
 
-from conftest import topic_text
+from testkit.topics import topic_text
 from forest import MemoryForest, load_settings
 from forest.errors import ConfigError
 from forest.storage.locks import WriterLock

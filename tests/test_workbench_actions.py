@@ -7,7 +7,9 @@ import httpx
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, free_port, shown, topic_text
+from conftest import ROOT, shown
+from testkit.processes import free_port
+from testkit.topics import topic_text
 from test_workbench import JAZZ, on_tab, upload, wait_for
 from testkit.workbench import button, open_app, use_model_id
 

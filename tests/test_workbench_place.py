@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import shown, topic_text
+from conftest import shown
+from testkit.topics import topic_text
 from forest.errors import InvalidInput
 from test_workbench import wait_for
 from testkit.workbench import button
