@@ -70,6 +70,11 @@ def content_terms(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOPWORDS and (len(t) > 1 or is_cjk_char(t))]
 
 
+def matching_terms(text: str) -> set[str]:
+    """The content words of a question or sentence, plurals folded, for matching one to the other."""
+    return {s_stem(t) for t in content_terms(text)}
+
+
 def s_stem(token: str) -> str:
     """Harman's S stemmer (1991): English plurals and third-person -s folded ("contains" ->
     "contain", "studies" -> "study"), nothing else, so it never merges unrelated words."""

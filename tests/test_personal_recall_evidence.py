@@ -35,7 +35,7 @@ def test_near_repeats_leave_room_for_the_other_evidence_of_a_question(personal):
     ids, combined, _, _ = personal.recall._scores("u1", question)
     # by score alone the six repeats come first and fill the top five
     seventh = ids[int(np.argsort(-combined)[6])]
-    assert personal.store.said("u1", [seventh])[seventh][1] == other
+    assert personal.store.said("u1", [seventh])[seventh] == other
     found = _texts(personal.memory_tool("search", "u1", query=question, top_k=5).to_dict())
     assert other in found
     assert sum(text in repeats for text in found) == 4
@@ -87,7 +87,8 @@ def test_the_session_date_stays_on_every_memory(personal):
 
 
 def test_turns_said_by_the_person_asked_about_and_answers_to_a_matching_question():
-    from forest.personal.recall import _answers_follow, _said_by_the_one_asked_about, speaker_of
+    from forest.personal.recall import _answers_follow, _said_by_the_one_asked_about
+    from forest.personal.turns import speaker_of
 
     turns = ["[8 May, 2023] Caroline: How did your kids like the museum?",
              "[8 May, 2023] Melanie: They loved the dinosaur bones!", "Plain memory, no speaker."]
@@ -129,6 +130,6 @@ def test_reading_words_only_within_reach_of_the_pool_ranks_as_reading_them_all(m
         best = np.argsort(-every_word, kind="stable")[:5]
         assert list(np.argsort(-within_reach, kind="stable")[:5]) == list(best)
         assert np.allclose(within_reach[best], every_word[best])
-    assert recall.MOST_THE_WORDS_ADD >= recall.SAID_BY_THE_ONE_ASKED_ABOUT + 1.0
+    assert recall.MOST_THE_WORDS_ADD >= recall.SAID_BY_THE_ONE_ASKED_ABOUT + recall.SAYS_WHEN
     personal.stop()
 

@@ -153,6 +153,15 @@ def test_chat_turns_alike_to_an_embedder_do_not_take_each_other_back(make_forest
     personal.stop()
 
 
+def test_a_turn_asking_about_me_reads_its_own_speaker_s_facts(personal):
+    # the read path takes "I" as the write path does: Caroline's "my" is Caroline, not the user_id
+    _say(personal, "conv", "[8 May, 2023] Caroline: I live in Boston and I love jazz.",
+         "[8 May, 2023] Melanie: I live in Denver.")
+    _, relations = personal.recall.graph("conv", "[9 May, 2023] Caroline: Do you remember where I live?")
+    # what the question asks of its speaker, not all that is known of her, nor Melanie's
+    assert [(t.source, t.relationship, t.target) for t in relations] == [("Caroline", "lives in", "Boston")]
+
+
 @pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职"])
 def test_hostile_input_is_read_in_linear_time(text):
     import time

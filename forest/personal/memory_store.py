@@ -225,13 +225,13 @@ class PersonalStore:
                              (user_id,))
         return {r[0]: r[1] for r in rows}
 
-    def said(self, user_id: str, ids: list[int]) -> dict[int, tuple[float, str]]:
-        """When each of these live memories was said (created_at) and its text, in one read."""
+    def said(self, user_id: str, ids: list[int]) -> dict[int, str]:
+        """The words of each of these live memories, in one read."""
         if not ids:
             return {}
-        rows = self.db.query(f"SELECT id, created_at, memory FROM personal_memories WHERE user_id = ? AND "
+        rows = self.db.query(f"SELECT id, memory FROM personal_memories WHERE user_id = ? AND "
                              f"deleted_at IS NULL AND id IN ({','.join('?' * len(ids))})", (user_id, *ids))
-        return {r[0]: (r[1], r[2]) for r in rows}
+        return {r[0]: r[1] for r in rows}
 
     def history(self, user_id: str, memory_id: int | None = None) -> list[HistoryEntry]:
         sql = "SELECT * FROM personal_memory_history WHERE user_id = ?"

@@ -17,11 +17,12 @@ import numpy as np
 from forest.config import Settings
 from forest.models.embedders import Embedder
 from forest.personal.graph import Triple, TripleExtractor, clause_statements, entity_key
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore, QueuedInput
+from forest.personal.memory_store import PersonalStore, QueuedInput
+from forest.personal.records import PersonalMemoryRecord
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person, words_of
 from forest.personal.updates import UpdateJudge
-from forest.text import content_terms, s_stem
+from forest.text import matching_terms
 
 # The same statement, one side negated, when their calibrated similarity reaches this and this
 # share of the content words of each is in the other (chat turns on one subject are all alike to an
@@ -102,9 +103,10 @@ class WritePolicy:
         with self.store.db.snapshot() as conn:
             ended = self._ended(conn, plan)
         records = self.store.memories_by_id(plan.user_id, list(ended))
+        ended = {m: facts for m, facts in ended.items() if m in records}   # none deleted since: apply reads again
         plan.rejected = self.updates.rejected(ended, plan.text, lambda m: records[m].memory)
         kept = {kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items()
-                if m in records and m not in plan.rejected} - {None, ""}
+                if m not in plan.rejected} - {None, ""}
         if kept:
             plan.kept_vectors = dict(zip(kept, self.embedder.embed_passages(sorted(kept))))
 
@@ -206,7 +208,7 @@ class WritePolicy:
 def _same_words(a: str, b: str) -> bool:
     """Whether two statements say the same words but for their negations (and a turn's "[when
     said] speaker:"): SAME_WORDS of the content words of each are in the other."""
-    words = [{s_stem(t) for t in content_terms(_NEGATION.sub(" ", words_of(text)))} for text in (a, b)]
+    words = [matching_terms(_NEGATION.sub(" ", words_of(text))) for text in (a, b)]
     return min(map(len, words)) > 0 and len(words[0] & words[1]) >= SAME_WORDS * max(map(len, words))
 
 

@@ -20,10 +20,10 @@ from forest.personal.graph import (
     relation_relevance,
     relations_for,
 )
-from forest.personal.memory_store import PersonalMemoryRecord, PersonalStore
-from forest.personal.records import MemoryHit
+from forest.personal.memory_store import PersonalStore
+from forest.personal.records import MemoryHit, PersonalMemoryRecord
 from forest.personal.timeframe import asks_when, periods_in, says_when, within
-from forest.personal.turns import CONVERSATION_GAP_SECONDS, speaker_of
+from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person, speaker_of
 from forest.storage.graphs.base import GraphStore
 
 # The top k is chosen among this many of the best combined scores, each in turn the best
@@ -34,8 +34,10 @@ DIVERSITY_POOL = 30
 SAID_BY_THE_ONE_ASKED_ABOUT = 0.5
 # An answer is worth less than the question it follows matched: it is found through it.
 ANSWER_BELOW_QUESTION = 1.0
+# One standard deviation for a memory whose words say when, if the question asks when.
+SAYS_WHEN = 1.0
 # The most the signals read from a memory's words add to its score (who said it, and when).
-MOST_THE_WORDS_ADD = SAID_BY_THE_ONE_ASKED_ABOUT + 1.0
+MOST_THE_WORDS_ADD = SAID_BY_THE_ONE_ASKED_ABOUT + SAYS_WHEN
 
 
 class PersonalRecall:
@@ -59,20 +61,21 @@ class PersonalRecall:
     def graph(self, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
         """The known entities the text names (the user for I, me, my) and the relations around them
         that bear on it (see relations_for); from the graph mirror when it answers for the user."""
+        speaker = first_person(text, user_id)   # "I" in a transcript's turn is its speaker, as on writes
         mirror = self.store.mirror
-        walked = mirror.read(user_id, lambda graph: self._walk(graph, user_id, text)) if mirror else None
-        return walked or relations_for(self.triples(user_id), text, user_id, self.settings.graph_max_depth,
+        walked = mirror.read(user_id, lambda graph: self._walk(graph, user_id, speaker, text)) if mirror else None
+        return walked or relations_for(self.triples(user_id), text, speaker, self.settings.graph_max_depth,
                                        self.settings.graph_max_relations)
 
-    def _walk(self, graph: GraphStore, user_id: str, text: str) -> tuple[list[str], list[Triple]]:
+    def _walk(self, graph: GraphStore, user_id: str, speaker: str, text: str) -> tuple[list[str], list[Triple]]:
         """relations_for's answer, the walk run by the graph store: Cypher finds the edges within
         graph_max_depth hops of the entities named, and the same ranking keeps those that bear on
         the text (the edges are those the whole graph's walk would reach, in stored order)."""
         depth = self.settings.graph_max_depth
-        start = entities_in(text, graph.entity_names(user_id), user_id)
+        start = entities_in(text, graph.entity_names(user_id), speaker)
         near = [Triple(e.source, e.relationship, e.target)
                 for e in graph.within(user_id, [entity_key(name) for name in start], depth)]
-        return start, bearing_on(text, user_id, start, related(near, start, depth, len(near)),
+        return start, bearing_on(text, speaker, start, related(near, start, depth, len(near)),
                                  self.settings.graph_max_relations)
 
     def vector_chunks(self, user_id: str, text: str, vector: np.ndarray) -> list[MemoryHit]:
@@ -138,7 +141,7 @@ class PersonalRecall:
         order = sorted((at, n) for n, at in enumerate(said_at) if at is not None)
         reach |= {m for (_, n), (_, m) in zip(order, order[1:]) if n in reach}
         said = self.store.said(user_id, [ids[n] for n in sorted(reach)])
-        return {n: said[ids[n]][1] for n in reach if ids[n] in said}
+        return {n: said[ids[n]] for n in reach if ids[n] in said}
 
     def _graph_memories(self, user_id: str, query: str) -> dict[int, int]:
         """Memory id -> facts it states about the entities one hop away from those the query names,
@@ -147,7 +150,7 @@ class PersonalRecall:
         vectors find them; the graph adds the second hop, which shares no word with the question."""
         triples = self.triples(user_id)
         start = {entity_key(e) for e in entities_in(query, {t.source for t in triples} | {t.target for t in triples},
-                                                    user_id)}
+                                                    first_person(query, user_id))}
         if not start:
             return {}
         relevance = relation_relevance(query)
@@ -171,7 +174,7 @@ def _words_read(query: str, combined: np.ndarray, said_at: list[float | None], w
         out[n] += bonus
     if asks_when(query):
         for n, text in words.items():
-            out[n] += 1.0 if says_when(text) else 0.0
+            out[n] += SAYS_WHEN if says_when(text) else 0.0
     return _answers_follow(out, said_at, words)
 
 

@@ -43,8 +43,8 @@ from forest.models.replies import AgentStep
 from forest.storage.paths import path_ids
 from forest.records import Archive, ContextResult, MemoryNode, Representative, ScoredNode
 from forest.references import is_reference_node, looks_like_citations
-from forest.text import (STOPWORDS, content_terms, display_title, s_stem, split_sentences, term_coverage, tokenize,
-                         truncate)
+from forest.text import (STOPWORDS, content_terms, display_title, matching_terms, s_stem, split_sentences,
+                         term_coverage, tokenize, truncate)
 
 log = logging.getLogger("forest.recall.agent")
 
@@ -462,11 +462,6 @@ def choose_guides(question: str, context: list[ScoredNode], vector: list[ScoredN
              if (span := answering_span(terms, s.node.content)) is not None]
     answering = [candidates[min(spans)[1]]] if spans else []
     return answering + [s for s in merged.values() if s not in answering][:GUIDES - len(answering)]
-
-
-def matching_terms(text: str) -> set[str]:
-    """The content words of a question or sentence, plurals folded, for matching one to the other."""
-    return {s_stem(t) for t in content_terms(text)}
 
 
 def answering_span(terms: set[str], text: str) -> int | None:
