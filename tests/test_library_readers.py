@@ -188,6 +188,19 @@ def test_zotero_linked_files_resolve_against_the_base_directory(zotero, tmp_path
     assert alt.path is None and "base directory" in alt.missing_reason and "not set" in alt.missing_reason
 
 
+def test_a_pdf_s_own_metadata_is_read_within_the_import_s_file_limit(zotero, monkeypatch):
+    # a PDF the max_file_mb setting allows is identified by its own DOI and title, not cut off at
+    # the default limit (its digest was read within the setting, its metadata was not)
+    import forest.library.plan as plan
+
+    limits = []
+    read = plan.read_paper_metadata
+    monkeypatch.setattr(plan, "read_paper_metadata", lambda path, max_bytes: limits.append(max_bytes) or
+                        read(path, max_bytes))
+    plan.plan_import(read_zotero(zotero).entries, known=[], max_bytes=250_000_000)
+    assert limits and set(limits) == {250_000_000}
+
+
 def test_zotero_missing_files_are_reported_and_the_rest_planned(zotero):
     reading = read_zotero(zotero)
     assert {e.source_key for e in reading.missing} == {"GONELINK", "LOSTSTOR"}

@@ -115,7 +115,7 @@ def plan_import(entries: Iterable[LibraryEntry], known: Iterable[KnownDocument],
         if digest is None:
             missing.append(replace(entry, missing_reason=unreadable))
             continue
-        metadata = _read_with_paper(entry)
+        metadata = _read_with_paper(entry, max_bytes)
         identity = PaperIdentity.of(metadata, digest)
         repeated = find_same(identity, [k for _, k in earlier])
         if repeated is not None:
@@ -147,9 +147,11 @@ def _decide(entry: LibraryEntry, digest: str, metadata: dict[str, Any], same: Sa
     return "already", PlannedDocument(entry, digest, metadata, same)
 
 
-def _read_with_paper(entry: LibraryEntry) -> dict[str, Any]:
-    """The entry's metadata completed with what its PDF says of itself."""
-    paper = read_paper_metadata(entry.path) if entry.path and entry.path.suffix.lower() == ".pdf" else None
+def _read_with_paper(entry: LibraryEntry, max_bytes: int) -> dict[str, Any]:
+    """The entry's metadata completed with what its PDF says of itself (read within the same limit
+    as its digest: a PDF the setting allows is identified by its own DOI and title too)."""
+    paper = read_paper_metadata(entry.path, max_bytes) if entry.path and entry.path.suffix.lower() == ".pdf" \
+        else None
     return completed(entry.metadata(), paper) or entry.metadata()
 
 
