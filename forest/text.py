@@ -70,6 +70,11 @@ def content_terms(text: str) -> list[str]:
     return [t for t in tokenize(text) if t not in STOPWORDS and (len(t) > 1 or is_cjk_char(t))]
 
 
+def single_line(text: str) -> str:
+    """Text as one line: its line breaks, tabs and runs of spaces become one space (a title, a name)."""
+    return " ".join(text.split())
+
+
 def matching_terms(text: str) -> set[str]:
     """The content words of a question or sentence, plurals folded, for matching one to the other."""
     return {s_stem(t) for t in content_terms(text)}

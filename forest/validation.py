@@ -4,13 +4,15 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from datetime import date, datetime, time, timezone
 from typing import Any
 
 from forest.errors import InvalidInput, mask_keys
 from forest.redaction import redact, redact_metadata, secret_format
+from forest.text import single_line
 from forest.limits import (
-    MAX_ID, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_MEMORY_CHARS, MAX_METADATA_KEYS, MAX_MODEL_ID,
+    MAX_ID, MAX_INT_DIGITS, MAX_JSON_DEPTH, MAX_MEMORY_CHARS, MAX_METADATA_KEYS, MAX_MODEL_ID, MAX_NAME_CHARS,
     MAX_QUERY_CHARS, MAX_SCOPE_ID, MAX_SESSION_ID)
 
 # Letters and digits of any script, and . _ - : @ (no space, slash or markup).
@@ -51,6 +53,19 @@ def _check_name(value: str, what: str, limit: int) -> str:
     if not value.isprintable():
         raise InvalidInput(f"{what} must be printable text: no tabs, line breaks or other control characters")
     return value
+
+
+def archive_name(name: str) -> str:
+    """An archive's name as stored: one line (a title's line breaks and tabs become spaces) of at
+    most MAX_NAME_CHARS, so that every archive can be exported and imported again."""
+    name = single_line(name)
+    if not name:
+        raise InvalidInput("the archive needs a name")
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidInput(f"the archive name has {len(name):,} characters; it must be at most {MAX_NAME_CHARS:,}")
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        raise InvalidInput("the archive name must be text without control characters")
+    return name
 
 
 def check_scope_id(value: str, what: str) -> str:

@@ -92,6 +92,18 @@ def test_bad_exports_are_refused_and_write_nothing(forest, corrupt, message):
     assert forest.archives("other") == []
 
 
+def test_every_archive_a_face_accepts_can_be_exported_and_imported_again(forest):
+    # a name is one line of at most 1,000 characters on ingest as on import (a 1,200-character
+    # name was accepted, and its export could not be imported)
+    with pytest.raises(InvalidInput, match="at most 1,000"):
+        forest.ingest_text("m", "x" * 1200, topic_text("jazz"))
+    assert forest.archives("m") == []
+    archive = forest.ingest_text("m", "Bebop\nand\tthe  fifties", topic_text("jazz"))
+    assert archive.name == "Bebop and the fifties"
+    copy = forest.import_archive("other", json.loads(json.dumps(forest.export_archive("m", archive.id))))
+    assert copy.name == archive.name
+
+
 def _leaf(document, number=0):
     return [n for n in document["nodes"] if n["node_type"] == "LEAF_CHUNK"][number]
 

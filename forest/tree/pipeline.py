@@ -24,8 +24,8 @@ from forest.storage.archives import ForestStore
 from forest.storage.source_files import SourceFiles
 from forest.storage.sql.database import Lock
 from forest.storage.vectors.base import VectorStore
-from forest.text import counted
-from forest.validation import check_model_id, check_threshold
+from forest.text import counted, single_line
+from forest.validation import archive_name, check_model_id, check_threshold
 
 if TYPE_CHECKING:
     from forest.tree.build import ArchiveBuilder, BuildParams
@@ -88,9 +88,7 @@ class TreePipeline:
         with self._kept_source(document) as keep:
             model_id = check_model_id(model_id)
             metadata = completed(library, document.metadata)
-            name = (name or (metadata or {}).get("title") or document.title or document.name or "").strip()
-            if not name:
-                raise InvalidInput("the archive needs a name")
+            name = archive_name(name or (metadata or {}).get("title") or document.title or document.name or "")
             run = self._run_settings(chunk_size, chunk_overlap, threshold)
             kept = document.kept_file or self.sources.name_for(document.source)  # copied with the write
             paper = PaperIdentity.of(metadata, (kept or "").removesuffix(".pdf"), [fingerprint(document)])
@@ -313,12 +311,14 @@ def _build_params(run: Settings) -> BuildParams:
 def _outline(document: Document, chunks: list[Chunk]) -> DocumentOutline:
     from forest.tree.outline import DocumentOutline
 
-    return DocumentOutline(document.title or document.name, [c.heading_path for c in chunks])
+    return DocumentOutline(single_line(document.title or document.name), [c.heading_path for c in chunks])
 
 
 def _document_entry(document: Document, first_leaf: int, leaves: int) -> dict[str, Any]:
     """What the archive records about each document it holds (appends add more)."""
-    return {"name": document.name, "title": document.title, "source": document.source,
+    # names are one line, as an export's import checks them
+    return {"name": single_line(document.name), "title": document.title and single_line(document.title),
+            "source": document.source,
             "pages": document.page_count, "first_leaf": first_leaf, "last_leaf": first_leaf + leaves - 1,
             "sha256": fingerprint(document), "leaf_context": True}  # see build.stored_leaf_context
 
