@@ -24,6 +24,7 @@ from forest.personal.memory_store import PersonalStore
 from forest.storage.graphs.base import GraphStoreError
 from forest.storage.private_files import loose_modes, tighten
 from forest.storage.archives import ForestStore
+from forest.storage.source_files import SourceFiles
 from forest.storage.unfinished_builds import remove_builds, stale_builds
 from forest.storage.vectors.base import VectorStore
 
@@ -130,9 +131,9 @@ def _expected_path(node_id: int, nodes: dict[int, Any]) -> tuple[str, int] | Non
     return path, len(chain) - 1
 
 
-def repair(db: Database, store: ForestStore, vectors: VectorStore, embedder: Embedder,
+def repair(db: Database, store: ForestStore, vectors: VectorStore, sources: SourceFiles, embedder: Embedder,
            report: DoctorReport, data_dir: Path, mirror: GraphMirror | None = None) -> None:
-    remove_builds(store, vectors, report.stale_builds)
+    remove_builds(store, vectors, sources, report.stale_builds)
     for model_id, ids in report.orphan_vectors.items():
         vectors.delete(model_id, ids)
     for model_id, ids in report.missing_vectors.items():

@@ -254,7 +254,7 @@ class MemoryForest(EngineParts):
             mirror = self.personal.store.mirror if self.settings.graph_url else None
             report = examine(self.db, self.store, self.vectors, self.settings.data_dir, mirror)
             if repair_drift and not report.healthy:
-                repair(self.db, self.store, self.vectors, self.embedder, report, self.settings.data_dir, mirror)
+                repair(self.db, self.store, self.vectors, self.sources, self.embedder, report, self.settings.data_dir, mirror)
         return report
 
     def reembed(self, model_id: str, progress: ProgressFn | None = None) -> dict[str, Any]:

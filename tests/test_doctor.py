@@ -143,3 +143,21 @@ def test_doctor_reports_the_personal_write_queue_from_another_process(forest):
                            capture_output=True, text=True, timeout=120)
     assert "personal write queue: 1 pending (1 waiting to retry), 1 done, 0 failed" in shown.stdout
     assert "newest error: ClaudeTimeout: no answer in 60 s" in shown.stdout
+
+
+def test_repairing_an_unfinished_build_also_removes_the_pdf_it_kept(forest, tmp_path):
+    # a build that died after copying its PDF in: doctor removes its rows, vectors and the copy
+    from testkit.library import paper
+
+    def dead_pid() -> int:
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        return child.pid
+
+    archive = forest.ingest_file(paper(tmp_path / "jazz.pdf", "jazz"), "lab")
+    assert list(forest.settings.sources_path.iterdir())
+    with forest.db.transaction() as conn:
+        conn.execute("UPDATE archives SET status = 'building', builder_pid = ? WHERE id = ?", (dead_pid(), archive.id))
+    report = forest.doctor(repair_drift=True)
+    assert report.stale_builds == [archive.id]
+    assert forest.archives("lab") == [] and list(forest.settings.sources_path.iterdir()) == []

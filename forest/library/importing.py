@@ -16,6 +16,7 @@ from forest.library.plan import ImportPlan, plan_import
 from forest.library.entries import LibraryReading
 from forest.records import Archive, Progress, ProgressFn
 from forest.storage.archives import ForestStore
+from forest.storage.source_files import SourceFiles
 from forest.storage.sql.database import Lock
 from forest.storage.unfinished_builds import remove_builds, stale_builds
 from forest.storage.vectors.base import VectorStore
@@ -26,6 +27,7 @@ class Builds(Protocol):
 
     store: ForestStore
     vectors: VectorStore
+    sources: SourceFiles
     writer_lock: Lock
     settings: Settings
 
@@ -46,7 +48,7 @@ def import_library(builds: Builds, model_id: str, reading: LibraryReading, progr
     that does not answer stops the import."""
     store = builds.store
     with builds.writer_lock:  # what an interrupted import was building goes, before it is built again
-        remove_builds(store, builds.vectors,
+        remove_builds(store, builds.vectors, builds.sources,
                       stale_builds(store.db, [a for a in store.all_archives() if a["model_id"] == model_id]))
     archives = store.archives(model_id)
     plan = plan_import(reading.entries, [KnownDocument.of(a) for a in archives], on_duplicate,

@@ -1,5 +1,5 @@
 """Archives a build left unfinished: whether the process building one still lives, and removing
-what a dead build wrote (rows and vectors). Doctor repairs them; a library import run again
+what a dead build wrote (rows, vectors and the PDF it kept). Doctor repairs them; a library import run again
 removes its own interrupted builds before building them again."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import socket
 from typing import Any
 
 from forest.storage.archives import ForestStore, building
+from forest.storage.source_files import SourceFiles
 from forest.storage.sql.database import Database
 from forest.storage.vectors.base import VectorStore
 
@@ -42,10 +43,13 @@ def stale_builds(db: Database, archives: list[dict[str, Any]]) -> list[int]:
     return [a["id"] for a in archives if a["status"] != "ready" and not _builder_alive(db, a)]
 
 
-def remove_builds(store: ForestStore, vectors: VectorStore, archive_ids: list[int]) -> None:
-    """Rows and vectors of unfinished builds (stale_builds), whatever they got to write."""
+def remove_builds(store: ForestStore, vectors: VectorStore, sources: SourceFiles, archive_ids: list[int]) -> None:
+    """Rows, vectors and kept PDFs of unfinished builds (stale_builds), whatever they got to write:
+    a copied PDF no archive names goes too, as when an archive is deleted."""
     for archive_id in archive_ids:
         model_id = store.archive_model_id(archive_id)
         if model_id is not None:
             vectors.delete(model_id, store.archive_node_ids(archive_id))
             store.delete_archive_rows(archive_id)
+    if archive_ids:
+        sources.prune(store.kept_files())
