@@ -125,17 +125,9 @@ def correct(pairs: list[dict[str, Any]], predicted: dict[str, str | None]) -> li
     return [bool(predicted[p["id"]]) == (p["label"] in CONFLICT_LABELS) for p in pairs]
 
 
-def mcnemar_exact(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
-    """(right only in a, right only in b, two-sided exact p) over paired outcomes."""
-    from math import comb
-
-    only_a = sum(x and not y for x, y in zip(a, b))
-    only_b = sum(y and not x for x, y in zip(a, b))
-    n, k = only_a + only_b, min(only_a, only_b)
-    return only_a, only_b, min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
-
-
 def report(pairs: list[dict[str, Any]], versions: dict[str, dict[str, str | None]]) -> str:
+    from bench.flat_baselines import mcnemar_exact   # here: the engine measured against runs this script too
+
     lines = []
     for split in ("dev", "heldout"):
         subset = [p for p in pairs if p["split"] == split]

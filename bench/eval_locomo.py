@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import sqlite3
 import statistics
 import subprocess
@@ -107,17 +106,6 @@ def bm25_top(conn: sqlite3.Connection, query: str, k: int) -> list[int]:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def mcnemar(a: list[int], b: list[int]) -> tuple[int, int, float]:
-    """Discordant counts (a only, b only) and the exact two-sided binomial p-value."""
-    only_a = sum(1 for x, y in zip(a, b) if x and not y)
-    only_b = sum(1 for x, y in zip(a, b) if y and not x)
-    n = only_a + only_b
-    if n == 0:
-        return 0, 0, 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2 ** n
-    return only_a, only_b, min(1.0, 2 * tail)
 
 
 def conversations(spec: str, total: int) -> list[int]:
@@ -325,6 +313,8 @@ def mcnemar_table(versions: dict[str, dict[int, dict]], labels: list[str], chose
                   parts: list[tuple[str, list[int]]]) -> None:
     """McNemar's exact test per category and rule: questions only the new code finds against only
     today's (the same questions, in the same order, in both versions)."""
+    from bench.flat_baselines import mcnemar_exact   # here: the engine measured against runs this script too
+
     old, new = (versions[label] for label in labels)
     for title, part in parts:
         if not part:
@@ -339,7 +329,7 @@ def mcnemar_table(versions: dict[str, dict[int, dict]], labels: list[str], chose
             for category in [*CATEGORIES, None]:
                 a = after.get(category, []) if category else [v for c in CATEGORIES for v in after.get(c, [])]
                 b = before.get(category, []) if category else [v for c in CATEGORIES for v in before.get(c, [])]
-                only_new, only_old, p = mcnemar(a, b)
+                only_new, only_old, p = mcnemar_exact(list(map(bool, a)), list(map(bool, b)))
                 cells.append(f"{only_new} / {only_old}, p {p:.2g}")
             print(f"| {rule} | " + " | ".join(cells) + " |")
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import re
 import statistics
 import sys
@@ -42,6 +41,7 @@ from pathlib import Path
 
 import pymupdf
 
+from bench.flat_baselines import mcnemar_exact
 from forest.ingest.metadata import read_paper_metadata
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,17 +113,6 @@ def matches(key: str, got, wanted) -> bool:
     return bool(normal(got)) and normal(got) == normal(wanted)
 
 
-def mcnemar(ours: list[bool], base: list[bool]) -> float:
-    """Exact two-sided McNemar p from the discordant pairs."""
-    b = sum(o and not a for o, a in zip(ours, base))
-    c = sum(a and not o for o, a in zip(ours, base))
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
 def evaluate(name: str, labels_path: Path, folder: Path, show: bool, seconds: list[float]) -> list[Outcome]:
     labels = json.loads(labels_path.read_text(encoding="utf-8"))
     outcomes = []
@@ -155,7 +144,7 @@ def table(name: str, outcomes: list[Outcome]) -> None:
         base = [o.baseline[field_name] for o in rows]
         n = len(rows)
         print(f"  {field_name:<13}{n:>4}  {sum(ours):>4}/{n:<3} {sum(ours) / n:>5.0%}  "
-              f"{sum(base):>4}/{n:<3} {sum(base) / n:>5.0%}  {mcnemar(ours, base):>9.3g}")
+              f"{sum(base):>4}/{n:<3} {sum(base) / n:>5.0%}  {mcnemar_exact(ours, base)[2]:>9.3g}")
 
 
 def main() -> None:

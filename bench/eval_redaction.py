@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.flat_baselines import mcnemar_exact
 from forest.redaction import redact, redact_metadata
 
 CASES = Path(__file__).resolve().parents[1] / "tests" / "data" / "redaction_cases.json"
@@ -114,15 +115,6 @@ def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
     return (centre - half) / (1 + z * z / total), (centre + half) / (1 + z * z / total)
 
 
-def mcnemar(ours: list[bool], theirs: list[bool]) -> tuple[int, int, float]:
-    """Secrets only ours caught, only theirs caught, and the exact two-sided p of that split."""
-    only_ours = sum(a and not b for a, b in zip(ours, theirs))
-    only_theirs = sum(b and not a for a, b in zip(ours, theirs))
-    n, k = only_ours + only_theirs, min(only_ours, only_theirs)
-    p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
-    return only_ours, only_theirs, p
-
-
 def main() -> None:
     methods = {"forest redaction": forest_redaction, "detect-secrets alone": as_text(detect_secrets_alone)}
     for split in SPLITS:
@@ -139,7 +131,7 @@ def main() -> None:
                   f"({result['false_alarms']} look-alikes removed)")
             if "-v" in sys.argv and name == "forest redaction":
                 print("\n".join(f"  {p}" for p in result["problems"]))
-        only_ours, only_theirs, p = mcnemar(seen["forest redaction"], seen["detect-secrets alone"])
+        only_ours, only_theirs, p = mcnemar_exact(seen["forest redaction"], seen["detect-secrets alone"])
         print(f"{split:<9} McNemar on secrets: {only_ours} caught only by forest, {only_theirs} only by "
               f"detect-secrets alone, exact p = {p:.2g}")
 
