@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from testkit.processes import free_port, stop_process
 
 MODEL_ALIAS = "gemma-3-270m"
 # Assembled once per machine (253 MB), outside the repository.
@@ -64,9 +65,7 @@ class LlamaServer:
 
     def start(self) -> None:
         model = model_path()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}/v1"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
@@ -90,10 +89,5 @@ class LlamaServer:
         raise RuntimeError(f"llama_cpp.server did not answer within {self.start_seconds:g} s")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_process(self.process, 30)
