@@ -137,9 +137,10 @@ def test_mem0_routes_shape_the_same_records(served):
 
 @pytest.mark.parametrize("command, direct", [
     (("graph",), lambda p: p.user_graph("ann")),
+    (("graph", "--ended"), lambda p: p.user_graph("ann", include_ended=True)),
     (("history",), lambda p: p.memory_tool("history", "ann")),
     (("search", "green", "tea"), lambda p: p.memory_tool("search", "ann", query="green tea")),
-], ids=["graph", "history", "search"])
+], ids=["graph", "graph-with-ended", "history", "search"])
 def test_cli_json_is_the_records_dict(served, command, direct):
     _, forest, data_dir = served
     done = subprocess.run([FOREST, "personal", command[0], *command[1:], "--user-id", "ann", "--json"],

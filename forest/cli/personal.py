@@ -33,7 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         tool.add_argument("--agent-id")
         tool.add_argument("--run-id")
     act("history", memory_tool, help="every change to the user's memories")
-    act("graph", show_graph, help="the user's knowledge graph")
+    graph = act("graph", show_graph, help="the user's knowledge graph")
+    graph.add_argument("--ended", action="store_true",
+                       help="also the facts a later statement superseded, each with when it held")
     tags = act("tags", tag_user, help="preference and topic tags (dry run unless --apply)")
     tags.add_argument("--apply", action="store_true")
     act("clear", clear_user, help="delete everything remembered about the user")
@@ -69,9 +71,17 @@ def memory_tool(forest: MemoryForest, args: argparse.Namespace) -> int:
 
 
 def show_graph(forest: MemoryForest, args: argparse.Namespace) -> int:
-    graph = forest.personal.user_graph(args.user_id).to_dict()
+    graph = forest.personal.user_graph(args.user_id, include_ended=args.ended).to_dict()
     return emit(args, graph, lambda g: "".join(
-        f"{r['source']} --[{r['relationship']}]--> {r['target']}\n" for r in g["relations"]) or "no relations\n")
+        f"{r['source']} --[{r['relationship']}]--> {r['target']}{_held(r)}\n" for r in g["relations"])
+        or "no relations\n")
+
+
+def _held(relation: dict) -> str:
+    """When a fact held, with --ended (valid_to null: it holds now)."""
+    if "valid_from" not in relation:
+        return ""
+    return f"  ({relation['valid_from']} to {relation['valid_to'] or 'now'})"
 
 
 def tag_user(forest: MemoryForest, args: argparse.Namespace) -> int:
