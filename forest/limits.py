@@ -25,6 +25,15 @@ MAX_BODY_BYTES = 8_000_000  # an HTTP request body, declared or chunked
 # A document sent as text over MCP or REST: every character may take 4 bytes in the body.
 MAX_DOCUMENT_CHARS_OVER_HTTP = MAX_BODY_BYTES // 4
 
+# --- research memory (what an agent writes and reads back in every briefing) --------------------
+MAX_NOTE_CHARS = 2000          # a finding, constraint or focus: a sentence or two, shown in every briefing
+MAX_NOTE_SOURCE_CHARS = 300    # where a note comes from ("node 42, p. 7"); longer is cut
+MAX_TOPIC_CHARS = 200          # a knowledge topic, the key a conclusion is kept under
+MAX_CONCLUSION_CHARS = 4000    # a conclusion kept about a topic
+MAX_MESSAGE_CHARS = 100_000    # a conversation message or an episodic event (an answer with its quotes)
+MAX_CORE_CHARS = 20_000        # the directives file, read into every prompt
+MAX_TIME_RANGE_CHARS = 100     # an episodic search's time range ("2026-11-01..2026-11-28", "last week")
+
 # --- how much one call may ask for ------------------------------------------------------------
 MAX_TOP_K_PASSAGES = 200  # hits of a search, retrieve or context over a forest's passages
 MAX_TOP_K_MEMORIES = 100  # a user's memories returned by one search
@@ -33,6 +42,8 @@ MAX_PAGE_SIZE = 200       # a page of mem0's memory listing
 MAX_FILTER_DEPTH = 8      # mem0 filters' AND/OR/NOT nesting
 MAX_QUESTIONS = 10        # columns of one comparison of papers
 MAX_CELLS = 300           # papers x questions: each cell walks its paper's tree (docs/compare.md)
+MAX_ARCHIVES_PER_CALL = 200  # archives a search or comparison is confined to, named one by one
+MAX_TREE_DEPTH_SHOWN = 64    # levels of one archive's tree sent at once (a built tree is ~10 deep)
 
 # A file read for a document when no setting is given (the max_file_mb setting's default).
 DEFAULT_MAX_FILE_BYTES = 100_000_000

@@ -29,6 +29,19 @@ def test_faces_define_no_limits_of_their_own():
     assert not defined, f"limits defined in a face, not in forest/limits.py: {defined}"
 
 
+def test_faces_bound_their_schemas_by_the_named_limits():
+    # a tool schema's bound written as a number drifts from the engine's check it stands for
+    bounds = {"max_length", "maxLength", "maximum", "le", "lt", "maxItems"}
+    written = []
+    for folder in FACES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.keyword) and node.arg in bounds and isinstance(node.value, ast.Constant) \
+                        and isinstance(node.value.value, int) and node.value.value > 1:
+                    written.append(f"{path.relative_to(ROOT)}:{node.value.lineno} {node.arg}={node.value.value}")
+    assert not written, f"schema bounds written as numbers, not forest/limits.py names: {written}"
+
+
 def test_one_top_k_limit_per_kind_of_hit():
     from forest import limits
 

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from forest.limits import (MAX_CONCLUSION_CHARS, MAX_CORE_CHARS, MAX_MESSAGE_CHARS, MAX_NOTE_CHARS,
+                           MAX_NOTE_SOURCE_CHARS, MAX_TOP_K_MEMORIES, MAX_TOPIC_CHARS)
 from forest.config import Settings
 from forest.storage.sql.database import Connection, Database
 from forest.models.embedders import Embedder
@@ -49,11 +51,6 @@ from forest.storage.vectors.base import VectorStore
 if TYPE_CHECKING:
     from forest.recall.agent import AgentState
 
-MAX_NOTE_CHARS = 2000
-MAX_TOPIC_CHARS = 200
-MAX_CONCLUSION_CHARS = 4000
-MAX_MESSAGE_CHARS = 100_000
-MAX_CORE_CHARS = 20_000
 # The directives in force until a core file is written (packaged with forest: see pyproject.toml).
 DEFAULT_DIRECTIVES = Path(__file__).with_name("default_directives.md")
 KNOWLEDGE_IN_PREAMBLE = 12     # newest topics shown in every prompt; the rest are a tool call away
@@ -172,7 +169,7 @@ class ResearchMemory:
         if kind not in WORKSPACE_KINDS:
             raise InvalidInput(f"a workspace note is one of {', '.join(WORKSPACE_KINDS)}, got {kind!r}")
         text = kept(check_text(text, kind, MAX_NOTE_CHARS))
-        source = truncate(source or "", 300)
+        source = truncate(source or "", MAX_NOTE_SOURCE_CHARS)
         return _Note(kind, text, source, self._event(kind, text + (f" ({source})" if source else ""),
                                                      {"source": source}))
 
@@ -240,7 +237,7 @@ class ResearchMemory:
         """search_episodic_memory: events in the time range ranked by similarity x retention; the
         ones returned count as recalled (their stability grows), and are returned as they are after
         this recall. Retention and score are the ranking's, from before it."""
-        model_id, query, top_k = check_model_id(model_id), check_query(query), check_top_k(top_k, 100)
+        model_id, query, top_k = check_model_id(model_id), check_query(query), check_top_k(top_k, MAX_TOP_K_MEMORIES)
         now = self.clock()
         since, until = parse_time_range(time_range, now)
         clocks = self.store.event_clocks(model_id, since=since, until=until, kinds=kinds,

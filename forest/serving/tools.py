@@ -24,8 +24,10 @@ from forest.errors import AlreadyInLibrary, ConfigError, ForestError, InvalidInp
 from forest.records import Progress
 from forest.recall.compare import FOUND_THRESHOLD
 from forest.service import MemoryForest
-from forest.limits import (MAX_DOCUMENT_CHARS_OVER_HTTP, MAX_MODEL_ID, MAX_QUERY_CHARS, MAX_QUESTIONS, MAX_SCOPE_ID,
-                           MAX_SESSION_ID, MAX_TOP_K_PASSAGES)
+from forest.limits import (MAX_ARCHIVES_PER_CALL, MAX_CONCLUSION_CHARS, MAX_DOCUMENT_CHARS_OVER_HTTP, MAX_MEMORY_CHARS,
+                           MAX_MODEL_ID, MAX_NAME_CHARS, MAX_NOTE_CHARS, MAX_NOTE_SOURCE_CHARS, MAX_QUERY_CHARS,
+                           MAX_QUESTIONS, MAX_SCOPE_ID, MAX_SESSION_ID, MAX_TIME_RANGE_CHARS, MAX_TOP_K_MEMORIES,
+                           MAX_TOP_K_PASSAGES, MAX_TOPIC_CHARS, MAX_TREE_DEPTH_SHOWN)
 from forest.validation import TIME_RANGE_HELP
 
 
@@ -157,7 +159,7 @@ class ForestTools:
                          archive_id: Annotated[int, Field(description="An id from list_archives.",
                                                           **_shown(minimum=1))],
                          max_depth: Annotated[int, Field(description="Deepest level to include (0 = roots "
-                                                                     "only).", ge=0, le=64)] = 3) -> dict[str, Any]:
+                                                                     "only).", ge=0, le=MAX_TREE_DEPTH_SHOWN)] = 3) -> dict[str, Any]:
         """The archive's tree from its roots down to max_depth: id, parent_id, depth, node_type,
         title (summary nodes: the heading path they cover), summary, citation, page range,
         leaf_count (no content; get_memory_node has it). A table of contents of the document."""
@@ -168,7 +170,7 @@ class ForestTools:
 
     async def add_document(self, model_id: ModelId,
                            name: Annotated[str, Field(description="Archive name, e.g. the document title.",
-                                                      min_length=1, max_length=300)],
+                                                      min_length=1, max_length=MAX_NAME_CHARS)],
                            text: Annotated[str, Field(description="The document as plain text or Markdown "
                                                                   "(# headings become sections).",
                                                       max_length=MAX_DOCUMENT_CHARS_OVER_HTTP, **_shown(minLength=1))],
@@ -208,7 +210,7 @@ class ForestTools:
                    archive_ids: Annotated[list[int] | None, Field(
                        description="Optional: ask over these archives only (ids from list_archives); "
                                    "default every archive of the model_id.",
-                       max_length=200, **_shown(minItems=1))] = None,
+                       max_length=MAX_ARCHIVES_PER_CALL, **_shown(minItems=1))] = None,
                    ) -> dict[str, Any]:
         """Answer a question from the model_id's memory with the ANSWER/EXPLORE loop: retrieve,
         then explore summary nodes until passages are relevant enough, then answer. Returns the
@@ -229,7 +231,8 @@ class ForestTools:
                            **_shown(minItems=1, maxItems=MAX_QUESTIONS))],
                        archive_ids: Annotated[list[int] | None, Field(
                            description="Optional: the papers to compare (ids from list_archives); default every "
-                                       "archive of the model_id.", max_length=200, **_shown(minItems=1))] = None,
+                                       "archive of the model_id.", max_length=MAX_ARCHIVES_PER_CALL,
+                                       **_shown(minItems=1))] = None,
                        threshold: Annotated[float | None, Field(
                            description="Minimum relevance (0-1) of a cell's passage, else the cell is not found "
                                        f"(default {FOUND_THRESHOLD}); lower it to fill more cells with weaker matches.",
@@ -246,12 +249,12 @@ class ForestTools:
     def search_episodic_memory(self, model_id: ModelId, query: Query,
                                time_range: Annotated[str | None, Field(description=(
                                    "Only events in this span: " + TIME_RANGE_HELP + ". Default: all time."),
-                                   max_length=100)] = None,
+                                   max_length=MAX_TIME_RANGE_CHARS)] = None,
                                session_id: Annotated[str | None, Field(
                                    description="Only this research session's events; default every session.",
                                    **_shown(minLength=1, maxLength=MAX_SESSION_ID))] = None,
                                top_k: Annotated[int, Field(description="How many events (1-100).",
-                                                           **_shown(minimum=1, maximum=100))] = 5,
+                                                           **_shown(minimum=1, maximum=MAX_TOP_K_MEMORIES))] = 5,
                                ) -> dict[str, Any]:
         """Search the research history: earlier questions with their answers (the nodes explored
         on the way in their data), findings (including notes folded out of the briefing), knowledge
@@ -265,10 +268,11 @@ class ForestTools:
     def update_semantic_knowledge(self, model_id: ModelId,
                                   topic: Annotated[str, Field(description="What the conclusion is about, e.g. "
                                                                           "'feature fusion in few-shot settings'.",
-                                                              **_shown(minLength=1, maxLength=200))],
+                                                              **_shown(minLength=1, maxLength=MAX_TOPIC_CHARS))],
                                   conclusion: Annotated[str, Field(description="The conclusion to keep, with its "
                                                                                "conditions and sources.",
-                                                                   **_shown(minLength=1, maxLength=4000))]
+                                                                   **_shown(minLength=1,
+                                                                            maxLength=MAX_CONCLUSION_CHARS))]
                                   ) -> dict[str, Any]:
         """Record a lasting research conclusion on a topic in the model_id's semantic knowledge,
         which is shown in every later prompt of every session. A topic already known gets a new
@@ -289,9 +293,9 @@ class ForestTools:
     def add_research_note(self, model_id: ModelId, session_id: SessionId,
                           kind: Annotated[str, Field(description="'focus' (replaces the current focus), "
                                                                  "'constraint' or 'finding'.")],
-                          text: Annotated[str, Field(description="The note.", **_shown(minLength=1, maxLength=2000))],
+                          text: Annotated[str, Field(description="The note.", **_shown(minLength=1, maxLength=MAX_NOTE_CHARS))],
                           source: Annotated[str, Field(description="Where it comes from, e.g. 'node 42, p. 7'.",
-                                                       max_length=300)] = "") -> dict[str, Any]:
+                                                       max_length=MAX_NOTE_SOURCE_CHARS)] = "") -> dict[str, Any]:
         """Add a note to the session's workspace (it shows in the briefing, and stays findable with
         search_episodic_memory once older notes fold away)."""
         with _tool_errors():
@@ -312,7 +316,7 @@ class ForestTools:
 
     def process_memory(self, user_id: UserId,
                        input: Annotated[str, Field(description="The user's message (the stimulus).",
-                                                   **_shown(minLength=1, maxLength=4000))],
+                                                   **_shown(minLength=1, maxLength=MAX_MEMORY_CHARS))],
                        agent_id: AgentScope = None, run_id: RunScope = None,
                        metadata: Metadata = None) -> dict[str, Any]:
         """Call with every user message. Returns at once what is known about the user that relates
@@ -327,7 +331,7 @@ class ForestTools:
 
     def debug_process_memory(self, user_id: UserId,
                              input: Annotated[str, Field(description="The user's message.",
-                                                         **_shown(minLength=1, maxLength=4000))]) -> dict[str, Any]:
+                                                         **_shown(minLength=1, maxLength=MAX_MEMORY_CHARS))]) -> dict[str, Any]:
         """For developers: process_memory run synchronously, explained in words: the vector matches
         with scores, the graph paths, the storage decision and its reason, the time of each stage
         and the raw data. It does store the message when it is private."""
@@ -347,7 +351,7 @@ class ForestTools:
                text: Annotated[str | list[str] | None, Field(
                    description="add: one memory or a list (batch); update: the new text.")] = None,
                query: Annotated[str | None, Field(description="search: what to look for.",
-                                                  **_shown(maxLength=4000))] = None,
+                                                  **_shown(maxLength=MAX_MEMORY_CHARS))] = None,
                memory_id: Annotated[int | None, Field(description="update, delete, history: the memory's id "
                                                                   "(history without it: every change).",
                                                       **_shown(minimum=1))] = None,
@@ -355,7 +359,7 @@ class ForestTools:
                filters: Annotated[dict[str, str | int | float | bool] | None, Field(
                    description="search: agent_id, run_id and metadata keys the memories must match.")] = None,
                top_k: Annotated[int, Field(description="search: how many (1-100).",
-                                           **_shown(minimum=1, maximum=100))] = 5,
+                                           **_shown(minimum=1, maximum=MAX_TOP_K_MEMORIES))] = 5,
                ) -> dict[str, Any]:
         """Read and write the user's memories directly. Returns {operation, status, payload};
         status is success, fallback (the reason is in payload.error) or disabled (memory is
