@@ -192,7 +192,7 @@ LONG_INPUTS = {
 def _text_paths() -> dict[str, Callable[[str], Any]]:
     from forest.storage.fulltext.fts5 import index_text
     from forest.tree.leaves import split_long
-    from forest.models.llm import parse_json_object
+    from forest.models.llm import json_object
     from forest.personal.graph import TripleExtractor
     from forest.personal.privacy import rule_decision
     from forest.redaction import redact
@@ -203,7 +203,7 @@ def _text_paths() -> dict[str, Callable[[str], Any]]:
 
     def json_reply(text: str) -> Any:
         try:
-            return parse_json_object(text)
+            return json_object(text)[0]
         except ValueError:
             return None
 

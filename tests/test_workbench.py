@@ -300,7 +300,8 @@ def test_forest_page_draws_the_tree_replays_merges_and_overlays_a_query(workbenc
     forest = MemoryForest(data_dir=workbench, chunk_size=300)
     archive = forest.ingest_text("reader", "notes", JAZZ.decode(), threshold=0.0)
     nodes = forest.tree("reader", archive.id)
-    asked = forest.agent.run("reader", "Who played bebop in New York?")   # as the Ask page leaves a run
+    # a run to its answer, as the Ask page leaves one
+    asked = forest.agent.finish(forest.agent.start("reader", "Who played bebop in New York?"))
     forest.close()
     app = open_app().switch_page("workbench/tree.py").run()
     assert not app.exception

@@ -108,7 +108,7 @@ class StructuredLLM(ABC):
                 if isinstance(raw, dict):
                     value = raw
                 else:
-                    value, loosened = _json_object(raw)
+                    value, loosened = json_object(raw)
                     self.counts["loosened"] += loosened
                 reply = reply_type.model_validate(value, context=context)
                 self.counts["repaired"] += bool(problem)
@@ -173,14 +173,9 @@ def validation_problem(error: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()[:4])
 
 
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a reply, tolerating a code fence or prose around it, and raw control
-    characters inside its strings."""
-    return _json_object(text)[0]
-
-
-def _json_object(text: str) -> tuple[dict[str, Any], bool]:
-    """parse_json_object's object, and whether it was taken only by allowing raw control characters
+def json_object(text: str) -> tuple[dict[str, Any], bool]:
+    """The JSON object in a reply, tolerating a code fence or prose around it and raw control
+    characters inside its strings, and whether it was taken only by allowing raw control characters
     (a carriage return, a tab) inside strings: invalid JSON, but what a grammar-constrained small
     model writes (llama.cpp), and nothing else about the reply is in doubt. Every other refusal of
     parse_json stands."""

@@ -413,11 +413,6 @@ class AgentLoop:
         state.explored.append(decision.node_id)
         return state
 
-    def run(self, model_id: str, question: str, top_k: int | None = None,
-            threshold: float | None = None, preamble: str = "",
-            archive_ids: tuple[int, ...] | None = None) -> AgentState:
-        return self.finish(self.start(model_id, question, top_k, threshold, preamble, archive_ids))
-
     def finish(self, state: AgentState) -> AgentState:
         """The loop's steps from where `state` is to its answer."""
         while not state.done:
