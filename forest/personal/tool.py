@@ -31,8 +31,6 @@ class ToolCall:
     text: str | list[str] | None
     query: str | None
     memory_id: int | None
-    agent_id: str | None
-    run_id: str | None
     scope: dict[str, str | None]
     metadata: dict[str, Any]
     filters: dict[str, Any] | None
@@ -76,8 +74,8 @@ class MemoryTool:
             user_id = checked_user_id(user_id)
             if memory_id is not None and not in_id_range(memory_id):
                 raise NotFound(f"memory {memory_id} not found for this user")
-            call = ToolCall(action, user_id, text, query, memory_id, agent_id, run_id,
-                            checked_scope(agent_id, run_id), checked_metadata(metadata), filters, top_k,
+            call = ToolCall(action, user_id, text, query, memory_id, checked_scope(agent_id, run_id),
+                            checked_metadata(metadata), filters, top_k,
                             actor or agent_id or "memory_tool")
             return ToolReply(action, "success", handler(self, call))
         except ServiceUnavailable:
@@ -90,7 +88,7 @@ class MemoryTool:
 
     def _search(self, call: ToolCall) -> Found:
         filters = dict(call.filters or {})  # scope ids may come in the filters, as mem0 sends them
-        scope = checked_scope(filters.pop("agent_id", call.agent_id), filters.pop("run_id", call.run_id))
+        scope = checked_scope(*(filters.pop(key, call.scope[key]) for key in ("agent_id", "run_id")))
         return Found(tuple(self.search(call.user_id, call.query or "", call.top_k, scope, checked_metadata(filters))))
 
     def _history(self, call: ToolCall, changed: int | None = None) -> History:
