@@ -267,3 +267,42 @@ def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest
         holder.wait()
     forest.delete_archive("m", archive.id)
     assert forest.archives("m") == []
+
+
+def test_a_call_in_flight_when_the_owner_gives_the_store_up_is_repeated_with_the_next_owner(tmp_path):
+    # the owner stops its endpoint and closes Chroma while a follower's upsert is still being
+    # answered: the follower hears "gone" (and takes over), not "the vector store is closed"
+    import threading
+
+    import numpy as np
+
+    from forest.storage.vectors.chroma import ChromaVectorStore
+    from forest.storage.vectors.rpc import OwnerGone, OwnerVectorStore, VectorRPCServer
+
+    chroma = ChromaVectorStore(path=tmp_path / "chroma", embedder_name="e", dim=4, use_snapshots=False)
+    arrived, closed = threading.Event(), threading.Event()
+
+    class Held:   # the real store, its upsert held until the owner has closed it
+        def upsert(self, *args):
+            arrived.set()
+            closed.wait(30)
+            return chroma.upsert(*args)
+
+    server = VectorRPCServer(lambda name, dim: Held(), str(tmp_path / "chroma")).start()
+    follower = OwnerVectorStore(server.port, server.token, "e", 4, "the test")
+    failed: list[Exception] = []
+
+    def upsert() -> None:
+        try:
+            follower.upsert("m", [1], np.ones((1, 4), dtype=np.float32), [{"archive_id": 1}])
+        except Exception as exc:
+            failed.append(exc)
+
+    call = threading.Thread(target=upsert)
+    call.start()
+    assert arrived.wait(30)
+    server.stop()        # as Ownership.release: the endpoint first, then Chroma
+    chroma.close()
+    closed.set()
+    call.join(30)
+    assert len(failed) == 1 and isinstance(failed[0], OwnerGone), failed

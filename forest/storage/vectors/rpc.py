@@ -39,8 +39,13 @@ TIMEOUT_SECONDS = 300  # one batch; an owner that hangs longer is reported, not 
 SHUTDOWN_POLL_SECONDS = 0.02
 TAKEOVER_WAIT_SECONDS = 30.0  # an owner whose endpoint stopped answering unlocks once Chroma is closed
 METHODS = ("upsert", "query", "get_vectors", "update_metadata", "delete", "ids", "model_ids", "drop_other_embedders")
+class OwnerGone(VectorStoreError):
+    """The owner's endpoint did not answer (refused, reset, timed out), or answered that it is giving
+    the store up: it may have exited, and the call is repeated with whoever owns the store next."""
+
+
 _ERRORS: dict[str, type[ForestError]] = {cls.__name__: cls for cls in
-                                         (ForestError, InvalidInput, NotFound, ConfigError, VectorStoreError)}
+                                         (ForestError, InvalidInput, NotFound, ConfigError, VectorStoreError, OwnerGone)}
 
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
@@ -102,6 +107,7 @@ class VectorRPCServer:
         self.token = secrets.token_urlsafe(32)
         self._stores = stores
         self._location = location
+        self._stopping = False   # set before Chroma is closed under the calls still in flight
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self.port = int(self._httpd.server_address[1])
@@ -116,6 +122,7 @@ class VectorRPCServer:
         return self
 
     def stop(self) -> None:
+        self._stopping = True
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -156,19 +163,24 @@ class VectorRPCServer:
             body = parse_json(request.rfile.read(length), "the vector request")
             store = self._stores(str(body["embedder"]), int(body["dim"]))
             return 200, {"result": _dispatch(store, method, body.get("args") or {})}
-        except ForestError as exc:
-            return 400, {"error": str(exc), "kind": type(exc).__name__ if type(exc).__name__ in _ERRORS
-                         else "ForestError"}
-        except (KeyError, TypeError, ValueError) as exc:
+        except Exception as exc:
+            if not self._stopping:
+                return self._failed(method, exc)
+            # the owner is giving the store up (Chroma closed under this call): the caller repeats
+            # the call with whoever owns it next, as when the endpoint stops answering
+            return 503, {"error": f"the process that owned {self._location} is giving it up", "kind": "OwnerGone"}
+
+    def _failed(self, method: str, exc: Exception) -> tuple[int, dict[str, Any]]:
+        """A failed call's reply: the ForestError class the local store would raise, or one line."""
+        if isinstance(exc, ForestError):
+            kind = type(exc).__name__
+            return 400, {"error": str(exc), "kind": kind if kind in _ERRORS else "ForestError"}
+        if isinstance(exc, (KeyError, TypeError, ValueError)):
             return 400, {"error": f"bad vector request {method!r}: {exc}", "kind": "InvalidInput"}
-        except Exception as exc:  # Chroma's own failures: the owner logs them, the caller gets one line
-            log.exception("vector %s for another process failed", method)
-            return 500, {"error": f"the vector store at {self._location} failed: {type(exc).__name__}: {exc}",
-                         "kind": "VectorStoreError"}
-
-
-class OwnerGone(VectorStoreError):
-    """The owner's endpoint did not answer (refused, reset, timed out): it may have exited."""
+        # Chroma's own failures: the owner logs them, the caller gets one line
+        log.error("vector %s for another process failed", method, exc_info=exc)
+        return 500, {"error": f"the vector store at {self._location} failed: {type(exc).__name__}: {exc}",
+                     "kind": "VectorStoreError"}
 
 
 class OwnerVectorStore(VectorStore):
