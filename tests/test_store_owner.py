@@ -269,6 +269,7 @@ def test_a_writer_that_waits_too_long_names_the_one_holding_the_lock(make_forest
     assert forest.archives("m") == []
 
 
+@pytest.mark.slow
 def test_a_call_in_flight_when_the_owner_gives_the_store_up_is_repeated_with_the_next_owner(tmp_path):
     # the owner stops its endpoint and closes Chroma while a follower's upsert is still being
     # answered: the follower hears "gone" (and takes over), not "the vector store is closed"
