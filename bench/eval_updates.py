@@ -13,9 +13,12 @@ privacy filter off, offline models): the earlier turn, then the later one, for a
 A pair is predicted superseded when the later write changed the earlier memory: its history has an
 UPDATE or DELETE, or it states fewer facts than before (today's rules retire single facts).
 
-Run: `python -m bench.eval_updates [--against main] [--set locomo|cdconv|multiwoz|all]` (the base
-runs from a temporary git worktree through bench/baseline.py); `--against none` measures this
-checkout only.
+Run: `python -m bench.eval_updates [--against main] [--set locomo|cdconv|multiwoz|all]
+[--split dev|heldout] [--llm-url URL --llm-model M]` (the base runs from a temporary git worktree through bench/baseline.py; `--against
+none` measures this checkout only). With `--llm-url` the new rules are measured a second time with
+that OpenAI-compatible server deciding (`local`: llama.cpp's server on Gemma 3 270M, from the
+`llm-server` extra: a base model of 270M parameters, which shows the path works, not what a capable
+model decides).
 """
 from __future__ import annotations
 
@@ -29,13 +32,15 @@ from typing import Any
 from bench.update_sets import SETS, SPLITS, load_pairs
 
 
-def predict(pairs: list[dict[str, Any]]) -> list[bool]:
-    """Whether this checkout's write path supersedes the earlier statement of each pair."""
+def predict(pairs: list[dict[str, Any]], **llm: Any) -> list[bool]:
+    """Whether this checkout's write path supersedes the earlier statement of each pair (`llm`:
+    settings of an LLM to decide, e.g. llm="openai", llm_base_url=..., llm_model=...)."""
     from forest import MemoryForest
     from forest.config import load_settings
 
     with tempfile.TemporaryDirectory(prefix="forest-updates-") as tmp:
-        settings = load_settings({"data_dir": Path(tmp) / "store"}, environ={}).replace(memory_privacy_filter=False)
+        settings = load_settings({"data_dir": Path(tmp) / "store"}, environ={}).replace(memory_privacy_filter=False,
+                                                                                       **llm)
         forest = MemoryForest(settings)
         personal, predicted = forest.personal, []
         try:
@@ -66,10 +71,11 @@ def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, floa
             "recall": tp / (tp + fn) if tp + fn else float("nan")}
 
 
-def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]]) -> None:
-    """P/R of each version per split, and McNemar on the pairs each gets right when there are two."""
+def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]], splits: list[str]) -> None:
+    """P/R of each version per split (of `splits`), and McNemar on the pairs each gets right, of each
+    version against the first."""
     from bench.flat_baselines import mcnemar_exact
-    for split in SPLITS:
+    for split in splits:
         index = [i for i, p in enumerate(pairs) if p["split"] == split]
         part = [pairs[i] for i in index]
         print(f"{split}: {len(part)} pairs, {sum(p['should_supersede'] for p in part)} should supersede")
@@ -80,8 +86,8 @@ def report(pairs: list[dict[str, Any]], versions: dict[str, list[bool]]) -> None
             right[name] = [g == p["should_supersede"] for g, p in zip(got, part)]
             print(f"  {name:<14} precision {s['precision']:.3f}  recall {s['recall']:.3f}  "
                   f"(tp {s['tp']}, fp {s['fp']}, fn {s['fn']})")
-        if len(right) == 2:
-            (a, ra), (b, rb) = right.items()
+        (a, ra), *others = right.items()
+        for b, rb in others:
             only_a, only_b, p = mcnemar_exact(ra, rb)
             print(f"  McNemar (right per pair): {a} only {only_a}, {b} only {only_b}, p = {p:.3f}")
 
@@ -90,10 +96,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", default="main", help="git ref of today's rules, or 'none'")
     parser.add_argument("--set", default="all", choices=[*SETS, "all"], help="which labelled set to measure")
+    parser.add_argument("--split", default="all", choices=[*SPLITS, "all"], help="which split to measure")
+    parser.add_argument("--llm-url", help="also measure the new rules with an OpenAI-compatible server deciding "
+                        "(its API root, e.g. http://127.0.0.1:8080/v1); 'local': start llama.cpp's on Gemma 3 270M")
+    parser.add_argument("--llm-model", default="", help="the model the --llm-url server answers as")
     parser.add_argument("--json-out", help="'-': print this checkout's predictions as JSON (used for the base run)")
     args = parser.parse_args()
     chosen = list(SETS) if args.set == "all" else [args.set]
-    sets = {name: load_pairs(SETS[name]) for name in chosen}
+    splits = list(SPLITS) if args.split == "all" else [args.split]
+    sets = {name: [p for p in load_pairs(SETS[name]) if p["split"] in splits] for name in chosen}
     ours = {name: predict(pairs) for name, pairs in sets.items()}
     if args.json_out == "-":
         json.dump({"predicted": ours}, sys.stdout)
@@ -101,12 +112,29 @@ def main() -> None:
     base: dict[str, list[bool]] = {}
     if args.against != "none":
         from bench.baseline import measure_against
-        base = measure_against(args.against, Path(__file__).resolve(), ["--set", args.set])["predicted"]
+        base = measure_against(args.against, Path(__file__).resolve(),
+                                 ["--set", args.set] + (["--split", args.split] if args.split != "all" else []))["predicted"]
+    decided = with_llm(sets, args.llm_url, args.llm_model) if args.llm_url else {}
     for name, pairs in sets.items():
         if len(sets) > 1:
             print(f"== {name} ({SETS[name].name})")
         versions = {f"today ({args.against})": base[name]} if base else {}
-        report(pairs, {**versions, "new": ours[name]})
+        report(pairs, {**versions, "new": ours[name], **{label: got[name] for label, got in decided.items()}},
+               splits)
+
+
+def with_llm(sets: dict[str, list[dict[str, Any]]], url: str, model: str) -> dict[str, dict[str, list[bool]]]:
+    """label -> set -> this checkout's predictions with the LLM at `url` deciding ('local': llama.cpp's
+    server on Gemma 3 270M, started for the run from the `llm-server` extra)."""
+    if url != "local":
+        return {f"new, {model or url} deciding": {name: predict(pairs, llm="openai", llm_base_url=url, llm_model=model)
+                                                   for name, pairs in sets.items()}}
+    from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
+    if missing():
+        sys.exit(f"--llm-url local needs {' and '.join(missing())}: `make llm-server`")
+    with tempfile.TemporaryDirectory(prefix="forest-updates-llm-") as scratch, LlamaServer(Path(scratch)) as server:
+        return {f"new, {MODEL_ALIAS} deciding": {name: predict(pairs, llm="openai", llm_base_url=server.url,
+                                                               llm_model=MODEL_ALIAS) for name, pairs in sets.items()}}
 
 
 if __name__ == "__main__":

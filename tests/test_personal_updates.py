@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import httpx
@@ -43,6 +44,7 @@ def _mcp(url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, An
     return [json.loads(r.content[0].text) for r in replies]
 
 
+@pytest.mark.slow
 def test_the_berlin_munich_exchange_over_mcp_leaves_munich_only(make_forest):
     from forest.serving.http import ThreadServer
 
@@ -219,7 +221,7 @@ def test_an_llm_decides_an_update_before_the_write_transaction_and_can_keep_both
                 locked_when_asked.append(True)
             finally:
                 probe.close()
-            return json.dumps({"supersedes": False, "reason": "the later adds a second home"})
+            return json.dumps({"replaces": [], "reason": "the later adds a second home"})
         city = "Munich" if "Munich" in prompt else "Berlin"
         return json.dumps({"triples": [{"source": "ann", "relationship": "lives in", "target": city}]})
 
@@ -231,3 +233,52 @@ def test_an_llm_decides_an_update_before_the_write_transaction_and_can_keep_both
             assert reply["status"] == "success", reply
         assert locked_when_asked == [False]
         assert sorted(_memories(forest.personal, "ann")) == ["I live in Berlin.", "I live in Munich now."]
+
+
+def _earlier_statements(prompt: str) -> list[str]:
+    """The numbered earlier statements of an update prompt, in order."""
+    return re.findall(r"^\[\d+\] (.*)$", prompt.split("Later:")[0], re.M)
+
+
+def test_an_llm_replaces_a_statement_no_rule_reads_and_only_that_one(make_forest):
+    """With an LLM configured it is also asked about the person's closest memories that no rule
+    proposes, and the one it names is superseded wholly (its history says who judged), while the
+    others stay. A model that names a statement it was not shown is asked again, then the rules decide."""
+    from testkit.fake_openai import FakeOpenAI
+
+    asked: list[list[str]] = []
+
+    def respond(prompt: str) -> str:
+        if "Later:" not in prompt:
+            return json.dumps({"triples": []})
+        earlier = _earlier_statements(prompt)
+        asked.append(earlier)
+        if "19:00" in prompt.split("Later:")[1]:   # reads as a model would: the booking time changed
+            return json.dumps({"replaces": [n for n, e in enumerate(earlier, 1) if "20:00" in e], "reason": "new time"})
+        return json.dumps({"replaces": [len(earlier) + 1], "reason": "a number it was not shown"})
+
+    with FakeOpenAI() as fake:
+        fake.respond = respond
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0)
+        tool = forest.personal.memory_tool
+        try:
+            for text in ("I booked a table for two at 20:00 on Sunday.", "My daughter is allergic to peanuts.",
+                         "Can we instead try booking the table at 19:00?"):
+                assert tool("add", "bob", text=text).to_dict()["status"] == "success"
+            assert "I booked a table for two at 20:00 on Sunday." in asked[-1]
+            assert sorted(_memories(forest.personal, "bob")) == ["Can we instead try booking the table at 19:00?",
+                                                                 "My daughter is allergic to peanuts."]
+            update = [e for e in tool("history", "bob").to_dict()["payload"]["history"] if e["event"] == "UPDATE"]
+            assert len(update) == 1 and "20:00" in update[0]["old_value"]
+            assert "judged by openai:test-chat" in update[0]["reason"]
+            # an invalid answer (a statement it was not shown): the offline rules decide, nothing is replaced
+            assert tool("add", "bob", text="Please make the booking for four people.").to_dict()["status"] == "success"
+            assert len(_memories(forest.personal, "bob")) == 3
+            # another user's memories are never shown to the model
+            assert tool("add", "eve", text="I booked a table at 19:00 on Friday.").to_dict()["status"] == "success"
+            assert tool("add", "eve", text="Can we instead try booking the table at 19:00?").to_dict()["status"] \
+                == "success"
+            assert all("20:00" not in e for e in asked[-1]) and "I booked a table at 19:00 on Friday." in asked[-1]
+        finally:
+            forest.personal.stop()
+

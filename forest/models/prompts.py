@@ -191,12 +191,14 @@ def triples_prompt(text: str, speaker: str) -> str:
     return json.dumps(prompt, ensure_ascii=False, indent=2) + "\n" + JSON_ONLY
 
 
-def update_prompt(earlier: str, later: str) -> str:
-    """Does a later statement replace an earlier one (forest.personal.updates)?"""
-    return ("Two statements a person made about themselves, the earlier first.\n"
-            f"Earlier: {earlier}\nLater: {later}\n"
-            "Does the later statement replace what the earlier says about the same attribute of the same "
-            "person (a move, a new job, a break-up, a change), so that the earlier is no longer true? "
-            "A later statement that only adds information replaces nothing. "
-            'Answer as JSON: {"supersedes": true|false, "reason": "..."}')
+def update_prompt(earlier: list[str], later: str) -> str:
+    """Which earlier statements does a later one replace (forest.personal.updates)? Numbered from 1."""
+    numbered = "\n".join(f"[{n}] {text}" for n, text in enumerate(earlier, 1))
+    return ("Statements one person made, the earlier ones numbered, then a later one.\n"
+            f"Earlier:\n{numbered}\nLater: {later}\n"
+            "Which earlier statements does the later one replace, because it says something else about the "
+            "same attribute of the same person (a move, a new job, a break-up, a changed plan, preference or "
+            "fact, a correction), so that they are no longer true? A later statement that only adds "
+            "information replaces nothing. "
+            'Answer as JSON: {"replaces": [numbers of the earlier statements it replaces], "reason": "..."}')
 

@@ -128,8 +128,17 @@ class TriplesReply(Reply):
 
 
 class UpdateReply(Reply):
-    """Whether a later statement replaces an earlier one (forest.personal.updates)."""
+    """Which earlier statements a later one replaces (forest.personal.updates). Context: `earlier`,
+    how many were numbered."""
 
-    supersedes: bool
+    replaces: list[int] = []
     reason: str = ""
+
+    @field_validator("replaces")
+    @classmethod
+    def _numbers_shown(cls, replaces: list[int], info: ValidationInfo) -> list[int]:
+        shown = _context(info, "earlier")
+        if shown is not None and any(not 1 <= n <= shown for n in replaces):
+            raise ValueError(f"replaces must list numbers of the earlier statements shown (1 to {shown})")
+        return sorted(set(replaces))
 

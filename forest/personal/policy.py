@@ -8,7 +8,7 @@ part, with Claude a request each) and applied in a short one."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,11 @@ from forest.text import matching_terms
 # embedder: "Keep it up!" does not take back "Keep going for your dreams and don't quit!").
 SAME_NEGATED = 0.75
 SAME_WORDS = 0.6
-NEGATED_READ = 8
+CLOSE_READ_AT_ONCE = 8
+# With an LLM configured, it is also asked about the person's closest memories the rules did not
+# propose: this many, from those at least this alike (calibrated: half-way from unrelated to the same).
+LLM_ASKED_ABOUT = 3
+ALIKE_ENOUGH_TO_ASK = 0.5
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 
@@ -48,10 +52,11 @@ class WritePlan:
     triples: list[Triple] | None = None
     queue_item: int | None = None   # process_memory input: its queue id (what was said before it is its context)
     # What the statement updates, worked out before the transaction (forest.personal.updates): the
-    # facts it says ended, the memories an LLM said it does not update, and the vectors of the
-    # clauses that earlier memories keep.
+    # facts it says ended, the memories an LLM said it does not update, those it said it replaces
+    # (beyond the rules'), and the vectors of the clauses that earlier memories keep.
     ending: list[tuple[str, str, str]] = field(default_factory=list)
     rejected: set[int] = field(default_factory=set)
+    replaced: list[int] = field(default_factory=list)
     kept_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -102,9 +107,13 @@ class WritePolicy:
         plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.speaker)
         with self.store.db.snapshot() as conn:
             ended = self._ended(conn, plan)
+        alike = self._closest(plan.user_id, vector, plan.speaker, ALIKE_ENOUGH_TO_ASK, LLM_ASKED_ABOUT) \
+            if self.updates.llm is not None else []
         records = self.store.memories_by_id(plan.user_id, list(ended))
+        records.update({r.id: r for r in alike})
         ended = {m: facts for m, facts in ended.items() if m in records}   # none deleted since: apply reads again
-        plan.rejected = self.updates.rejected(ended, plan.text, lambda m: records[m].memory)
+        plan.rejected, plan.replaced = self.updates.decide(ended, [r.id for r in alike], plan.text,
+                                                           lambda m: records[m].memory)
         kept = {kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items()
                 if m not in plan.rejected} - {None, ""}
         if kept:
@@ -139,16 +148,20 @@ class WritePolicy:
         if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
             return same, "repeated", f"memory {same} says the same"
         ended = self._ended(conn, plan)
-        records = self.store.memories_by_id(user_id, list(ended))
+        records = self.store.memories_by_id(user_id, list(ended) + plan.replaced)
         stated = self.store.facts_of(user_id, list(records))
-        kept = {m: kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items() if m in records}
+        # an LLM said these are replaced: wholly, every fact they state ending
+        ended.update({m: stated.get(m, []) for m in plan.replaced if m in records})
+        kept = {m: "" if m in plan.replaced else kept_part(records[m].memory, facts, plan.speaker)
+                for m, facts in ended.items() if m in records}
         whole = [m for m in kept if kept[m] == "" or (kept[m] is None and set(ended[m]) >= set(stated.get(m, [])))]
         if not ended and (negated := self._negated(user_id, plan.text, plan.vector)) is not None:
             whole = [negated.id]
         context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
             if plan.actor == "process_memory" else None
         if whole:
-            why = f"supersedes memory {whole[0]}: a later statement about the same attribute"
+            judged = f", judged by {self.updates.llm.label}" if self.updates.llm is not None else ""
+            why = f"supersedes memory {whole[0]}: a later statement about the same attribute{judged}"
             if self.store.update(conn, user_id, whole[0], plan.text, plan.vector, self.embedder.name, at, plan.actor,
                                  why, plan.metadata, context):
                 new_facts = keyed(plan.triples)
@@ -187,22 +200,33 @@ class WritePolicy:
 
     def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
         """The live memory that says the same statement, one side negated (high similarity)."""
+        negated = bool(_NEGATION.search(text))
+        close = self._closest(user_id, vector, first_person(text, user_id), SAME_NEGATED,
+                              keep=lambda record: negated != bool(_NEGATION.search(record.memory))
+                              and _same_words(text, record.memory))
+        return close[0] if close else None
+
+    def _closest(self, user_id: str, vector: np.ndarray, speaker: str, alike: float, limit: int = 1,
+                 keep: Callable[[PersonalMemoryRecord], bool] = lambda _: True) -> list[PersonalMemoryRecord]:
+        """Up to `limit` live memories said by `speaker`, at least `alike` (calibrated similarity)
+        and kept by `keep`, the closest first."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
-            return None
+            return []
         # Only close memories are read, the closest first, a few at a time (a chat holds hundreds
         # on the same subject, and reading them all cost a write more than its SQL).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        close = [ids[i] for i in np.argsort(-similarity, kind="stable") if similarity[i] >= SAME_NEGATED]
-        negated, speaker = bool(_NEGATION.search(text)), first_person(text, user_id)
-        for start in range(0, len(close), NEGATED_READ):
-            records = self.store.memories_by_id(user_id, close[start:start + NEGATED_READ])
-            for memory_id in close[start:start + NEGATED_READ]:
+        close = [ids[i] for i in np.argsort(-similarity, kind="stable") if similarity[i] >= alike]
+        found: list[PersonalMemoryRecord] = []
+        for start in range(0, len(close), CLOSE_READ_AT_ONCE):
+            records = self.store.memories_by_id(user_id, close[start:start + CLOSE_READ_AT_ONCE])
+            for memory_id in close[start:start + CLOSE_READ_AT_ONCE]:
                 record = records.get(memory_id)
-                if record is not None and negated != bool(_NEGATION.search(record.memory)) and \
-                        first_person(record.memory, user_id) == speaker and _same_words(text, record.memory):
-                    return record
-        return None
+                if record is not None and first_person(record.memory, user_id) == speaker and keep(record):
+                    found.append(record)
+                    if len(found) == limit:
+                        return found
+        return found
 
 
 def _same_words(a: str, b: str) -> bool:

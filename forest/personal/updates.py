@@ -10,8 +10,9 @@ Two kinds of update are read from the new statement:
   "我不再住在柏林"): the statement with its ending words taken out is read for the facts it ends.
 
 A statement that only adds ("I also live part-time in Munich", "我也住在慕尼黑") ends nothing.
-When an LLM is configured it decides each (earlier, later) pair the rules propose; the rules are
-the offline default. Every pattern here is a plain alternation of words (no nested repetition):
+When an LLM is configured it decides: of the memories the rules propose and the same person's
+closest others, which the statement replaces ("Can we instead try 19:00?" after "a table at
+20:00", which no rule reads). The rules are the offline default. Every pattern here is a plain alternation of words (no nested repetition):
 linear on any input."""
 from __future__ import annotations
 
@@ -115,17 +116,22 @@ class UpdateJudge:
                 ended.setdefault(memory_id, []).append(fact)
         return ended
 
-    def rejected(self, ended: dict[int, list[Fact]], text: str, memory_text: Callable[[int], str]) -> set[int]:
-        """The memories of `ended` a configured LLM says the statement does not update (none
-        offline): asked before the write, never inside its transaction."""
-        if self.llm is None:
-            return set()
-        return {m for m in ended if not self._llm_agrees(memory_text(m), text)}
-
-    def _llm_agrees(self, earlier: str, later: str) -> bool:
-        """The LLM's decision; the rules' (yes) when it fails."""
+    def decide(self, proposed: Iterable[int], alike: Iterable[int], text: str,
+               memory_text: Callable[[int], str]) -> tuple[set[int], list[int]]:
+        """What a configured LLM decides, asked once before the write (never inside its transaction):
+        the memories the rules `proposed` that the statement does not replace, and those of the
+        memories `alike` (the same person's closest, which the rules did not propose) that it does.
+        Offline, or when the LLM fails, the rules decide: (nothing rejected, nothing added)."""
+        proposed = list(proposed)
+        alike = [m for m in alike if m not in proposed]
+        asked = proposed + alike
+        if self.llm is None or not asked:
+            return set(), []
         try:
-            return self.llm.ask(update_prompt(earlier, later), UpdateReply, max_tokens=200).supersedes
+            reply = self.llm.ask(update_prompt([memory_text(m) for m in asked], text), UpdateReply,
+                                 max_tokens=200, context={"earlier": len(asked)})
         except LLMError as exc:
             log.warning("%s update decision failed, the offline rules decide: %s", self.llm.label, exc)
-            return True
+            return set(), []
+        replaced = {asked[n - 1] for n in reply.replaces}
+        return set(proposed) - replaced, [m for m in alike if m in replaced]
