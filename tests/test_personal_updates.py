@@ -164,13 +164,53 @@ def test_a_turn_asking_about_me_reads_its_own_speaker_s_facts(personal):
     assert [(t.source, t.relationship, t.target) for t in relations] == [("Caroline", "lives in", "Boston")]
 
 
-@pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职"])
-def test_hostile_input_is_read_in_linear_time(text):
+@pytest.mark.parametrize("earlier, later", [
+    ("My favourite food is sushi.", "My favourite food is pizza these days."),
+    ("I prefer tea in the morning.", "Actually I prefer coffee in the morning."),
+    ("My phone number is 555-9876.", "I changed my phone number to 555-1234."),
+    ("我最喜欢的颜色是蓝色。", "我最喜欢的颜色现在是绿色。"),
+    ("我的手机号是123456。", "我把我的手机号改成654321了。"),
+    ("[8 May, 2023] Jon: My email is jon@old.org.", "[9 May, 2023] Jon: My new email is jon@new.org.")])
+def test_a_new_value_said_as_a_change_supersedes_and_is_found_alone(make_forest, earlier, later):
+    """The same sentence with another value, said as a change (or of a favourite), replaces the
+    earlier memory; its history keeps what it said."""
+    personal = make_forest(memory_privacy_filter=False).personal
+    try:
+        _say(personal, "ann", "I walk my dog every evening.", earlier, later)
+        assert sorted(_memories(personal, "ann")) == sorted(["I walk my dog every evening.", later])
+        old = [e for m in personal.store.memories("ann") for e in personal.store.history("ann", m.id)
+               if e.event == "UPDATE"]
+        assert len(old) == 1 and old[0].old_value == earlier
+    finally:
+        personal.stop()
+
+
+@pytest.mark.parametrize("earlier, later", [
+    ("My son is at school.", "My daughter is at home now."),           # another person's frame
+    ("I prefer tea in the morning.", "I also prefer coffee in the evening now."),   # adds
+    ("I like dogs.", "Now I like cats."),                               # too little frame to tell
+    ("My favourite book is Dune.", "My favourite book is still Dune, and I love it."),   # the same value, more said
+    ("[8 May, 2023] Jon: My favourite band is Queen.", "[9 May, 2023] Gina: My favourite band is Abba."),   # another speaker
+])
+def test_what_is_not_a_new_value_in_the_same_frame_supersedes_nothing(make_forest, earlier, later):
+    personal = make_forest(memory_privacy_filter=False).personal
+    try:
+        _say(personal, "ann", earlier, later)
+        assert sorted(_memories(personal, "ann")) == sorted([earlier, later])
+    finally:
+        personal.stop()
+
+
+@pytest.mark.parametrize("read", [
+    lambda text: __import__("forest.personal.updates", fromlist=["x"]).ended_statement(text),
+    lambda text: __import__("forest.personal.updates", fromlist=["x"]).new_value_in_same_frame(text, "now " + text)])
+@pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职",
+                                  "I changed my " + "a " * 3000 + "x", "a@" * 5000, "把我的" + "号" * 4000])
+def test_hostile_input_is_read_in_linear_time(read, text):
     import time
 
-    from forest.personal.updates import ended_statement
     began = time.process_time()
-    ended_statement(text)
+    read(text)
     assert time.process_time() - began < 0.05
 
 

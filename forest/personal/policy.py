@@ -21,19 +21,23 @@ from forest.personal.memory_store import PersonalStore, QueuedInput
 from forest.personal.records import PersonalMemoryRecord
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person, words_of
-from forest.personal.updates import UpdateJudge
+from forest.personal.updates import UpdateJudge, new_value_in_same_frame, says_a_change, without_change_words
 from forest.text import matching_terms
 
-# The same statement, one side negated, when their calibrated similarity reaches this and this
-# share of the content words of each is in the other (chat turns on one subject are all alike to an
-# embedder: "Keep it up!" does not take back "Keep going for your dreams and don't quit!").
-SAME_NEGATED = 0.75
+# The same statement, one side negated or with a new value, when their calibrated similarity
+# reaches this and, for a negation, this share of the content words of each is in the other (chat
+# turns on one subject are all alike to an embedder: "Keep it up!" does not take back "Keep going
+# for your dreams and don't quit!").
+SAME_STATEMENT = 0.75
+# A new value in the same frame, said as a change, from this similarity (half-way from unrelated to
+# the same): "My favourite food is pizza these days" is no closer than that to "… is sushi".
+SAME_FRAME = 0.5
 SAME_WORDS = 0.6
 CLOSE_READ_AT_ONCE = 8
 # With an LLM configured, it is also asked about the person's closest memories the rules did not
 # propose: this many, from those at least this alike (calibrated: half-way from unrelated to the same).
 LLM_ASKED_ABOUT = 3
-ALIKE_ENOUGH_TO_ASK = 0.5
+ALIKE_ENOUGH_TO_ASK = SAME_FRAME
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
 _NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 
@@ -155,8 +159,9 @@ class WritePolicy:
         kept = {m: "" if m in plan.replaced else kept_part(records[m].memory, facts, plan.speaker)
                 for m, facts in ended.items() if m in records}
         whole = [m for m in kept if kept[m] == "" or (kept[m] is None and set(ended[m]) >= set(stated.get(m, [])))]
-        if not ended and (negated := self._negated(user_id, plan.text, plan.vector)) is not None:
-            whole = [negated.id]
+        if not ended and (changed := self._said_otherwise(user_id, plan.text, plan.vector)) is not None \
+                and changed.id not in plan.rejected:
+            whole = [changed.id]
         context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
             if plan.actor == "process_memory" else None
         if whole:
@@ -198,31 +203,39 @@ class WritePolicy:
                                   why)
             self.store.end_facts(conn, plan.user_id, memory_id, plan.at, facts)
 
-    def _negated(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
-        """The live memory that says the same statement, one side negated (high similarity)."""
-        negated = bool(_NEGATION.search(text))
-        close = self._closest(user_id, vector, first_person(text, user_id), SAME_NEGATED,
-                              keep=lambda record: negated != bool(_NEGATION.search(record.memory))
-                              and _same_words(text, record.memory))
+    def _said_otherwise(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
+        """The live memory that says the same statement as `text` one side negated (similarity
+        SAME_STATEMENT), or the same frame with the value `text` says it changed (similarity
+        SAME_FRAME: the frame itself is the evidence; updates.new_value_in_same_frame)."""
+        negated, framed = bool(_NEGATION.search(text)), says_a_change(text)
+
+        def said_otherwise(record: PersonalMemoryRecord, similarity: float) -> bool:
+            return (similarity >= SAME_STATEMENT and negated != bool(_NEGATION.search(record.memory))
+                    and _same_words(text, record.memory)) or (framed and new_value_in_same_frame(record.memory, text))
+
+        close = self._closest(user_id, vector, first_person(text, user_id), SAME_FRAME if framed else SAME_STATEMENT,
+                              keep=said_otherwise)
         return close[0] if close else None
 
     def _closest(self, user_id: str, vector: np.ndarray, speaker: str, alike: float, limit: int = 1,
-                 keep: Callable[[PersonalMemoryRecord], bool] = lambda _: True) -> list[PersonalMemoryRecord]:
+                 keep: Callable[[PersonalMemoryRecord, float], bool] = lambda *_: True) -> list[PersonalMemoryRecord]:
         """Up to `limit` live memories said by `speaker`, at least `alike` (calibrated similarity)
-        and kept by `keep`, the closest first."""
+        and kept by `keep` (given each with its similarity), the closest first."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
             return []
         # Only close memories are read, the closest first, a few at a time (a chat holds hundreds
         # on the same subject, and reading them all cost a write more than its SQL).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        close = [ids[i] for i in np.argsort(-similarity, kind="stable") if similarity[i] >= alike]
+        close = [(ids[i], float(similarity[i])) for i in np.argsort(-similarity, kind="stable")
+                 if similarity[i] >= alike]
         found: list[PersonalMemoryRecord] = []
         for start in range(0, len(close), CLOSE_READ_AT_ONCE):
-            records = self.store.memories_by_id(user_id, close[start:start + CLOSE_READ_AT_ONCE])
-            for memory_id in close[start:start + CLOSE_READ_AT_ONCE]:
+            batch = close[start:start + CLOSE_READ_AT_ONCE]
+            records = self.store.memories_by_id(user_id, [memory_id for memory_id, _ in batch])
+            for memory_id, alikeness in batch:
                 record = records.get(memory_id)
-                if record is not None and first_person(record.memory, user_id) == speaker and keep(record):
+                if record is not None and first_person(record.memory, user_id) == speaker and keep(record, alikeness):
                     found.append(record)
                     if len(found) == limit:
                         return found
@@ -230,9 +243,10 @@ class WritePolicy:
 
 
 def _same_words(a: str, b: str) -> bool:
-    """Whether two statements say the same words but for their negations (and a turn's "[when
-    said] speaker:"): SAME_WORDS of the content words of each are in the other."""
-    words = [matching_terms(_NEGATION.sub(" ", words_of(text))) for text in (a, b)]
+    """Whether two statements say the same words but for their negations, the words that say a
+    change ("anymore", "现在") and a turn's "[when said] speaker:": SAME_WORDS of the content
+    words of each are in the other."""
+    words = [matching_terms(_NEGATION.sub(" ", without_change_words(words_of(text)))) for text in (a, b)]
     return min(map(len, words)) > 0 and len(words[0] & words[1]) >= SAME_WORDS * max(map(len, words))
 
 

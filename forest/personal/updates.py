@@ -9,6 +9,11 @@ Two kinds of update are read from the new statement:
 - an ending said outright ("I no longer live in Berlin", "I quit my job at Google", "we broke up",
   "我不再住在柏林"): the statement with its ending words taken out is read for the facts it ends.
 
+- the same sentence with a new value, said as a change ("My favourite food is pizza these days"
+  after "My favourite food is sushi", "我最喜欢的颜色现在是绿色"): the words around the value, the
+  frame, are the earlier statement's, and the later says "now", "actually", "instead" ... or the
+  frame names a favourite, which is one at a time (see new_value_in_same_frame).
+
 A statement that only adds ("I also live part-time in Munich", "我也住在慕尼黑") ends nothing.
 When an LLM is configured it decides: of the memories the rules propose and the same person's
 closest others, which the statement replaces ("Can we instead try 19:00?" after "a table at
@@ -24,6 +29,7 @@ from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import update_prompt
 from forest.models.replies import UpdateReply
 from forest.personal.graph import Triple, entity_key
+from forest.personal.turns import words_of
 
 log = logging.getLogger("forest.personal.updates")
 
@@ -46,6 +52,26 @@ _ENDING = re.compile(r"\b(?:no longer|not any ?more|anymore|any more|don't|doesn
 _QUIT = re.compile(r"\b(?:quit|resigned from|left my job)\s+(?:my\s+)?(?:job\s+|position\s+)?(?:at|with|from)?\s*",
                    re.IGNORECASE)
 _ZH_QUIT = re.compile(r"从([^，。,.\s]{1,20}?)(?:辞职|离职)")
+# Words that say a statement changes what was said before ("My favourite food is pizza these days").
+_CHANGE = re.compile(r"\b(?:now|nowadays|these days|actually|instead|anymore|any more|no longer|switched|"
+                     r"changed|new|currently|lately|recently)\b|现在|如今|其实|改成|换成|改为|换了|最近|目前",
+                     re.IGNORECASE)
+# Frames of a value a person has one of at a time, said as a change or not.
+_ONE_AT_A_TIME = re.compile(r"\b(?:favou?rite|best-loved)\b|最喜欢|最爱", re.IGNORECASE)
+# A token: a CJK character, or a run of letters and digits with the marks inside an address or a
+# time ("ann@new.com", "19:00"): a value stays one token.
+_TOKEN = re.compile(r"[\u4e00-\u9fff]|[^\W_](?:[\w@.:'+-]*[^\W_])?")
+# A value is short (a place, a food, a time); the frame around it says most of the statement.
+MOST_VALUE_TOKENS = 4
+LEAST_FRAME_SHARE = 0.6
+LEAST_FRAME_TOKENS = 3
+# "I changed my number to 555-1234" says "my number is 555-1234" (each part bounded: no backtracking
+# beyond it); "把我的手机号改成…" says "我的手机号是…".
+_CHANGED_TO = re.compile(r"\b(?:i\s+(?:have\s+|'ve\s+)?)?(?:changed|switched|updated|moved)\s+my\s+([^\W\d][\w' -]{0,40}?)"
+                         r"\s+to\b", re.IGNORECASE)
+_ZH_CHANGED_TO = re.compile(r"我?把(我的[^，。,.\s]{1,20}?)(?:改成|换成|改为|改到)")
+# A span that differs by a negation is the negated-statement rule's (forest.personal.policy), not a value.
+_NEGATED_VALUE = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't)\b|不|没", re.IGNORECASE)
 _BROKE_UP = re.compile(r"\b(?:broke up|split up|divorced|separated)\b|分手|离婚", re.IGNORECASE)
 
 
@@ -56,6 +82,39 @@ def attribute(relationship: str) -> str:
 def additive(text: str) -> bool:
     """The statement only adds to what is known ("also", "part-time", "也")."""
     return bool(_ADDITIVE.search(text))
+
+
+def without_change_words(text: str) -> str:
+    """The statement without the words that say it is a change ("Actually", "now", "现在")."""
+    return _CHANGE.sub(" ", text)
+
+
+def says_a_change(text: str) -> bool:
+    """Whether a statement may give a new value in an earlier one's frame: it says a change ("now",
+    "actually", "现在") or names a favourite, and adds nothing ("also")."""
+    return not additive(text) and bool(_CHANGE.search(text) or _ONE_AT_A_TIME.search(text))
+
+
+def new_value_in_same_frame(earlier: str, later: str) -> bool:
+    """Whether `later` is `earlier` with another value in the same frame, said as a change: with
+    the change words and the statement's "[when] speaker:" taken out ("I changed my X to Y" read
+    as "my X is Y"), the two share a prefix and a
+    suffix (the frame: LEAST_FRAME_SHARE of each, at least LEAST_FRAME_TOKENS tokens) around one
+    short span that differs on both sides (the values). Negation is the negated-statement rule's,
+    and an addition ("also") ends nothing. Linear in the statements' length."""
+    if not says_a_change(later):
+        return False
+    restated = _ZH_CHANGED_TO.sub(r"\1是", _CHANGED_TO.sub(r"my \1 is", words_of(later)))
+    a, b = (_TOKEN.findall(without_change_words(text).lower()) for text in (words_of(earlier), restated))
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(a), len(b)) - prefix and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    frame, old, new = prefix + suffix, a[prefix:len(a) - suffix], b[prefix:len(b) - suffix]
+    return (0 < len(old) <= MOST_VALUE_TOKENS and 0 < len(new) <= MOST_VALUE_TOKENS and frame >= LEAST_FRAME_TOKENS
+            and frame >= LEAST_FRAME_SHARE * max(len(a), len(b)) and not _NEGATED_VALUE.search(" ".join(old + new)))
 
 
 def new_values(triples: Iterable[Triple]) -> dict[tuple[str, str], str]:
@@ -118,10 +177,11 @@ class UpdateJudge:
 
     def decide(self, proposed: Iterable[int], alike: Iterable[int], text: str,
                memory_text: Callable[[int], str]) -> tuple[set[int], list[int]]:
-        """What a configured LLM decides, asked once before the write (never inside its transaction):
-        the memories the rules `proposed` that the statement does not replace, and those of the
-        memories `alike` (the same person's closest, which the rules did not propose) that it does.
-        Offline, or when the LLM fails, the rules decide: (nothing rejected, nothing added)."""
+        """What a configured LLM decides, asked once before the write (never inside its transaction)
+        about the memories the rules `proposed` and those `alike` (the same person's closest): those
+        it says the statement does not replace (no rule may replace them then), and those of `alike`
+        it says it does. Offline, or when the LLM fails, the rules decide: (nothing rejected,
+        nothing added)."""
         proposed = list(proposed)
         alike = [m for m in alike if m not in proposed]
         asked = proposed + alike
@@ -134,4 +194,4 @@ class UpdateJudge:
             log.warning("%s update decision failed, the offline rules decide: %s", self.llm.label, exc)
             return set(), []
         replaced = {asked[n - 1] for n in reply.replaces}
-        return set(proposed) - replaced, [m for m in alike if m in replaced]
+        return set(asked) - replaced, [m for m in alike if m in replaced]
