@@ -31,6 +31,10 @@ from typing import Any
 
 from bench.update_sets import SETS, SPLITS, load_pairs
 
+# A write with a small local model deciding makes two requests of up to a few hundred tokens each.
+WRITE_SECONDS = 1800
+LOCAL_MAX_TOKENS = 256
+
 
 def predict(pairs: list[dict[str, Any]], **llm: Any) -> list[bool]:
     """Whether this checkout's write path supersedes the earlier statement of each pair (`llm`:
@@ -47,18 +51,27 @@ def predict(pairs: list[dict[str, Any]], **llm: Any) -> list[bool]:
             for n, pair in enumerate(pairs):
                 user = f"{pair['speaker'].lower()}-{n}"
                 personal.process_memory(user, pair["earlier"], observed_at=1_000_000.0)
-                assert personal.drain(120)
+                written(personal)
                 earlier = [m.id for m in personal.store.memories(user)]
                 facts_before = sum(len(f) for f in personal.store.facts_of(user, earlier).values())
                 personal.process_memory(user, pair["later"], observed_at=1_000_000.0 + 86_400)
-                assert personal.drain(120)
+                written(personal)
                 changed = any(e.event in ("UPDATE", "DELETE") for m in earlier for e in personal.store.history(user, m))
                 facts_after = sum(len(f) for f in personal.store.facts_of(user, earlier).values())
                 predicted.append(changed or facts_after < facts_before)
+                if llm and (n + 1) % 25 == 0:   # a small local model takes seconds a pair
+                    print(f"  {n + 1} of {len(pairs)} pairs decided with {llm.get('llm_model')}", file=sys.stderr,
+                          flush=True)
         finally:
             personal.stop()
             forest.close()
     return predicted
+
+
+def written(personal: Any) -> None:
+    """Wait for the write queue; a write a slow model keeps longer than WRITE_SECONDS stops the run."""
+    if not personal.drain(WRITE_SECONDS):
+        raise SystemExit(f"a write was not done within {WRITE_SECONDS} s")
 
 
 def scores(pairs: list[dict[str, Any]], predicted: list[bool]) -> dict[str, float | int]:
@@ -132,9 +145,11 @@ def with_llm(sets: dict[str, list[dict[str, Any]]], url: str, model: str) -> dic
     from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
     if missing():
         sys.exit(f"--llm-url local needs {' and '.join(missing())}: `make llm-server`")
+    # a base model rambles to its token cap: LOCAL_MAX_TOKENS keeps each request to seconds
     with tempfile.TemporaryDirectory(prefix="forest-updates-llm-") as scratch, LlamaServer(Path(scratch)) as server:
         return {f"new, {MODEL_ALIAS} deciding": {name: predict(pairs, llm="openai", llm_base_url=server.url,
-                                                               llm_model=MODEL_ALIAS) for name, pairs in sets.items()}}
+                                                               llm_model=MODEL_ALIAS, llm_max_tokens=LOCAL_MAX_TOKENS)
+                                                 for name, pairs in sets.items()}}
 
 
 if __name__ == "__main__":

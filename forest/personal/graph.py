@@ -154,6 +154,11 @@ _ZH_OWNERS = (_ZH_OWNER, rf"(?P<src>{_ZH})的")
 _ZH_NOT = r"(?<![不没])(?<!以前)(?<!曾经)(?<!原来)(?<!之前)(?<!过去)"
 _ZH_NUMBER = r"(?:一|两|二|三|四|五|几)?(?:个|位|只|条|匹)?"
 _SCHOOL = r"\s+(?:the\s+)?(?:[\w-]+\s+){0,3}(?:School|Elementary|Academy|College|University|Institute|Kindergarten)\b"
+# Provinces, municipalities and regions of China, which "我是X的" names as a hometown.
+_ZH_REGION = _alternation("北京 天津 上海 重庆 河北 山西 辽宁 吉林 黑龙江 江苏 浙江 安徽 福建 江西 山东 河南 湖北 湖南 广东 海南 "
+                          "四川 贵州 云南 陕西 甘肃 青海 台湾 内蒙古 内蒙 广西 西藏 宁夏 新疆 香港 澳门 东北 西北 华北".split())
+# A city after the province, left out of the value: 湖北荆州 is 湖北
+_ZH_CITY = rf"(?:[{_CJK}]{{2,3}}?(?:市|县)?)?"
 _ZH_JOB = r"(?:当|做|担任)(?:一名|一个)?[^\s，,。！？；、]{0,4}?(?:师|员|士|医生|会计|经理|记者|编辑|工人|主管|总监|销售|司机|老板)"
 
 
@@ -161,7 +166,8 @@ _ZH_JOB = r"(?:当|做|担任)(?:一名|一个)?[^\s，,。！？；、]{0,4}?(?
 class _Rule:
     pattern: re.Pattern[str]
     relation: str | None  # None: the matched "rel" word, through _RELATIONS; "{rel}" is filled with it
-    # "name": the captured name; "names": a list of names; "called": each name after 叫;
+    # "name": the captured name; "names": a list of names; "called": each name after 叫; "age": a
+    # number of years in digits ("十八" -> "18");
     # "one" / "many": items clipped from free text
     target: str = "name"
 
@@ -174,6 +180,8 @@ class _Rule:
             targets = _EN_SPLIT.split(match["dst"])
         elif self.target == "called":
             targets = [_name(name) for name in _ZH_CALLED.findall(match["dst"])]
+        elif self.target == "age":
+            targets = [_age(match["dst"])]
         else:
             targets = _items(match["dst"], many=self.target == "many")
         source = _HOUSEHOLD.get(match["src"], match["src"])
@@ -209,6 +217,11 @@ _RULES = [
     _rule(rf"{_SRC}(?:(?:\s+(?:is|am)|['’]m)\s+(?:originally\s+)?from|\s+comes?\s+from)\s+{_REST}", "is from",
           "one"),
     _rule(rf"{_SRC}\s+(?:was|were)\s+born\s+in\s+{_REST}", "born in", "one"),
+    # What a person has one of at a time: a name and an age ("My name is Ann", "I just turned 35")
+    _rule(rf"(?<![\w'’-])(?P<src>[Mm]y)\s+name\s+is\s+(?P<dst>{_NAME})\b", "is called"),
+    _rule(rf"(?<![\w'’-])(?P<src>I)(?:['’]m|\s+am)\s+{_ADV}(?P<dst>\d{{1,3}})\s+(?:years?|yrs?)\s+old\b", "is aged",
+          "age"),
+    _rule(rf"(?<![\w'’-])(?P<src>I)\s+{_ADV}turned\s+(?P<dst>\d{{1,3}})\b", "is aged", "age"),
     _rule(rf"{_SRC}{_BE}(?:also\s+|very\s+|severely\s+|really\s+)?allergic\s+to\s+{_REST}", "is allergic to",
           "many"),
     # A named school: "Lily attends Oakwood Elementary", "I study at MIT" (not "attends Mass")
@@ -256,6 +269,17 @@ _RULES = [
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}住在{_ZH_REST}", "住在", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?:搬到|搬去|搬家到)了?{_ZH_REST}", "搬到", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}来自{_ZH_REST}", "来自", "one"),
+    # 我是湖北人, 我是浙江的, 我是湖北荆州的: a hometown is named by its province or region (我是做销售的,
+    # 我是开玩笑的, 我是成年人, 我是开小超市的 are not), which is the value compared
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:老家)?是(?P<dst>{_ZH_REGION})(?:省|市)?{_ZH_CITY}(?:人|的)"
+          rf"(?=$|[\s，,。.！!？?；;：:、啊呀哦呢吧啦嘛哈])", "来自"),
+    # 我从云南来的, 我从湖北武汉来
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:是)?从(?P<dst>{_ZH_REGION})(?:省|市)?{_ZH_CITY}(?:过)?来", "来自"),
+    # 我叫李小海, 我的名字是王琪琪; 我今年24岁了, 我刚满十八岁
+    _rule(rf"{_ZH_I}(?:的名字(?:是|叫)|名叫|叫)(?P<dst>(?![你他她它我这那什])[{_CJK}]{{2,4}}?)"
+          rf"(?=$|[\s，,。.！!？?；;：:、])", "名叫"),
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:今年|现在|已经|刚|满|刚满|刚好|才|也|都|快|马上)*(?P<dst>\d{{1,3}}|[一二两三四五六七八九十]{{1,3}})"
+          r"周?岁", "年龄", "age"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}出生(?:在|于){_ZH_REST}", "出生于", "one"),
     _rule(rf"(?P<src>{_ZH})对(?P<dst>[^\s，,。！？；、]{{1,10}}?)过敏", "过敏", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?P<rel>嫁给了|娶了)(?P<dst>{_ZH}){_ZH_END}"),
@@ -296,6 +320,20 @@ _ZH_RELATIVE = re.compile(rf"^(?:我家?的?|[^的\s]{{1,6}}的)(?:{_ZH_ROLE})")
 
 def _fold(word: str) -> str:
     return " ".join(word.replace("’", "'").casefold().split())
+
+
+_ZH_DIGITS = {c: n for n, c in enumerate("零一二三四五六七八九")} | {"两": 2}
+
+
+def _age(years: str) -> str:
+    """A number of years in digits: "24" stays, "十八" -> "18", "二十一" -> "21", "五十" -> "50"."""
+    if years.isdigit():
+        return str(int(years))
+    tens, _, ones = years.rpartition("十")
+    if "十" not in years:
+        return str(_ZH_DIGITS.get(years, 0)) if len(years) == 1 else ""
+    value = (_ZH_DIGITS.get(tens, 0) if tens else 1) * 10 + (_ZH_DIGITS.get(ones, 0) if ones else 0)
+    return str(value) if len(tens) <= 1 and len(ones) <= 1 else ""
 
 
 def _name(name: str) -> str:
@@ -415,9 +453,15 @@ def _clause_triples(sentence: str, speaker: str) -> list[tuple[str, list[Triple]
     return found
 
 
+# A question tagged onto a statement, asking the other the same ("I'm from Ohio, and you?").
+_TAG_QUESTION = re.compile(r"[,，!！]\s*(?:(?:and|how about|what about)\s+you(?:rself)?|那?(?:你|您|你们)呢)\s*[?？]$",
+                           re.IGNORECASE)
+
+
 def _pattern_triples(text: str, speaker: str) -> list[Triple]:
     found: list[Triple] = []
     for sentence in split_sentences(text):
+        sentence = _TAG_QUESTION.sub("", sentence)   # "我是浙江的，你呢？" states, then asks back
         if sentence.endswith(("?", "？")):
             continue  # a question asks the graph, it does not add to it
         found.extend(_sentence_triples(sentence, speaker))
