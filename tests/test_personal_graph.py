@@ -55,6 +55,10 @@ def extract(text, speaker="user"):
     ("I have a cat called Misty.", [("user", "cat", "Misty")]),
     ("I love hiking in the Alps with my sister Mia",
      [("user", "sister", "Mia"), ("user", "loves", "hiking in the Alps")]),
+    ("My name is Ann Lee.", [("user", "is called", "Ann Lee")]),
+    ("I'm 34 years old and I live in Paris.", [("user", "is aged", "34"), ("user", "lives in", "Paris")]),
+    ("I just turned 35.", [("user", "is aged", "35")]),
+    ("I'm from Ohio, and you?", [("user", "is from", "Ohio")]),
 ])
 def test_english_patterns(text, expected):
     assert extract(text) == expected
@@ -80,6 +84,15 @@ def test_english_patterns(text, expected):
     ("小王来自四川", [("小王", "来自", "四川")]),
     ("我出生在成都", [("user", "出生于", "成都")]),
     ("小王和小李结婚了", [("小王", "结婚", "小李")]),
+    ("我是湖北人，现在在杭州工作!", [("user", "来自", "湖北"), ("user", "工作于", "杭州")]),
+    ("我是浙江的，你呢？", [("user", "来自", "浙江")]),
+    ("哦,我是湖北荆州的", [("user", "来自", "湖北")]),
+    ("我从云南来的", [("user", "来自", "云南")]),
+    ("我叫李小海，你呢？", [("user", "名叫", "李小海")]),
+    ("我的名字是王琪琪。", [("user", "名叫", "王琪琪")]),
+    ("我今年刚满十八岁", [("user", "年龄", "18")]),
+    ("我已经五十五岁了", [("user", "年龄", "55")]),
+    ("你好!我今年已经55岁了!", [("user", "年龄", "55")]),
 ])
 def test_chinese_patterns(text, expected):
     assert extract(text) == expected
@@ -129,6 +142,8 @@ def test_clauses_and_relations_beyond_the_first_rules(text, expected):
 @pytest.mark.parametrize("text", [
     "I play with my kids every evening.", "I attend Mass on Sundays.", "I have three kids.", "I don't work at Google.",
     "我妹妹在北京工作", "我和老婆是大学同学", "我以前在腾讯工作", "我在家做饭", "我女儿今年上小学了",
+    "I'm 5 minutes away.", "Where are you from, and you?", "我是做销售的，你呢？", "我是开玩笑的", "我是成年人",
+    "我是开小超市的", "我不是湖北人", "我叫你过来", "我女儿今年五岁",
 ])
 def test_unnamed_relatives_past_facts_and_look_alikes_give_no_triple(text):
     # "我妹妹" names nobody: a node called "我妹妹" would merge every user's sister into one.

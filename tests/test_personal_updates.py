@@ -111,6 +111,30 @@ def test_a_chinese_move_supersedes(personal):
     assert _live_places(personal, "li") == set()   # "搬到" is kept as said; 住在 柏林 is ended
 
 
+@pytest.mark.parametrize("earlier, later, relation, value", [
+    ("I'm 34 years old.", "I just turned 35.", "is aged", "35"),
+    ("My name is Ann Smith.", "I got married, so my name is Ann Jones.", "is called", "Ann Jones"),
+    ("我是四川的。", "我是湖北人，在武汉上学。", "来自", "湖北"),
+    ("我今年十八岁。", "我已经21岁了。", "年龄", "21")])
+def test_a_new_name_age_or_hometown_ends_the_old(make_forest, earlier, later, relation, value):
+    personal = make_forest(memory_privacy_filter=False).personal
+    try:
+        _say(personal, "ann", earlier, later)
+        assert earlier not in _memories(personal, "ann")
+        assert [t for s, r, t in personal.store.triples("ann") if r == relation] == [value]
+    finally:
+        personal.stop()
+
+
+def test_the_same_age_said_again_ends_nothing(make_forest):
+    personal = make_forest(memory_privacy_filter=False).personal
+    try:
+        _say(personal, "ann", "我今年十八岁。", "我今年刚满18岁，你呢？")
+        assert len(_memories(personal, "ann")) == 2
+    finally:
+        personal.stop()
+
+
 def test_an_ending_said_outright_ends_the_fact_and_keeps_the_rest(personal):
     _say(personal, "cy", "I work at Google and I live in Paris.", "I quit my job at Google.")
     memories = _memories(personal, "cy")

@@ -29,9 +29,12 @@ from forest.text import matching_terms
 # turns on one subject are all alike to an embedder: "Keep it up!" does not take back "Keep going
 # for your dreams and don't quit!").
 SAME_STATEMENT = 0.75
-# A new value in the same frame, said as a change, from this similarity (half-way from unrelated to
-# the same): "My favourite food is pizza these days" is no closer than that to "… is sushi".
+# A new value in the same frame, said as a change: among the FRAME_READ closest memories, from this
+# similarity (half-way from unrelated to the same): "My favourite food is pizza these days" is no
+# closer than that to "… is sushi", and a chat says "now" often (reading every memory that alike
+# would cost each such turn hundreds of reads).
 SAME_FRAME = 0.5
+FRAME_READ = 8
 SAME_WORDS = 0.6
 CLOSE_READ_AT_ONCE = 8
 # With an LLM configured, it is also asked about the person's closest memories the rules did not
@@ -111,8 +114,8 @@ class WritePolicy:
         plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.speaker)
         with self.store.db.snapshot() as conn:
             ended = self._ended(conn, plan)
-        alike = self._closest(plan.user_id, vector, plan.speaker, ALIKE_ENOUGH_TO_ASK, LLM_ASKED_ABOUT) \
-            if self.updates.llm is not None else []
+        alike = [] if self.updates.llm is None else self._closest(
+            plan.user_id, vector, plan.speaker, lambda _, similarity: similarity >= ALIKE_ENOUGH_TO_ASK, LLM_ASKED_ABOUT)
         records = self.store.memories_by_id(plan.user_id, list(ended))
         records.update({r.id: r for r in alike})
         ended = {m: facts for m, facts in ended.items() if m in records}   # none deleted since: apply reads again
@@ -205,30 +208,34 @@ class WritePolicy:
 
     def _said_otherwise(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
         """The live memory that says the same statement as `text` one side negated (similarity
-        SAME_STATEMENT), or the same frame with the value `text` says it changed (similarity
-        SAME_FRAME: the frame itself is the evidence; updates.new_value_in_same_frame)."""
+        SAME_STATEMENT or more), or the same frame with the value `text` says it changed (one of the
+        FRAME_READ closest, similarity SAME_FRAME or more: the frame itself is the evidence;
+        updates.new_value_in_same_frame)."""
         negated, framed = bool(_NEGATION.search(text)), says_a_change(text)
 
         def said_otherwise(record: PersonalMemoryRecord, similarity: float) -> bool:
             return (similarity >= SAME_STATEMENT and negated != bool(_NEGATION.search(record.memory))
                     and _same_words(text, record.memory)) or (framed and new_value_in_same_frame(record.memory, text))
 
-        close = self._closest(user_id, vector, first_person(text, user_id), SAME_FRAME if framed else SAME_STATEMENT,
-                              keep=said_otherwise)
+        close = self._closest(user_id, vector, first_person(text, user_id), keep=said_otherwise,
+                              within=lambda rank, similarity: similarity >= SAME_STATEMENT or
+                              (framed and rank < FRAME_READ and similarity >= SAME_FRAME))
         return close[0] if close else None
 
-    def _closest(self, user_id: str, vector: np.ndarray, speaker: str, alike: float, limit: int = 1,
-                 keep: Callable[[PersonalMemoryRecord, float], bool] = lambda *_: True) -> list[PersonalMemoryRecord]:
-        """Up to `limit` live memories said by `speaker`, at least `alike` (calibrated similarity)
-        and kept by `keep` (given each with its similarity), the closest first."""
+    def _closest(self, user_id: str, vector: np.ndarray, speaker: str, within: Callable[[int, float], bool],
+                 limit: int = 1, keep: Callable[[PersonalMemoryRecord, float], bool] = lambda *_: True
+                 ) -> list[PersonalMemoryRecord]:
+        """Up to `limit` live memories said by `speaker` and kept by `keep` (given each with its
+        calibrated similarity), the closest first, from those `within` reach (given each memory's
+        rank by similarity and the similarity)."""
         ids, matrix = self.store.vectors(user_id, self.embedder.name)
         if not ids:
             return []
         # Only close memories are read, the closest first, a few at a time (a chat holds hundreds
         # on the same subject, and reading them all cost a write more than its SQL).
         similarity = np.asarray(self.embedder.calibrate(matrix @ vector), dtype=float)
-        close = [(ids[i], float(similarity[i])) for i in np.argsort(-similarity, kind="stable")
-                 if similarity[i] >= alike]
+        close = [(ids[i], float(similarity[i])) for rank, i in enumerate(np.argsort(-similarity, kind="stable"))
+                 if within(rank, float(similarity[i]))]
         found: list[PersonalMemoryRecord] = []
         for start in range(0, len(close), CLOSE_READ_AT_ONCE):
             batch = close[start:start + CLOSE_READ_AT_ONCE]

@@ -17,8 +17,8 @@ Two kinds of update are read from the new statement:
 A statement that only adds ("I also live part-time in Munich", "我也住在慕尼黑") ends nothing.
 When an LLM is configured it decides: of the memories the rules propose and the same person's
 closest others, which the statement replaces ("Can we instead try 19:00?" after "a table at
-20:00", which no rule reads). The rules are the offline default. Every pattern here is a plain alternation of words (no nested repetition):
-linear on any input."""
+20:00", which no rule reads). The rules are the offline default. Every pattern here is a plain
+alternation of words (no nested repetition): linear on any input."""
 from __future__ import annotations
 
 import logging
