@@ -107,6 +107,29 @@ def test_a_privacy_classification_goes_through_it(server, embedder):
     assert decision.decided_by == LABEL or decision.decided_by == "fallback:llm-error"
 
 
+def test_an_update_decision_goes_through_it_and_its_answer_is_kept_to(server, make_forest):
+    """A write with the model configured asks it, once, whether the statement replaces the person's
+    closest memory; whatever a 270M base model answers (or fails to), the write completes and the
+    store says who decided."""
+    forest = make_forest(**settings(server), memory_privacy_filter=False, llm_retries=0)
+    tool, client = forest.personal.memory_tool, forest.personal.policy.updates.llm
+    try:
+        assert tool("add", "bob", text="I booked a table for two at 20:00 on Sunday.").to_dict()["status"] == "success"
+        asked = client.counts["asked"]
+        assert tool("add", "bob", text="Can we instead try booking the table at 19:00?").to_dict()["status"] == \
+            "success"
+        assert client.counts["asked"] - asked == 2   # the statement's facts, then the update decision
+        memories = [m.memory for m in forest.personal.store.memories("bob")]
+        updates = [e for e in tool("history", "bob").to_dict()["payload"]["history"] if e["event"] == "UPDATE"]
+        if len(memories) == 1:   # the model said it replaces the booking at 20:00
+            assert memories == ["Can we instead try booking the table at 19:00?"]
+            assert f"judged by {LABEL}" in updates[0]["reason"]
+        else:
+            assert len(memories) == 2 and not updates
+    finally:
+        forest.personal.stop()
+
+
 class LongReply(Reply):
     """A reply the grammar cannot close early: the model is still writing when the server dies."""
 

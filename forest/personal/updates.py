@@ -1,18 +1,18 @@
 """Updates as people say them: a later statement about the same attribute of the same person
 supersedes the earlier one ("Actually I moved: I live in Munich now." ends "I live in Berlin").
 
-Two kinds of update are read from the new statement:
-- a new value of a single-valued attribute (lives in, works at, is married to ...; "moved to X"
-  is "lives in X"): every live fact of that person and attribute with another value is ended,
+Three kinds of update are read from the new statement:
+- a new value of a single-valued attribute (lives in, works at, is married to, a name, an age
+  ...; "moved to X" is "lives in X"): every live fact of that person and attribute with another value is ended,
   found by key in SQL, not by similarity (a long memory about Berlin and work is far from a short
   "I live in Munich now");
 - an ending said outright ("I no longer live in Berlin", "I quit my job at Google", "we broke up",
-  "我不再住在柏林"): the statement with its ending words taken out is read for the facts it ends.
-
+  "我不再住在柏林"): the statement with its ending words taken out is read for the facts it ends;
 - the same sentence with a new value, said as a change ("My favourite food is pizza these days"
   after "My favourite food is sushi", "我最喜欢的颜色现在是绿色"): the words around the value, the
   frame, are the earlier statement's, and the later says "now", "actually", "instead" ... or the
-  frame names a favourite, which is one at a time (see new_value_in_same_frame).
+  frame names a favourite, which is one at a time (see new_value_in_same_frame); the write path
+  compares it with the person's closest memories (forest.personal.policy).
 
 A statement that only adds ("I also live part-time in Munich", "我也住在慕尼黑") ends nothing.
 When an LLM is configured it decides: of the memories the rules propose and the same person's
