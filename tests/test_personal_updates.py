@@ -113,10 +113,11 @@ def test_a_chinese_move_supersedes(personal):
 
 @pytest.mark.parametrize("earlier, later, relation, value", [
     ("I'm 34 years old.", "I just turned 35.", "is aged", "35"),
+    ("I work as a nurse.", "Since last month I work as a teacher.", "works as", "teacher"),
     ("My name is Ann Smith.", "I got married, so my name is Ann Jones.", "is called", "Ann Jones"),
     ("我是四川的。", "我是湖北人，在武汉上学。", "来自", "湖北"),
     ("我今年十八岁。", "我已经21岁了。", "年龄", "21")])
-def test_a_new_name_age_or_hometown_ends_the_old(make_forest, earlier, later, relation, value):
+def test_a_new_job_name_age_or_hometown_ends_the_old(make_forest, earlier, later, relation, value):
     personal = make_forest(memory_privacy_filter=False).personal
     try:
         _say(personal, "ann", earlier, later)

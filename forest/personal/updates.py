@@ -36,7 +36,7 @@ log = logging.getLogger("forest.personal.updates")
 Fact = tuple[str, str, str]   # (source_key, relationship, target_key), as stored
 
 # Relations a person has one value of at a time: a new value ends the old one.
-SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "is married to", "born in", "is from", "is called",
+SINGLE_VALUED = frozenset(["lives in", "works at", "works for", "works as", "is married to", "born in", "is from", "is called",
                            "is aged", "住在", "工作于", "结婚", "来自", "出生于", "名叫", "年龄"])
 # Relations that say the same attribute as another ("I moved to Munich": lives in Munich).
 SAME_ATTRIBUTE = {"moved to": "lives in", "relocated to": "lives in", "搬到": "住在", "works for": "works at"}
