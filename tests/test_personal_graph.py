@@ -58,6 +58,7 @@ def extract(text, speaker="user"):
     ("My name is Ann Lee.", [("user", "is called", "Ann Lee")]),
     ("I'm 34 years old and I live in Paris.", [("user", "is aged", "34"), ("user", "lives in", "Paris")]),
     ("I just turned 35.", [("user", "is aged", "35")]),
+    ("I turned 35 yesterday.", [("user", "is aged", "35")]),
     ("I'm from Ohio, and you?", [("user", "is from", "Ohio")]),
 ])
 def test_english_patterns(text, expected):
@@ -86,8 +87,10 @@ def test_english_patterns(text, expected):
     ("小王和小李结婚了", [("小王", "结婚", "小李")]),
     ("我是湖北人，现在在杭州工作!", [("user", "来自", "湖北"), ("user", "工作于", "杭州")]),
     ("我是浙江的，你呢？", [("user", "来自", "浙江")]),
-    ("哦,我是湖北荆州的", [("user", "来自", "湖北")]),
+    ("哦,我是湖北荆州人", [("user", "来自", "湖北")]),
     ("我从云南来的", [("user", "来自", "云南")]),
+    ("我是四川成都人", [("user", "来自", "四川")]),
+    ("我是湖北武汉市的", [("user", "来自", "湖北")]),
     ("我叫李小海，你呢？", [("user", "名叫", "李小海")]),
     ("我的名字是王琪琪。", [("user", "名叫", "王琪琪")]),
     ("我今年刚满十八岁", [("user", "年龄", "18")]),
@@ -144,6 +147,10 @@ def test_clauses_and_relations_beyond_the_first_rules(text, expected):
     "我妹妹在北京工作", "我和老婆是大学同学", "我以前在腾讯工作", "我在家做饭", "我女儿今年上小学了",
     "I'm 5 minutes away.", "Where are you from, and you?", "我是做销售的，你呢？", "我是开玩笑的", "我是成年人",
     "我是开小超市的", "我不是湖北人", "我叫你过来", "我女儿今年五岁",
+    # what a name, an age or a hometown pattern must not read (each would end the real one)
+    "我叫外卖了。", "我叫车了", "我叫错了", "我叫妈妈过来", "When I turned 18, I moved out.", "I turned 180 degrees.",
+    "我三岁的时候搬到了上海。", "我18岁就出来工作了", "我是北京大学的", "我是广东移动的", "我从北京带回来一些特产",
+    "我从上海寄过来", "My name is Not Important.",
 ])
 def test_unnamed_relatives_past_facts_and_look_alikes_give_no_triple(text):
     # "我妹妹" names nobody: a node called "我妹妹" would merge every user's sister into one.

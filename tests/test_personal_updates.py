@@ -216,6 +216,7 @@ def test_a_new_value_said_as_a_change_supersedes_and_is_found_alone(make_forest,
     ("I like dogs.", "Now I like cats."),                               # too little frame to tell
     ("My favourite book is Dune.", "My favourite book is still Dune, and I love it."),   # the same value, more said
     ("[8 May, 2023] Jon: My favourite band is Queen.", "[9 May, 2023] Gina: My favourite band is Abba."),   # another speaker
+    ("For breakfast my daughter eats oatmeal every day.", "For breakfast my son eats eggs every day now."),   # another person
 ])
 def test_what_is_not_a_new_value_in_the_same_frame_supersedes_nothing(make_forest, earlier, later):
     personal = make_forest(memory_privacy_filter=False).personal
@@ -228,9 +229,12 @@ def test_what_is_not_a_new_value_in_the_same_frame_supersedes_nothing(make_fores
 
 @pytest.mark.parametrize("read", [
     lambda text: __import__("forest.personal.updates", fromlist=["x"]).ended_statement(text),
-    lambda text: __import__("forest.personal.updates", fromlist=["x"]).new_value_in_same_frame(text, "now " + text)])
+    lambda text: __import__("forest.personal.updates", fromlist=["x"]).new_value_in_same_frame(text, "now " + text),
+    lambda text: __import__("forest.personal.graph", fromlist=["x"]).TripleExtractor().extract(text[:2000], "ann")])
 @pytest.mark.parametrize("text", ["no longer " * 2000, "I quit " + "my " * 3000, "从" * 4000 + "辞职",
-                                  "I changed my " + "a " * 3000 + "x", "a@" * 5000, "把我的" + "号" * 4000])
+                                  "I changed my " + "a " * 3000 + "x", "a@" * 5000, "把我的" + "号" * 4000,
+                                  "我" + "刚满" * 2000 + "岁", "我是北京" + "大" * 4000 + "人", "我叫" + "小" * 4000,
+                                  "When " * 2000 + "I turned 5 today"])
 def test_hostile_input_is_read_in_linear_time(read, text):
     import time
 
@@ -308,19 +312,24 @@ def _earlier_statements(prompt: str) -> list[str]:
 def test_an_llm_replaces_a_statement_no_rule_reads_and_only_that_one(make_forest):
     """With an LLM configured it is also asked about the person's closest memories that no rule
     proposes, and the one it names is superseded wholly (its history says who judged), while the
-    others stay. A model that names a statement it was not shown is asked again, then the rules decide."""
+    others stay. An answer naming a statement it was not shown, or none, leaves the offline rules to
+    decide; and only the writing user's memories are ever shown."""
     from testkit.fake_openai import FakeOpenAI
 
     asked: list[list[str]] = []
 
     def respond(prompt: str) -> str:
         if "Later:" not in prompt:
-            return json.dumps({"triples": []})
-        earlier = _earlier_statements(prompt)
+            city = "Munich" if "Munich" in prompt else "Berlin" if "Berlin" in prompt else None
+            return json.dumps({"triples": [{"source": "bob", "relationship": "lives in", "target": city}]
+                               if city else []})
+        earlier, later = _earlier_statements(prompt), prompt.split("Later:")[1]
         asked.append(earlier)
-        if "19:00" in prompt.split("Later:")[1]:   # reads as a model would: the booking time changed
+        if "19:00" in later:   # reads as a model would: the booking time changed
             return json.dumps({"replaces": [n for n, e in enumerate(earlier, 1) if "20:00" in e], "reason": "new time"})
-        return json.dumps({"replaces": [len(earlier) + 1], "reason": "a number it was not shown"})
+        if "four people" in later:
+            return json.dumps({"replaces": [len(earlier) + 1], "reason": "a number it was not shown"})
+        return json.dumps({"reason": "no decision"})   # the decision left out
 
     with FakeOpenAI() as fake:
         fake.respond = respond
@@ -339,11 +348,48 @@ def test_an_llm_replaces_a_statement_no_rule_reads_and_only_that_one(make_forest
             # an invalid answer (a statement it was not shown): the offline rules decide, nothing is replaced
             assert tool("add", "bob", text="Please make the booking for four people.").to_dict()["status"] == "success"
             assert len(_memories(forest.personal, "bob")) == 3
-            # another user's memories are never shown to the model
-            assert tool("add", "eve", text="I booked a table at 19:00 on Friday.").to_dict()["status"] == "success"
-            assert tool("add", "eve", text="Can we instead try booking the table at 19:00?").to_dict()["status"] \
-                == "success"
-            assert all("20:00" not in e for e in asked[-1]) and "I booked a table at 19:00 on Friday." in asked[-1]
+            # an answer without the decision is no "replaces nothing": the rules decide, and end Berlin
+            for text in ("I live in Berlin.", "I live in Munich."):
+                assert tool("add", "bob", text=text).to_dict()["status"] == "success"
+            assert "I live in Berlin." not in _memories(forest.personal, "bob")
+            update = [e for e in tool("history", "bob").to_dict()["payload"]["history"]
+                      if e["event"] == "UPDATE" and "Berlin" in (e["old_value"] or "")]
+            assert update and "judged by" not in update[0]["reason"]   # the rules decided, and say so
+            # eve is shown eve's memories only
+            tool("add", "eve", text="I booked a table at 18:30 on Friday.")
+            tool("add", "eve", text="Can we instead try booking the table at 19:00?")
+            assert asked[-1] == ["I booked a table at 18:30 on Friday."]
         finally:
             forest.personal.stop()
 
+
+def test_an_llm_decision_is_applied_to_the_memory_as_it_saw_it(make_forest):
+    """Two statements planned together may both have the LLM name one memory; the first rewrites
+    it, and the second then leaves the rewritten memory alone (it never saw that text)."""
+    from forest.personal.policy import WritePlan
+    from testkit.fake_openai import FakeOpenAI
+
+    def respond(prompt: str) -> str:
+        if "Later:" not in prompt:
+            return json.dumps({"triples": []})
+        return json.dumps({"replaces": [n for n, e in enumerate(_earlier_statements(prompt), 1) if "sushi" in e]})
+
+    with FakeOpenAI() as fake:
+        fake.respond = respond
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0,
+                             memory_privacy_filter=False)
+        personal = forest.personal
+        try:
+            personal.memory_tool("add", "u", text="My favourite food is sushi.")
+            texts = ["My favourite food is pizza these days.", "No more sushi for me, I'm allergic to fish."]
+            plans = [WritePlan("u", text, {}, {}, 100.0 + n, "process_memory", {"label": "PRIVATE"})
+                     for n, text in enumerate(texts)]
+            for plan, vector in zip(plans, personal.recall.embedder.embed_passages(texts)):
+                personal.policy.plan_write(plan, vector)
+            assert all(plan.replaced for plan in plans)   # both named the sushi memory
+            for plan in plans:
+                with personal.store.writing("u") as conn:
+                    personal.policy.add_or_supersede(conn, plan)
+            assert sorted(_memories(personal, "u")) == sorted(texts)
+        finally:
+            personal.stop()

@@ -131,7 +131,7 @@ class UpdateReply(Reply):
     """Which earlier statements a later one replaces (forest.personal.updates). Context: `earlier`,
     how many were numbered."""
 
-    replaces: list[int] = []
+    replaces: list[int]   # required: a reply without it is no decision (the rules decide then)
     reason: str = ""
 
     @field_validator("replaces")

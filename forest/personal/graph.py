@@ -125,12 +125,18 @@ _ZH_ROLES = ("女儿 儿子 孩子 妻子 老婆 太太 丈夫 老公 爱人 哥
 _ROLE_RELATIONS = frozenset(_RELATIONS.get(role, role) for role in _EN_ROLES + _ZH_ROLES)
 _ROLE = _alternation(_EN_ROLES)
 _ZH_ROLE = _alternation(_ZH_ROLES)
+_PERSON = re.compile(rf"\b(?:{_ROLE})(?:s|ren)?\b|{_ZH_ROLE}", re.IGNORECASE)
+
+
+def names_a_person(text: str) -> bool:
+    """Whether the text names someone by their role to the speaker ("my son", "女儿", "the dogs")."""
+    return bool(_PERSON.search(text))
 _ADJ = r"(?:younger|older|little|big|baby|elder|eldest|youngest|oldest|best|old|twin|close)"
 # Capitalized words that open sentences but name nobody; "I" is matched on its own where allowed.
 _NOT_NAME = _alternation(
     "I My The A An This That These Those It He She They We You Who What Where When Which Why How There Here His "
     "Her Our Their Your Its Then And But So Also Yes No Well Oh Actually Now Today Yesterday Anyway Btw Apparently "
-    "Honestly Sadly Luckily Hey Hi Hello Ok Okay Because If While Everyone Everybody Someone Nobody".split())
+    "Honestly Sadly Luckily Hey Hi Hello Ok Okay Because If While Everyone Everybody Someone Nobody Not".split())
 _CAP = rf"(?!(?:{_NOT_NAME})\b)[A-ZÀ-ÖØ-Þ][\w-]*(?:['’][A-Z][\w-]*)?"
 _NAME = rf"(?:{_CAP}(?:\s+{_CAP}){{0,2}}|[{_CJK}]{{1,6}})"
 _NAMES = rf"(?P<dst>{_NAME}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){_NAME})+)"  # "Sam and Mia", "Sam, Mia and Leo"
@@ -157,8 +163,14 @@ _SCHOOL = r"\s+(?:the\s+)?(?:[\w-]+\s+){0,3}(?:School|Elementary|Academy|College
 # Provinces, municipalities and regions of China, which "我是X的" names as a hometown.
 _ZH_REGION = _alternation("北京 天津 上海 重庆 河北 山西 辽宁 吉林 黑龙江 江苏 浙江 安徽 福建 江西 山东 河南 湖北 湖南 广东 海南 "
                           "四川 贵州 云南 陕西 甘肃 青海 台湾 内蒙古 内蒙 广西 西藏 宁夏 新疆 香港 澳门 东北 西北 华北".split())
-# A city after the province, left out of the value: 湖北荆州 is 湖北
-_ZH_CITY = rf"(?:[{_CJK}]{{2,3}}?(?:市|县)?)?"
+# A city after the province, left out of the value (湖北武汉市 is 湖北): named as a city, or bare before
+# 人 (四川成都人); a bare word before 的 may be anything (北京大学的, 广东移动的)
+_ZH_CITY = rf"(?:[{_CJK}]{{2,3}}?(?:市|县))"
+# An age said of a time of one's life, not now: 我三岁的时候, 我18岁就出来工作了
+_ZH_AGE_THEN = "的时候|时|那年|以前|之前|以后|之后|就|起|开始|左右"
+# What 我叫 is said of that is no name: 我叫外卖了, 我叫车, 我叫妈妈过来
+_ZH_NAME_CHAR = rf"(?![了过着的来去])[{_CJK}]"
+_ZH_NOT_CALLED = "外卖|车|出租车|救护车|警察|妈妈|爸爸|医生"
 _ZH_JOB = r"(?:当|做|担任)(?:一名|一个)?[^\s，,。！？；、]{0,4}?(?:师|员|士|医生|会计|经理|记者|编辑|工人|主管|总监|销售|司机|老板)"
 
 
@@ -221,7 +233,10 @@ _RULES = [
     _rule(rf"(?<![\w'’-])(?P<src>[Mm]y)\s+name\s+is\s+(?P<dst>{_NAME})\b", "is called"),
     _rule(rf"(?<![\w'’-])(?P<src>I)(?:['’]m|\s+am)\s+{_ADV}(?P<dst>\d{{1,3}})\s+(?:years?|yrs?)\s+old\b", "is aged",
           "age"),
-    _rule(rf"(?<![\w'’-])(?P<src>I)\s+{_ADV}turned\s+(?P<dst>\d{{1,3}})\b", "is aged", "age"),
+    # "I just turned 35", "I turned 35 yesterday", not "When I turned 18, I moved out" nor "I turned 180 degrees"
+    _rule(rf"(?<![\w'’-])(?<!when\s)(?<!When\s)(?P<src>I)\s+(?:(?:just|recently|finally)\s+turned|"
+          rf"turned(?=\s+\d{{1,3}}\s+(?:today|yesterday|this|last|on)\b))\s+(?P<dst>\d{{1,3}})\b"
+          rf"(?!\s*(?:degrees|pages|times|%|percent))", "is aged", "age"),
     _rule(rf"{_SRC}{_BE}(?:also\s+|very\s+|severely\s+|really\s+)?allergic\s+to\s+{_REST}", "is allergic to",
           "many"),
     # A named school: "Lily attends Oakwood Elementary", "I study at MIT" (not "attends Mass")
@@ -271,15 +286,17 @@ _RULES = [
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}来自{_ZH_REST}", "来自", "one"),
     # 我是湖北人, 我是浙江的, 我是湖北荆州的: a hometown is named by its province or region (我是做销售的,
     # 我是开玩笑的, 我是成年人, 我是开小超市的 are not), which is the value compared
-    _rule(rf"{_ZH_I}{_ZH_NOT}(?:老家)?是(?P<dst>{_ZH_REGION})(?:省|市)?{_ZH_CITY}(?:人|的)"
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:老家)?是(?P<dst>{_ZH_REGION})(?:省|市)?(?:{_ZH_CITY}(?:人|的)|[{_CJK}]{{2,3}}?人|人|的)"
           rf"(?=$|[\s，,。.！!？?；;：:、啊呀哦呢吧啦嘛哈])", "来自"),
-    # 我从云南来的, 我从湖北武汉来
-    _rule(rf"{_ZH_I}{_ZH_NOT}(?:是)?从(?P<dst>{_ZH_REGION})(?:省|市)?{_ZH_CITY}(?:过)?来", "来自"),
+    # 我从云南来的, 我从湖北武汉市来 (not 我从北京带回来, 我从上海寄过来)
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:是)?从(?P<dst>{_ZH_REGION})(?:省|市)?(?:{_ZH_CITY})?(?:过)?来(?:的|了)?"
+          rf"(?=$|[\s，,。.！!？?；;：:、啊呀哦呢吧啦嘛哈])", "来自"),
     # 我叫李小海, 我的名字是王琪琪; 我今年24岁了, 我刚满十八岁
-    _rule(rf"{_ZH_I}(?:的名字(?:是|叫)|名叫|叫)(?P<dst>(?![你他她它我这那什])[{_CJK}]{{2,4}}?)"
+    _rule(rf"{_ZH_I}(?:的名字(?:是|叫)|名叫|叫)(?!{_ZH_NOT_CALLED})(?P<dst>(?![你他她它我这那什错醒]){_ZH_NAME_CHAR}{{2,4}}?)"
           rf"(?=$|[\s，,。.！!？?；;：:、])", "名叫"),
-    _rule(rf"{_ZH_I}{_ZH_NOT}(?:今年|现在|已经|刚|满|刚满|刚好|才|也|都|快|马上)*(?P<dst>\d{{1,3}}|[一二两三四五六七八九十]{{1,3}})"
-          r"周?岁", "年龄", "age"),
+    # (each lead-in word once, none the start of another: "刚满" is 刚 then 满, read one way only)
+    _rule(rf"{_ZH_I}{_ZH_NOT}(?:今年|现在|已经|刚|满|才|也|都|快|马上){{0,4}}(?P<dst>\d{{1,3}}|[一二两三四五六七八九十]{{1,3}})"
+          rf"周?岁(?!{_ZH_AGE_THEN})", "年龄", "age"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}出生(?:在|于){_ZH_REST}", "出生于", "one"),
     _rule(rf"(?P<src>{_ZH})对(?P<dst>[^\s，,。！？；、]{{1,10}}?)过敏", "过敏", "one"),
     _rule(rf"(?P<src>{_ZH}){_ZH_NOT}(?P<rel>嫁给了|娶了)(?P<dst>{_ZH}){_ZH_END}"),

@@ -37,8 +37,9 @@ SAME_FRAME = 0.5
 FRAME_READ = 8
 SAME_WORDS = 0.6
 CLOSE_READ_AT_ONCE = 8
-# With an LLM configured, it is also asked about the person's closest memories the rules did not
-# propose: this many, from those at least this alike (calibrated: half-way from unrelated to the same).
+# With an LLM configured, it is also asked about the person's closest memories: this many (less
+# those the rules propose), from those at least this alike (calibrated: half-way from unrelated to
+# the same).
 LLM_ASKED_ABOUT = 3
 ALIKE_ENOUGH_TO_ASK = SAME_FRAME
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
@@ -59,11 +60,12 @@ class WritePlan:
     triples: list[Triple] | None = None
     queue_item: int | None = None   # process_memory input: its queue id (what was said before it is its context)
     # What the statement updates, worked out before the transaction (forest.personal.updates): the
-    # facts it says ended, the memories an LLM said it does not update, those it said it replaces
-    # (beyond the rules'), and the vectors of the clauses that earlier memories keep.
+    # facts it says ended, what a configured LLM decided, and the vectors of the clauses that
+    # earlier memories keep.
     ending: list[tuple[str, str, str]] = field(default_factory=list)
-    rejected: set[int] = field(default_factory=set)
-    replaced: list[int] = field(default_factory=list)
+    judged: set[int] = field(default_factory=set)       # the memories an LLM answered for
+    rejected: set[int] = field(default_factory=set)     # ... and did not name
+    replaced: dict[int, str] = field(default_factory=dict)   # ... named, beyond the rules': id -> the text it saw
     kept_vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -114,17 +116,26 @@ class WritePolicy:
         plan.ending = self.updates.ending_facts(plan.text, plan.triples, plan.speaker)
         with self.store.db.snapshot() as conn:
             ended = self._ended(conn, plan)
-        alike = [] if self.updates.llm is None else self._closest(
-            plan.user_id, vector, plan.speaker, lambda _, similarity: similarity >= ALIKE_ENOUGH_TO_ASK, LLM_ASKED_ABOUT)
+        alike = [] if self.updates.llm is None else self._alike(plan, vector)
         records = self.store.memories_by_id(plan.user_id, list(ended))
         records.update({r.id: r for r in alike})
         ended = {m: facts for m, facts in ended.items() if m in records}   # none deleted since: apply reads again
-        plan.rejected, plan.replaced = self.updates.decide(ended, [r.id for r in alike], plan.text,
-                                                           lambda m: records[m].memory)
+        plan.judged, named = self.updates.decide(ended, [r.id for r in alike], plan.text, lambda m: records[m].memory)
+        plan.rejected = plan.judged - set(named)
+        plan.replaced = {m: records[m].memory for m in named if m not in ended}
         kept = {kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items()
                 if m not in plan.rejected} - {None, ""}
         if kept:
             plan.kept_vectors = dict(zip(kept, self.embedder.embed_passages(sorted(kept))))
+
+    def _alike(self, plan: WritePlan, vector: np.ndarray) -> list[PersonalMemoryRecord]:
+        """What an LLM is shown beside the rules' proposals: the memory the same statement said
+        otherwise would replace (the offline rule), and the person's LLM_ASKED_ABOUT closest, in
+        the write's scope (as mem0 compares an add with the memories of its own scope)."""
+        said_otherwise = self._said_otherwise(plan.user_id, plan.text, vector, plan.scope)
+        closest = self._closest(plan.user_id, vector, plan.speaker, plan.scope,
+                                lambda _, similarity: similarity >= ALIKE_ENOUGH_TO_ASK, LLM_ASKED_ABOUT)
+        return [said_otherwise, *(r for r in closest if r.id != said_otherwise.id)] if said_otherwise else closest
 
     def _ended(self, conn, plan: WritePlan) -> dict[int, list[tuple[str, str, str]]]:
         """Memory id -> its facts the plan's statement ends, read through `conn`, less those an LLM
@@ -155,20 +166,23 @@ class WritePolicy:
         if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
             return same, "repeated", f"memory {same} says the same"
         ended = self._ended(conn, plan)
-        records = self.store.memories_by_id(user_id, list(ended) + plan.replaced)
+        records = self.store.memories_by_id(user_id, list(ended) + list(plan.replaced))
+        # an LLM said these are replaced, as it saw them (not as another write of the batch left them):
+        # wholly, every fact they state ending
+        replaced = [m for m, seen in plan.replaced.items() if m in records and records[m].memory == seen]
         stated = self.store.facts_of(user_id, list(records))
-        # an LLM said these are replaced: wholly, every fact they state ending
-        ended.update({m: stated.get(m, []) for m in plan.replaced if m in records})
-        kept = {m: "" if m in plan.replaced else kept_part(records[m].memory, facts, plan.speaker)
+        ended.update({m: stated.get(m, []) for m in replaced})
+        kept = {m: "" if m in replaced else kept_part(records[m].memory, facts, plan.speaker)
                 for m, facts in ended.items() if m in records}
         whole = [m for m in kept if kept[m] == "" or (kept[m] is None and set(ended[m]) >= set(stated.get(m, [])))]
-        if not ended and (changed := self._said_otherwise(user_id, plan.text, plan.vector)) is not None \
-                and changed.id not in plan.rejected:
+        # the same statement said otherwise, when no LLM decided (it was shown that memory if so)
+        if not ended and not plan.judged and \
+                (changed := self._said_otherwise(user_id, plan.text, plan.vector, plan.scope)) is not None:
             whole = [changed.id]
         context = self.store.said_before(conn, user_id, plan.scope, at, CONVERSATION_GAP_SECONDS, plan.queue_item) \
             if plan.actor == "process_memory" else None
         if whole:
-            judged = f", judged by {self.updates.llm.label}" if self.updates.llm is not None else ""
+            judged = f", judged by {self.updates.llm.label}" if whole[0] in plan.judged else ""
             why = f"supersedes memory {whole[0]}: a later statement about the same attribute{judged}"
             if self.store.update(conn, user_id, whole[0], plan.text, plan.vector, self.embedder.name, at, plan.actor,
                                  why, plan.metadata, context):
@@ -206,7 +220,8 @@ class WritePolicy:
                                   why)
             self.store.end_facts(conn, plan.user_id, memory_id, plan.at, facts)
 
-    def _said_otherwise(self, user_id: str, text: str, vector: np.ndarray) -> PersonalMemoryRecord | None:
+    def _said_otherwise(self, user_id: str, text: str, vector: np.ndarray,
+                        scope: dict[str, str | None]) -> PersonalMemoryRecord | None:
         """The live memory that says the same statement as `text` one side negated (similarity
         SAME_STATEMENT or more), or the same frame with the value `text` says it changed (one of the
         FRAME_READ closest, similarity SAME_FRAME or more: the frame itself is the evidence;
@@ -217,18 +232,18 @@ class WritePolicy:
             return (similarity >= SAME_STATEMENT and negated != bool(_NEGATION.search(record.memory))
                     and _same_words(text, record.memory)) or (framed and new_value_in_same_frame(record.memory, text))
 
-        close = self._closest(user_id, vector, first_person(text, user_id), keep=said_otherwise,
+        close = self._closest(user_id, vector, first_person(text, user_id), scope, keep=said_otherwise,
                               within=lambda rank, similarity: similarity >= SAME_STATEMENT or
                               (framed and rank < FRAME_READ and similarity >= SAME_FRAME))
         return close[0] if close else None
 
-    def _closest(self, user_id: str, vector: np.ndarray, speaker: str, within: Callable[[int, float], bool],
-                 limit: int = 1, keep: Callable[[PersonalMemoryRecord, float], bool] = lambda *_: True
-                 ) -> list[PersonalMemoryRecord]:
-        """Up to `limit` live memories said by `speaker` and kept by `keep` (given each with its
-        calibrated similarity), the closest first, from those `within` reach (given each memory's
-        rank by similarity and the similarity)."""
-        ids, matrix = self.store.vectors(user_id, self.embedder.name)
+    def _closest(self, user_id: str, vector: np.ndarray, speaker: str, scope: dict[str, str | None],
+                 within: Callable[[int, float], bool], limit: int = 1,
+                 keep: Callable[[PersonalMemoryRecord, float], bool] = lambda *_: True) -> list[PersonalMemoryRecord]:
+        """Up to `limit` live memories of the `scope` said by `speaker` and kept by `keep` (given
+        each with its calibrated similarity), the closest first, from those `within` reach (given
+        each memory's rank by similarity and the similarity)."""
+        ids, matrix = self.store.vectors(user_id, self.embedder.name, scope)
         if not ids:
             return []
         # Only close memories are read, the closest first, a few at a time (a chat holds hundreds

@@ -17,8 +17,8 @@ Three kinds of update are read from the new statement:
 A statement that only adds ("I also live part-time in Munich", "我也住在慕尼黑") ends nothing.
 When an LLM is configured it decides: of the memories the rules propose and the same person's
 closest others, which the statement replaces ("Can we instead try 19:00?" after "a table at
-20:00", which no rule reads). The rules are the offline default. Every pattern here is a plain
-alternation of words (no nested repetition): linear on any input."""
+20:00", which no rule reads). The rules are the offline default. Every pattern here reads an input
+one way only (alternations of words, bounded repetition): linear on any input."""
 from __future__ import annotations
 
 import logging
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from forest.models.llm import LLMError, StructuredLLM
 from forest.models.prompts import update_prompt
 from forest.models.replies import UpdateReply
-from forest.personal.graph import Triple, entity_key
+from forest.personal.graph import Triple, entity_key, names_a_person
 from forest.personal.turns import words_of
 
 log = logging.getLogger("forest.personal.updates")
@@ -100,8 +100,9 @@ def new_value_in_same_frame(earlier: str, later: str) -> bool:
     the change words and the statement's "[when] speaker:" taken out ("I changed my X to Y" read
     as "my X is Y"), the two share a prefix and a
     suffix (the frame: LEAST_FRAME_SHARE of each, at least LEAST_FRAME_TOKENS tokens) around one
-    short span that differs on both sides (the values). Negation is the negated-statement rule's,
-    and an addition ("also") ends nothing. Linear in the statements' length."""
+    short span that differs on both sides (the values), naming no one (another person is another
+    subject). Negation is the negated-statement rule's, and an addition ("also") ends nothing.
+    Linear in the statements' length."""
     if not says_a_change(later):
         return False
     restated = _ZH_CHANGED_TO.sub(r"\1是", _CHANGED_TO.sub(r"my \1 is", words_of(later)))
@@ -113,8 +114,12 @@ def new_value_in_same_frame(earlier: str, later: str) -> bool:
     while suffix < min(len(a), len(b)) - prefix and a[-1 - suffix] == b[-1 - suffix]:
         suffix += 1
     frame, old, new = prefix + suffix, a[prefix:len(a) - suffix], b[prefix:len(b) - suffix]
-    return (0 < len(old) <= MOST_VALUE_TOKENS and 0 < len(new) <= MOST_VALUE_TOKENS and frame >= LEAST_FRAME_TOKENS
-            and frame >= LEAST_FRAME_SHARE * max(len(a), len(b)) and not _NEGATED_VALUE.search(" ".join(old + new)))
+    if not (0 < len(old) <= MOST_VALUE_TOKENS and 0 < len(new) <= MOST_VALUE_TOKENS and frame >= LEAST_FRAME_TOKENS
+            and frame >= LEAST_FRAME_SHARE * max(len(a), len(b))):
+        return False
+    # a span that names someone is another subject ("my son eats eggs" after "my daughter eats oatmeal")
+    spans = [joined for span in (old, new) for joined in (" ".join(span), "".join(span))]
+    return not any(_NEGATED_VALUE.search(text) or names_a_person(text) for text in spans)
 
 
 def new_values(triples: Iterable[Triple]) -> dict[tuple[str, str], str]:
@@ -178,10 +183,10 @@ class UpdateJudge:
     def decide(self, proposed: Iterable[int], alike: Iterable[int], text: str,
                memory_text: Callable[[int], str]) -> tuple[set[int], list[int]]:
         """What a configured LLM decides, asked once before the write (never inside its transaction)
-        about the memories the rules `proposed` and those `alike` (the same person's closest): those
-        it says the statement does not replace (no rule may replace them then), and those of `alike`
-        it says it does. Offline, or when the LLM fails, the rules decide: (nothing rejected,
-        nothing added)."""
+        about the memories the rules `proposed` and those `alike` (the same person's closest): the
+        memories it answered for (no rule may replace one it did not name), and those it named as
+        replaced, in the order asked. Offline, or when the LLM fails, the rules decide: (nothing
+        answered for, nothing named)."""
         proposed = list(proposed)
         alike = [m for m in alike if m not in proposed]
         asked = proposed + alike
@@ -193,5 +198,5 @@ class UpdateJudge:
         except LLMError as exc:
             log.warning("%s update decision failed, the offline rules decide: %s", self.llm.label, exc)
             return set(), []
-        replaced = {asked[n - 1] for n in reply.replaces}
-        return set(asked) - replaced, [m for m in alike if m in replaced]
+        named = {asked[n - 1] for n in reply.replaces}
+        return set(asked), [m for m in asked if m in named]
