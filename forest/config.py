@@ -112,6 +112,9 @@ class Settings:
     # (VECTOR_TOP_K, MEMORY_ENABLED, ...) work as environment variables.
     memory_enabled: bool = True
     memory_privacy_filter: bool = True
+    # A configured LLM decides which memories a statement replaces; false: the offline rules do
+    # (a small local model replaces too readily: docs/benchmarks.md), the LLM still reads facts.
+    memory_llm_updates: bool = True
     vector_top_k: int = 5
     graph_max_depth: int = 2
     graph_max_relations: int = 10

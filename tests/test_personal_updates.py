@@ -363,6 +363,37 @@ def test_an_llm_replaces_a_statement_no_rule_reads_and_only_that_one(make_forest
             forest.personal.stop()
 
 
+def test_memory_llm_updates_off_leaves_the_decision_to_the_rules(make_forest):
+    """A small local model replaces too readily: with memory_llm_updates off it is never asked
+    about updates (it still reads facts), and the offline rules decide."""
+    from testkit.fake_openai import FakeOpenAI
+
+    prompts: list[str] = []
+
+    def respond(prompt: str) -> str:
+        prompts.append(prompt)
+        if "Later:" in prompt:
+            return json.dumps({"replaces": [1]})
+        city = "Munich" if "Munich" in prompt else "Berlin" if "Berlin" in prompt else None
+        return json.dumps({"triples": [{"source": "bob", "relationship": "lives in", "target": city}] if city else []})
+
+    with FakeOpenAI() as fake:
+        fake.respond = respond
+        forest = make_forest(llm="openai", llm_base_url=fake.url, llm_model="test-chat", llm_retries=0,
+                             memory_llm_updates=False)
+        tool = forest.personal.memory_tool
+        try:
+            for text in ("I booked a table for two at 20:00 on Sunday.", "Can we instead try booking the table at 19:00?",
+                         "I live in Berlin.", "I live in Munich."):
+                assert tool("add", "bob", text=text).to_dict()["status"] == "success"
+            assert prompts and not any("Later:" in prompt for prompt in prompts)
+            assert sorted(_memories(forest.personal, "bob")) == ["Can we instead try booking the table at 19:00?",
+                                                                 "I booked a table for two at 20:00 on Sunday.",
+                                                                 "I live in Munich."]
+        finally:
+            forest.personal.stop()
+
+
 def test_an_llm_decision_is_applied_to_the_memory_as_it_saw_it(make_forest):
     """Two statements planned together may both have the LLM name one memory; the first rewrites
     it, and the second then leaves the rewritten memory alone (it never saw that text)."""

@@ -82,7 +82,7 @@ class WritePolicy:
         self.settings = settings
         self.privacy = privacy
         self.extractor = extractor
-        self.updates = UpdateJudge(extractor.extract, extractor.llm)
+        self.updates = UpdateJudge(extractor.extract, extractor.llm if settings.memory_llm_updates else None)
 
     def prepare(self, batch: list[QueuedInput]) -> list[WritePlan]:
         """Everything slow, outside any transaction: privacy classification, embedding (one call
