@@ -355,10 +355,13 @@ def test_an_llm_replaces_a_statement_no_rule_reads_and_only_that_one(make_forest
             update = [e for e in tool("history", "bob").to_dict()["payload"]["history"]
                       if e["event"] == "UPDATE" and "Berlin" in (e["old_value"] or "")]
             assert update and "judged by" not in update[0]["reason"]   # the rules decided, and say so
-            # eve is shown eve's memories only
+            # eve is shown eve's memories only, and an agent's write those of its own scope
             tool("add", "eve", text="I booked a table at 18:30 on Friday.")
             tool("add", "eve", text="Can we instead try booking the table at 19:00?")
             assert asked[-1] == ["I booked a table at 18:30 on Friday."]
+            tool("add", "eve", text="I booked a table at 17:00 on Monday.", agent_id="planner")
+            tool("add", "eve", text="Can we instead try booking the table at 19:00 please?", agent_id="planner")
+            assert asked[-1] == ["I booked a table at 17:00 on Monday."]
         finally:
             forest.personal.stop()
 
