@@ -23,6 +23,7 @@ model decides).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -139,18 +140,19 @@ def main() -> None:
 def with_llm(sets: dict[str, list[dict[str, Any]]], url: str, model: str) -> dict[str, dict[str, list[bool]]]:
     """label -> set -> this checkout's predictions with the LLM at `url` deciding ('local': llama.cpp's
     server on Gemma 3 270M, started for the run from the `llm-server` extra)."""
-    if url != "local":
-        return {f"new, {model or url} deciding": {name: predict(pairs, llm="openai", llm_base_url=url, llm_model=model)
-                                                   for name, pairs in sets.items()}}
-    from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
-    if missing():
-        sys.exit(f"--llm-url local needs {' and '.join(missing())}: `make llm-server`")
-    # a base model rambles to its token cap: LOCAL_MAX_TOKENS keeps each request to seconds
-    with tempfile.TemporaryDirectory(prefix="forest-updates-llm-") as scratch, LlamaServer(Path(scratch)) as server:
-        return {f"new, {MODEL_ALIAS} deciding": {name: predict(pairs, llm="openai", llm_base_url=server.url,
-                                                               llm_model=MODEL_ALIAS, llm_max_tokens=LOCAL_MAX_TOKENS)
-                                                 for name, pairs in sets.items()}}
-
+    with contextlib.ExitStack() as stack:
+        settings = {"llm": "openai", "llm_base_url": url, "llm_model": model}
+        if url == "local":
+            from testkit.llama_server import MODEL_ALIAS, LlamaServer, missing
+            if missing():
+                sys.exit(f"--llm-url local needs {' and '.join(missing())}: `make llm-server`")
+            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="forest-updates-llm-"))
+            server = stack.enter_context(LlamaServer(Path(scratch)))
+            # a base model rambles to its token cap: LOCAL_MAX_TOKENS keeps each request to seconds
+            settings = {**settings, "llm_base_url": server.url, "llm_model": MODEL_ALIAS,
+                        "llm_max_tokens": LOCAL_MAX_TOKENS}
+        label = f"new, {settings['llm_model'] or url} deciding"
+        return {label: {name: predict(pairs, **settings) for name, pairs in sets.items()}}
 
 if __name__ == "__main__":
     main()

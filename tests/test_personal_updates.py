@@ -420,7 +420,7 @@ def test_an_llm_decision_is_applied_to_the_memory_as_it_saw_it(make_forest):
                      for n, text in enumerate(texts)]
             for plan, vector in zip(plans, personal.recall.embedder.embed_passages(texts)):
                 personal.policy.plan_write(plan, vector)
-            assert all(plan.replaced for plan in plans)   # both named the sushi memory
+            assert all(plan.named for plan in plans)   # both named the sushi memory
             for plan in plans:
                 with personal.store.writing("u") as conn:
                     personal.policy.add_or_supersede(conn, plan)

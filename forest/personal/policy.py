@@ -21,7 +21,7 @@ from forest.personal.memory_store import PersonalStore, QueuedInput
 from forest.personal.records import PersonalMemoryRecord
 from forest.personal.privacy import PRIVATE, PrivacyClassifier
 from forest.personal.turns import CONVERSATION_GAP_SECONDS, first_person, words_of
-from forest.personal.updates import UpdateJudge, new_value_in_same_frame, says_a_change, without_change_words
+from forest.personal.updates import NEGATION, UpdateJudge, new_value_in_same_frame, says_a_change, without_change_words
 from forest.text import matching_terms
 
 # The same statement, one side negated or with a new value, when their calibrated similarity
@@ -43,7 +43,6 @@ CLOSE_READ_AT_ONCE = 8
 LLM_ASKED_ABOUT = 3
 ALIKE_ENOUGH_TO_ASK = SAME_FRAME
 _CJK_END = re.compile(r"[\u4e00-\u9fff]$")
-_NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 
 
 @dataclass
@@ -64,9 +63,13 @@ class WritePlan:
     # earlier memories keep.
     ending: list[tuple[str, str, str]] = field(default_factory=list)
     judged: set[int] = field(default_factory=set)       # the memories an LLM answered for
-    rejected: set[int] = field(default_factory=set)     # ... and did not name
-    replaced: dict[int, str] = field(default_factory=dict)   # ... named, beyond the rules': id -> the text it saw
+    named: dict[int, str] = field(default_factory=dict)  # ... and said are replaced: id -> the text it saw
     kept_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def rejected(self) -> set[int]:
+        """The memories an LLM was shown and did not name: no rule may replace them."""
+        return self.judged - self.named.keys()
 
     @property
     def speaker(self) -> str:
@@ -121,8 +124,7 @@ class WritePolicy:
         records.update({r.id: r for r in alike})
         ended = {m: facts for m, facts in ended.items() if m in records}   # none deleted since: apply reads again
         plan.judged, named = self.updates.decide(ended, [r.id for r in alike], plan.text, lambda m: records[m].memory)
-        plan.rejected = plan.judged - set(named)
-        plan.replaced = {m: records[m].memory for m in named if m not in ended}
+        plan.named = {m: records[m].memory for m in named}
         kept = {kept_part(records[m].memory, facts, plan.speaker) for m, facts in ended.items()
                 if m not in plan.rejected} - {None, ""}
         if kept:
@@ -157,19 +159,21 @@ class WritePolicy:
         ends the earlier facts: a memory all of whose facts end is replaced by the new one (an
         UPDATE in its history); a compound memory keeps the clauses that still hold ("I live in
         Berlin and I work at the MPI" keeps "I work at the MPI."), and the new memory is added
-        beside it. The same statement negated replaces the memory too. All is looked for inside
-        the write's transaction, so a memory written just before is seen. Reasons name memories
-        by id, never by their text: a deleted memory's words stay in no other record."""
+        beside it. The same statement negated or with a new value in the same frame replaces the
+        memory too, and so does what a configured LLM names (decided in plan_write). All is looked
+        for inside the write's transaction, so a memory written just before is seen. Reasons name
+        memories by id, never by their text: a deleted memory's words stay in no other record."""
         user_id, at = plan.user_id, plan.at
         # Said before word for word (the same input sent again after its reply was lost, or
         # repeated): the memory is there already, and a second copy would crowd every search.
         if (same := self.store.same_memory(conn, user_id, plan.text, plan.scope, plan.metadata)) is not None:
             return same, "repeated", f"memory {same} says the same"
         ended = self._ended(conn, plan)
-        records = self.store.memories_by_id(user_id, list(ended) + list(plan.replaced))
-        # an LLM said these are replaced, as it saw them (not as another write of the batch left them):
-        # wholly, every fact they state ending
-        replaced = [m for m, seen in plan.replaced.items() if m in records and records[m].memory == seen]
+        records = self.store.memories_by_id(user_id, list(ended.keys() | plan.named.keys()))
+        # what an LLM named beyond the rules is replaced wholly, every fact it states ending, and
+        # only as the LLM saw it (not as another write of the batch left it)
+        replaced = [m for m, seen in plan.named.items()
+                    if m not in ended and m in records and records[m].memory == seen]
         stated = self.store.facts_of(user_id, list(records))
         ended.update({m: stated.get(m, []) for m in replaced})
         kept = {m: "" if m in replaced else kept_part(records[m].memory, facts, plan.speaker)
@@ -226,10 +230,10 @@ class WritePolicy:
         SAME_STATEMENT or more), or the same frame with the value `text` says it changed (one of the
         FRAME_READ closest, similarity SAME_FRAME or more: the frame itself is the evidence;
         updates.new_value_in_same_frame)."""
-        negated, framed = bool(_NEGATION.search(text)), says_a_change(text)
+        negated, framed = bool(NEGATION.search(text)), says_a_change(text)
 
         def said_otherwise(record: PersonalMemoryRecord, similarity: float) -> bool:
-            return (similarity >= SAME_STATEMENT and negated != bool(_NEGATION.search(record.memory))
+            return (similarity >= SAME_STATEMENT and negated != bool(NEGATION.search(record.memory))
                     and _same_words(text, record.memory)) or (framed and new_value_in_same_frame(record.memory, text))
 
         close = self._closest(user_id, vector, first_person(text, user_id), scope, keep=said_otherwise,
@@ -268,7 +272,7 @@ def _same_words(a: str, b: str) -> bool:
     """Whether two statements say the same words but for their negations, the words that say a
     change ("anymore", "现在") and a turn's "[when said] speaker:": SAME_WORDS of the content
     words of each are in the other."""
-    words = [matching_terms(_NEGATION.sub(" ", without_change_words(words_of(text)))) for text in (a, b)]
+    words = [matching_terms(NEGATION.sub(" ", without_change_words(words_of(text)))) for text in (a, b)]
     return min(map(len, words)) > 0 and len(words[0] & words[1]) >= SAME_WORDS * max(map(len, words))
 
 

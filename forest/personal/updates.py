@@ -70,8 +70,9 @@ LEAST_FRAME_TOKENS = 3
 _CHANGED_TO = re.compile(r"\b(?:i\s+(?:have\s+|'ve\s+)?)?(?:changed|switched|updated|moved)\s+my\s+([^\W\d][\w' -]{0,40}?)"
                          r"\s+to\b", re.IGNORECASE)
 _ZH_CHANGED_TO = re.compile(r"我?把(我的[^，。,.\s]{1,20}?)(?:改成|换成|改为|改到)")
-# A span that differs by a negation is the negated-statement rule's (forest.personal.policy), not a value.
-_NEGATED_VALUE = re.compile(r"\b(?:not|no|never|don't|doesn't|didn't)\b|不|没", re.IGNORECASE)
+# The words that negate a statement: a statement and its negation are the negated-statement rule's
+# (forest.personal.policy), and a span that differs by one is no new value.
+NEGATION = re.compile(r"\b(?:not|no longer|don't|doesn't|didn't|never|stopped|quit)\b|不再|不|没有|没|别", re.I)
 _BROKE_UP = re.compile(r"\b(?:broke up|split up|divorced|separated)\b|分手|离婚", re.IGNORECASE)
 
 
@@ -119,7 +120,7 @@ def new_value_in_same_frame(earlier: str, later: str) -> bool:
         return False
     # a span that names someone is another subject ("my son eats eggs" after "my daughter eats oatmeal")
     spans = [joined for span in (old, new) for joined in (" ".join(span), "".join(span))]
-    return not any(_NEGATED_VALUE.search(text) or names_a_person(text) for text in spans)
+    return not any(NEGATION.search(text) or names_a_person(text) for text in spans)
 
 
 def new_values(triples: Iterable[Triple]) -> dict[tuple[str, str], str]:
